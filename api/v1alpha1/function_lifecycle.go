@@ -1,0 +1,172 @@
+package v1alpha1
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"knative.dev/pkg/apis"
+	duckv1 "knative.dev/pkg/apis/duck/v1"
+)
+
+// Condition types of a Function. Ready is derived from the other four.
+const (
+	// FunctionConditionReady is True when every other condition is True.
+	FunctionConditionReady = apis.ConditionReady
+	// FunctionConditionSourceReady is True when func.yaml was read from the repository and is valid.
+	FunctionConditionSourceReady apis.ConditionType = "SourceReady"
+	// FunctionConditionDeployed is True when the function's Knative Service exists.
+	FunctionConditionDeployed apis.ConditionType = "Deployed"
+	// FunctionConditionMiddlewareUpToDate is True when the running middleware is the newest available.
+	FunctionConditionMiddlewareUpToDate apis.ConditionType = "MiddlewareUpToDate"
+	// FunctionConditionServiceReady mirrors the Knative Service's Ready condition.
+	FunctionConditionServiceReady apis.ConditionType = "ServiceReady"
+)
+
+// Reasons of the SourceReady condition.
+const (
+	ReasonSourceReady        = "FuncYamlRead"
+	ReasonAuthSecretNotFound = "AuthSecretNotFound"
+	ReasonAuthSecretInvalid  = "AuthSecretInvalid"
+	ReasonGitCloneFailed     = "GitCloneFailed"
+	ReasonBranchNotFound     = "BranchNotFound"
+	ReasonPathNotFound       = "PathNotFound"
+	ReasonFuncYamlNotFound   = "FuncYamlNotFound"
+	ReasonFuncYamlInvalid    = "FuncYamlInvalid"
+	ReasonUnsafeFuncYaml     = "UnsafeFuncYaml"
+)
+
+// Reasons shared by several conditions.
+const (
+	// ReasonReconciling is the reason of a condition the operator has not decided yet.
+	ReasonReconciling = "Reconciling"
+	// ReasonNotImplemented is the reason of a condition whose step this version of
+	// func-operator does not run yet.
+	ReasonNotImplemented = "NotImplemented"
+	// ReasonSourceNotReady is the reason of a condition that waits for SourceReady.
+	ReasonSourceNotReady = "SourceNotReady"
+)
+
+var functionCondSet = apis.NewLivingConditionSet(
+	FunctionConditionSourceReady,
+	FunctionConditionDeployed,
+	FunctionConditionMiddlewareUpToDate,
+	FunctionConditionServiceReady,
+)
+
+// Compile-time checks that Function is a Knative duck-typed, conditioned object.
+var (
+	_ apis.ConditionsAccessor = (*FunctionStatus)(nil)
+	_ duckv1.KRShaped         = (*Function)(nil)
+)
+
+// GetConditionSet returns the set of conditions of a Function.
+func (*Function) GetConditionSet() apis.ConditionSet { return functionCondSet }
+
+// GetGroupVersionKind returns the GroupVersionKind of a Function.
+func (*Function) GetGroupVersionKind() schema.GroupVersionKind {
+	return SchemeGroupVersion.WithKind("Function")
+}
+
+// GetStatus returns the Function's duck-typed status.
+func (f *Function) GetStatus() *duckv1.Status { return &f.Status.Status }
+
+// GetCondition returns the condition of type t, or nil.
+func (fs *FunctionStatus) GetCondition(t apis.ConditionType) *apis.Condition {
+	return functionCondSet.Manage(fs).GetCondition(t)
+}
+
+// IsReady is true when the Ready condition is True.
+func (fs *FunctionStatus) IsReady() bool {
+	return functionCondSet.Manage(fs).IsHappy()
+}
+
+// InitializeConditions sets every condition that is not set yet to Unknown.
+func (fs *FunctionStatus) InitializeConditions() {
+	functionCondSet.Manage(fs).InitializeConditions()
+}
+
+// MarkSourceReady records that func.yaml was read at commit of branch.
+func (fs *FunctionStatus) MarkSourceReady(branch, commit string) {
+	functionCondSet.Manage(fs).MarkTrueWithReason(FunctionConditionSourceReady, ReasonSourceReady,
+		"func.yaml read from branch %s at commit %s", branch, shortCommit(commit))
+}
+
+// MarkSourceFailed records why the source could not be used.
+func (fs *FunctionStatus) MarkSourceFailed(reason, messageFormat string, messageA ...interface{}) {
+	functionCondSet.Manage(fs).MarkFalse(FunctionConditionSourceReady, reason, messageFormat, messageA...)
+}
+
+// MarkSourceUnknown records that the source is being checked.
+func (fs *FunctionStatus) MarkSourceUnknown(reason, messageFormat string, messageA ...interface{}) {
+	functionCondSet.Manage(fs).MarkUnknown(FunctionConditionSourceReady, reason, messageFormat, messageA...)
+}
+
+// MarkDeployedUnknown records that whether the function is deployed is not known.
+func (fs *FunctionStatus) MarkDeployedUnknown(reason, messageFormat string, messageA ...interface{}) {
+	functionCondSet.Manage(fs).MarkUnknown(FunctionConditionDeployed, reason, messageFormat, messageA...)
+}
+
+// MarkMiddlewareUnknown records that whether the middleware is up to date is not known.
+func (fs *FunctionStatus) MarkMiddlewareUnknown(reason, messageFormat string, messageA ...interface{}) {
+	functionCondSet.Manage(fs).MarkUnknown(FunctionConditionMiddlewareUpToDate, reason, messageFormat, messageA...)
+}
+
+// MarkServiceReadyUnknown records that whether the Knative Service is ready is not known.
+func (fs *FunctionStatus) MarkServiceReadyUnknown(reason, messageFormat string, messageA ...interface{}) {
+	functionCondSet.Manage(fs).MarkUnknown(FunctionConditionServiceReady, reason, messageFormat, messageA...)
+}
+
+// MarkDownstreamWaitingForSource gives the conditions after SourceReady that were
+// never decided the reason SourceNotReady; a decided one keeps its last observation.
+func (fs *FunctionStatus) MarkDownstreamWaitingForSource() {
+	const msg = "waiting for the function's source to be ready"
+	for _, t := range []apis.ConditionType{FunctionConditionDeployed, FunctionConditionMiddlewareUpToDate, FunctionConditionServiceReady} {
+		if c := fs.GetCondition(t); c == nil || c.Reason == "" {
+			functionCondSet.Manage(fs).MarkUnknown(t, ReasonSourceNotReady, msg)
+		}
+	}
+}
+
+// MarkDownstreamNotImplemented sets the conditions whose steps this version of the
+// operator does not run yet to Unknown, saying so.
+func (fs *FunctionStatus) MarkDownstreamNotImplemented() {
+	fs.MarkDeployedUnknown(ReasonNotImplemented,
+		"describing the deployed Knative Service is not implemented in this version of func-operator")
+	fs.MarkMiddlewareUnknown(ReasonNotImplemented,
+		"middleware version detection is not implemented in this version of func-operator")
+	fs.MarkServiceReadyUnknown(ReasonNotImplemented,
+		"Knative Service readiness is not implemented in this version of func-operator")
+}
+
+// MaxHistory is how many entries status.history keeps.
+const MaxHistory = 20
+
+// AddHistory records a notable event, newest first, keeping at most MaxHistory entries.
+func (fs *FunctionStatus) AddHistory(e HistoryEntry) {
+	fs.History = append([]HistoryEntry{e}, fs.History...)
+	if len(fs.History) > MaxHistory {
+		fs.History = fs.History[:MaxHistory]
+	}
+}
+
+func shortCommit(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
+}
+
+// String returns namespace/name of the Function, for logs and messages.
+func (f *Function) String() string {
+	return fmt.Sprintf("%s/%s", f.Namespace, f.Name)
+}
+
+// CleanPath returns spec.repository.path cleaned: "" for the repository root.
+func (r Repository) CleanPath() string {
+	p := strings.Trim(r.Path, "/")
+	if p == "." {
+		return ""
+	}
+	return strings.TrimPrefix(p, "./")
+}

@@ -1,0 +1,228 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	duckv1 "knative.dev/pkg/apis/duck/v1"
+)
+
+// Function is a Knative Function deployed from a git repository that
+// func-operator keeps healthy: it reads the function's func.yaml from git,
+// follows the deployed Knative Service and rebuilds the function on-cluster
+// when its middleware is outdated.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=func;funcs,categories=all;knative;functions
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Runtime",type=string,JSONPath=`.status.deployment.runtime`
+// +kubebuilder:printcolumn:name="Middleware",type=string,JSONPath=`.status.middleware.current`
+// +kubebuilder:printcolumn:name="Pending Rebuild",type=boolean,JSONPath=`.status.middleware.pendingRebuild`
+// +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.service.url`
+// +kubebuilder:printcolumn:name="Commit",type=string,JSONPath=`.status.git.observedCommit`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Function struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec says where the function's source and registry credentials are.
+	Spec FunctionSpec `json:"spec"`
+
+	// Status is what the operator observed of the function.
+	// +optional
+	Status FunctionStatus `json:"status,omitempty"`
+}
+
+// FunctionSpec is where a function's source lives and how to reach it. It is
+// wire-compatible with the Function objects that `func deploy` writes.
+type FunctionSpec struct {
+	// Repository is the git repository holding the function's source and its func.yaml.
+	Repository Repository `json:"repository"`
+
+	// Registry holds the credentials for the registry the function's image is pushed to.
+	// +optional
+	Registry Registry `json:"registry,omitempty"`
+
+	// AutoUpdateMiddleware says whether the operator rebuilds the function when its
+	// middleware is outdated. Unset means the operator-wide default (ConfigMap
+	// func-operator-config, key autoUpdateMiddleware).
+	// +optional
+	AutoUpdateMiddleware *bool `json:"autoUpdateMiddleware,omitempty"`
+}
+
+// Repository is a git repository and the place of a function inside it.
+type Repository struct {
+	// URL of the git repository: https://host/org/repo.git, http://..., ssh://[user@]host[:port]/path
+	// or the scp-like form user@host:path. Credentials never belong in the URL: use authSecretRef.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(https?|ssh)://[^/ ]+(/.*)?$') || self.matches('^[A-Za-z0-9._~-]+@[A-Za-z0-9.-]+:[^ ]+$')",message="url must be an http://, https:// or ssh:// URL, or scp-like user@host:path"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[a-z]+://[^/@]*:[^/@]*@')",message="url must not embed credentials: put them in the Secret named by authSecretRef"
+	URL string `json:"url"`
+
+	// Branch to follow. Empty means the remote's default branch (its HEAD); the branch
+	// it resolved to is reported in status.git.resolvedBranch.
+	// +optional
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('-') && !self.startsWith('refs/') && !self.contains(' ') && !self.contains('..')",message="branch must be a plain branch name (no leading '-', no 'refs/' prefix, no spaces, no '..')"
+	Branch string `json:"branch,omitempty"`
+
+	// Path of the function's directory (the one holding func.yaml) inside the repository,
+	// relative to its root, for monorepos. Empty means the repository root.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/')",message="path must be relative to the repository root, not absolute"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(^|/)[.][.](/|$)')",message="path must not contain '..' segments"
+	Path string `json:"path,omitempty"`
+
+	// AuthSecretRef names a Secret in the Function's namespace with the credentials
+	// for the repository. For HTTP(S): key "token", or keys "username" and "password".
+	// For SSH: key "ssh-privatekey" (or "identity"), optional "passphrase", and
+	// "known_hosts", which is required: host keys are always verified.
+	// +optional
+	AuthSecretRef *corev1.LocalObjectReference `json:"authSecretRef,omitempty"`
+}
+
+// Registry is the container registry the function's image lives in.
+type Registry struct {
+	// AuthSecretRef names a kubernetes.io/dockerconfigjson Secret in the Function's
+	// namespace with the credentials to pull and push the function's image.
+	// +optional
+	AuthSecretRef *corev1.LocalObjectReference `json:"authSecretRef,omitempty"`
+}
+
+// FunctionStatus is what the operator observed of a function. Conditions follow the
+// Knative conventions: Ready is derived from SourceReady, Deployed,
+// MiddlewareUpToDate and ServiceReady.
+type FunctionStatus struct {
+	duckv1.Status `json:",inline"`
+
+	// Name of the function, as written in its func.yaml. `func deploy` uses it to find
+	// the Function object of a function.
+	// +optional
+	Name string `json:"name,omitempty"`
+
+	// Git is what the operator last read from the repository.
+	// +optional
+	Git *GitStatus `json:"git,omitempty"`
+
+	// Deployment describes the function as deployed.
+	// +optional
+	Deployment *DeploymentStatus `json:"deployment,omitempty"`
+
+	// Middleware compares the middleware the function runs with the one a rebuild would bring.
+	// +optional
+	Middleware *MiddlewareStatus `json:"middleware,omitempty"`
+
+	// Service is the Knative Service that serves the function.
+	// +optional
+	Service *ServiceStatus `json:"service,omitempty"`
+
+	// History lists notable events in the function's life, newest first, at most 20.
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	History []HistoryEntry `json:"history,omitempty"`
+}
+
+// GitStatus is what the operator last read from the function's repository.
+type GitStatus struct {
+	// ResolvedBranch is the branch followed: spec.repository.branch, or the remote's
+	// default branch when that is empty.
+	// +optional
+	ResolvedBranch string `json:"resolvedBranch,omitempty"`
+
+	// ObservedCommit is the commit of the resolved branch that func.yaml was last read from.
+	// +optional
+	ObservedCommit string `json:"observedCommit,omitempty"`
+
+	// LastChecked is when the operator last read func.yaml from the repository: when a new
+	// commit, a changed spec or a recovered error made it fetch the source. The branch head is
+	// polled on every periodic check (ConfigMap func-operator-config, key checkInterval), but a
+	// check that finds the same commit leaves this time, and the whole object, unchanged.
+	// +optional
+	LastChecked *metav1.Time `json:"lastChecked,omitempty"`
+}
+
+// DeploymentStatus describes the function as deployed.
+type DeploymentStatus struct {
+	// Image the function runs, by digest when known.
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// ImageBuilt is when the operator last built the function's image.
+	// +optional
+	ImageBuilt *metav1.Time `json:"imageBuilt,omitempty"`
+
+	// Runtime of the function (go, node, python, quarkus, springboot, rust, typescript), from func.yaml.
+	// +optional
+	Runtime string `json:"runtime,omitempty"`
+
+	// Deployer that deployed the function (for example knative).
+	// +optional
+	Deployer string `json:"deployer,omitempty"`
+}
+
+// MiddlewareStatus compares the function's middleware with the newest one.
+type MiddlewareStatus struct {
+	// Current is the middleware version the running image was built with.
+	// +optional
+	Current string `json:"current,omitempty"`
+
+	// Available is the middleware version a rebuild with the operator's func library would bring.
+	// +optional
+	Available string `json:"available,omitempty"`
+
+	// AutoUpdate says whether outdated middleware is rebuilt, and which setting decided it.
+	// +optional
+	AutoUpdate *AutoUpdateStatus `json:"autoUpdate,omitempty"`
+
+	// PendingRebuild is true when the middleware is outdated and a rebuild is due.
+	// +optional
+	PendingRebuild bool `json:"pendingRebuild,omitempty"`
+
+	// LastRebuild is when the operator last rebuilt the function.
+	// +optional
+	LastRebuild *metav1.Time `json:"lastRebuild,omitempty"`
+}
+
+// AutoUpdateStatus says whether outdated middleware is rebuilt automatically.
+type AutoUpdateStatus struct {
+	// Enabled is true when the operator rebuilds the function on outdated middleware.
+	Enabled bool `json:"enabled"`
+
+	// Source is the setting that decided: Function (spec.autoUpdateMiddleware) or
+	// OperatorConfig (ConfigMap func-operator-config).
+	// +optional
+	// +kubebuilder:validation:Enum=Function;OperatorConfig
+	Source string `json:"source,omitempty"`
+}
+
+// ServiceStatus is the Knative Service serving the function.
+type ServiceStatus struct {
+	// URL the function is served at.
+	// +optional
+	URL string `json:"url,omitempty"`
+
+	// Ready mirrors the Knative Service's Ready condition.
+	// +optional
+	Ready bool `json:"ready,omitempty"`
+}
+
+// HistoryEntry is one notable event in a function's life.
+type HistoryEntry struct {
+	// Time of the event.
+	Time metav1.Time `json:"time"`
+
+	// Message says what happened.
+	Message string `json:"message"`
+}
+
+// FunctionList is a list of Functions.
+//
+// +kubebuilder:object:root=true
+type FunctionList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Function `json:"items"`
+}

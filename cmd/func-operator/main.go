@@ -1,0 +1,57 @@
+// Command func-operator runs the operator that keeps Knative Functions deployed from git healthy.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/operator"
+)
+
+// Leader election and the events the manager records.
+//
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+func main() {
+	var o operator.Options
+	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address the Prometheus metrics are served on; 0 disables them")
+	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address /healthz and /readyz are served on; 0 disables them")
+	flag.BoolVar(&o.LeaderElection, "leader-elect", false, "elect a leader so that only one replica reconciles")
+	flag.IntVar(&o.Concurrency, "concurrency", 4, "how many Functions are reconciled at once")
+	flag.StringVar(&o.WorkDir, "work-dir", os.TempDir(), "directory for temporary clones (an emptyDir when the root filesystem is read-only)")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+
+	o.WatchNamespaces = operator.ParseNamespaces(os.Getenv("WATCH_NAMESPACE"))
+	o.SystemNamespace = os.Getenv("SYSTEM_NAMESPACE")
+	if o.SystemNamespace == "" {
+		o.SystemNamespace = "func-operator"
+	}
+
+	ctx := ctrl.SetupSignalHandler()
+	restConfig, err := ctrl.GetConfig()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "func-operator: no cluster configured (KUBECONFIG, ~/.kube/config or in-cluster): %v\n", err)
+		os.Exit(1)
+	}
+	mgr, err := operator.New(ctx, restConfig, o)
+	if err != nil {
+		log.Error(err, "setting up the operator")
+		os.Exit(1)
+	}
+	log.Info("starting func-operator", "funcLibrary", funclib.Version(),
+		"watchNamespaces", o.WatchNamespaces, "systemNamespace", o.SystemNamespace)
+	if err := mgr.Start(ctx); err != nil {
+		log.Error(err, "running the operator")
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,2 @@
+// Package config holds the operator-wide settings read from the ConfigMap func-operator-config.
+package config

@@ -1,0 +1,61 @@
+package config
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// Watcher keeps a Store in step with the ConfigMap func-operator-config.
+type Watcher struct {
+	Client    client.Reader
+	Recorder  record.EventRecorder
+	Namespace string
+	Store     *Store
+}
+
+var _ reconcile.Reconciler = (*Watcher)(nil)
+
+// Reconcile loads the ConfigMap into the Store; an absent ConfigMap means the defaults.
+func (w *Watcher) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	cm := &corev1.ConfigMap{}
+	err := w.Client.Get(ctx, types.NamespacedName{Namespace: w.Namespace, Name: ConfigMapName}, cm)
+	switch {
+	case apierrors.IsNotFound(err):
+		cm = nil
+	case err != nil:
+		return reconcile.Result{}, fmt.Errorf("reading ConfigMap %s/%s: %w", w.Namespace, ConfigMapName, err)
+	}
+	c, err := FromConfigMap(cm)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "invalid operator configuration: the invalid keys keep their defaults")
+		w.Recorder.Eventf(cm, corev1.EventTypeWarning, "InvalidConfig", "invalid keys keep their defaults: %s", err)
+	}
+	w.Store.Set(c)
+	log.FromContext(ctx).Info("operator configuration loaded", "checkInterval", c.CheckInterval, "gitTimeout", c.GitTimeout)
+	return reconcile.Result{}, nil
+}
+
+// SetupWithManager watches the ConfigMap. The manager's cache must include
+// ConfigMaps of the Watcher's namespace.
+func (w *Watcher) SetupWithManager(mgr manager.Manager) error {
+	isOurs := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetNamespace() == w.Namespace && o.GetName() == ConfigMapName
+	})
+	return builder.ControllerManagedBy(mgr).
+		Named("operator-config").
+		For(&corev1.ConfigMap{}, builder.WithPredicates(isOurs)).
+		WithOptions(ctrl.Options{MaxConcurrentReconciles: 1}).
+		Complete(w)
+}

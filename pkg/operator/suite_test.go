@@ -1,0 +1,104 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fnops/func-operator/pkg/config"
+	"github.com/fnops/func-operator/test/envtest"
+)
+
+var (
+	restConfig *rest.Config
+	k8sClient  client.Client
+)
+
+func TestMain(m *testing.M) {
+	env, err := envtest.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	restConfig = env.Config
+	scheme, err := NewScheme()
+	if err == nil {
+		k8sClient, err = client.New(restConfig, client.Options{Scheme: scheme})
+	}
+	code := 1
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	} else {
+		code = m.Run()
+	}
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	os.Exit(code)
+}
+
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "op-test-"}}
+	if err := k8sClient.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating namespace: %v", err)
+	}
+	return ns.Name
+}
+
+// startOperator runs the operator for the test's lifetime, watching the given
+// namespaces, with its own system namespace and the check interval given.
+func startOperator(t *testing.T, checkInterval time.Duration, watch ...string) (systemNamespace string, store *config.Store) {
+	t.Helper()
+	store = config.NewStore()
+	store.Set(config.Config{CheckInterval: checkInterval, GitTimeout: 10 * time.Second})
+	systemNamespace = newNamespace(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	mgr, err := New(ctx, restConfig, Options{
+		WatchNamespaces: watch,
+		SystemNamespace: systemNamespace,
+		MetricsAddr:     "0",
+		ProbeAddr:       "0",
+		WorkDir:         t.TempDir(),
+		Config:          store,
+
+		SkipControllerNameValidation: true,
+	})
+	if err != nil {
+		cancel()
+		t.Fatalf("creating the operator: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("operator stopped with an error: %v", err)
+		}
+	})
+	return systemNamespace, store
+}
+
+// eventually polls check until it returns "" or the timeout passes, then fails
+// with the last thing check said.
+func eventually(t *testing.T, timeout time.Duration, check func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		msg := check()
+		if msg == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %s", timeout, msg)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,55 @@
+package operator
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+)
+
+// TestFunctionCRD_Validation applies Functions to the API server with the generated
+// CRD and checks what it refuses.
+func TestFunctionCRD_Validation(t *testing.T) {
+	ns := newNamespace(t)
+	tests := []struct {
+		name    string
+		repo    v1alpha1.Repository
+		refused string // a substring of the API server's refusal; "" means accepted
+	}{
+		{name: "https", repo: v1alpha1.Repository{URL: "https://github.com/org/repo.git"}},
+		{name: "http with path and branch", repo: v1alpha1.Repository{URL: "http://git.example:8080/r", Branch: "release/1.2", Path: "fns/hello"}},
+		{name: "ssh url", repo: v1alpha1.Repository{URL: "ssh://git@github.com:22/org/repo.git"}},
+		{name: "scp-like", repo: v1alpha1.Repository{URL: "git@github.com:org/repo.git"}},
+		{name: "dots inside a name are fine", repo: v1alpha1.Repository{URL: "https://h/r", Path: "fns/v1..2"}},
+		{name: "dot path", repo: v1alpha1.Repository{URL: "https://h/r", Path: "./fns"}},
+		{name: "empty url", repo: v1alpha1.Repository{URL: ""}, refused: "spec.repository.url"},
+		{name: "no scheme", repo: v1alpha1.Repository{URL: "github.com/org/repo"}, refused: "url must be an http://"},
+		{name: "unsupported scheme", repo: v1alpha1.Repository{URL: "ftp://h/r"}, refused: "url must be an http://"},
+		{name: "credentials in url", repo: v1alpha1.Repository{URL: "https://user:tok@h/r"}, refused: "must not embed credentials"},
+		{name: "absolute path", repo: v1alpha1.Repository{URL: "https://h/r", Path: "/etc"}, refused: "not absolute"},
+		{name: "dot-dot path", repo: v1alpha1.Repository{URL: "https://h/r", Path: "fns/../../etc"}, refused: "'..'"},
+		{name: "dot-dot alone", repo: v1alpha1.Repository{URL: "https://h/r", Path: ".."}, refused: "'..'"},
+		{name: "branch as option", repo: v1alpha1.Repository{URL: "https://h/r", Branch: "--upload-pack=x"}, refused: "plain branch name"},
+		{name: "branch as full ref", repo: v1alpha1.Repository{URL: "https://h/r", Branch: "refs/heads/main"}, refused: "plain branch name"},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fn := &v1alpha1.Function{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "v-"},
+				Spec:       v1alpha1.FunctionSpec{Repository: tc.repo},
+			}
+			err := k8sClient.Create(context.Background(), fn)
+			switch {
+			case tc.refused == "" && err != nil:
+				t.Errorf("case %d refused: %v", i, err)
+			case tc.refused != "" && err == nil:
+				t.Errorf("case %d accepted, want refused with %q", i, tc.refused)
+			case tc.refused != "" && !strings.Contains(err.Error(), tc.refused):
+				t.Errorf("refusal %q does not contain %q", err, tc.refused)
+			}
+		})
+	}
+}

@@ -1,0 +1,173 @@
+package function
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/test/gitserver"
+)
+
+// countingClient counts the status writes that go through it.
+type countingClient struct {
+	client.Client
+	statusWrites atomic.Int32
+}
+
+func (c *countingClient) Status() client.SubResourceWriter {
+	return &countingStatusWriter{SubResourceWriter: c.Client.Status(), n: &c.statusWrites}
+}
+
+type countingStatusWriter struct {
+	client.SubResourceWriter
+	n *atomic.Int32
+}
+
+func (w *countingStatusWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	w.n.Add(1)
+	return w.SubResourceWriter.Patch(ctx, obj, patch, opts...)
+}
+
+func (w *countingStatusWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	w.n.Add(1)
+	return w.SubResourceWriter.Update(ctx, obj, opts...)
+}
+
+// fakeClock is a settable clock for LastChecked.
+type fakeClock struct{ now time.Time }
+
+func (c *fakeClock) Now() time.Time { return c.now }
+
+func TestReconciler_PeriodicCheck(t *testing.T) {
+	root := gitserver.NewRepoRoot(t)
+	srv := gitserver.StartHTTP(t, root)
+	repo := gitserver.CreateRepo(t, root, "periodic")
+	first := repo.Commit(t, "main", map[string]string{"fns/a/func.yaml": funcYAML("a", "go")}, "first")
+
+	ns := newNamespace(t)
+	mustCreate(t, newFunction(ns, "a", v1alpha1.Repository{URL: srv.URL("periodic"), Branch: "main", Path: "fns/a"}))
+
+	counting := &countingClient{Client: k8sClient}
+	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	r, events := newTestReconciler(t, 10)
+	r.Client, r.Now = counting, clock.Now
+
+	type counts struct{ lsRemotes, clones, statusWrites int }
+	now := func() counts {
+		return counts{srv.RefAdvertisements("periodic"), srv.UploadPacks("periodic"), int(counting.statusWrites.Load())}
+	}
+	reconcileOK := func() {
+		t.Helper()
+		if res, err := reconcileOnce(t, r, ns, "a"); err != nil || res.RequeueAfter <= 0 {
+			t.Fatalf("Reconcile = (%+v, %v), want a requeue after the check interval", res, err)
+		}
+	}
+
+	// First reconcile: one ls-remote, one clone, one status write.
+	reconcileOK()
+	if got, want := now(), (counts{lsRemotes: 2, clones: 1, statusWrites: 1}); got != want {
+		// A clone advertises refs too: ls-remote + clone = 2 advertisements.
+		t.Fatalf("after the first reconcile: %+v, want %+v", got, want)
+	}
+	fn := getFunction(t, ns, "a")
+	if fn.Status.Git == nil || fn.Status.Git.ObservedCommit != first || !fn.Status.Git.LastChecked.Time.Equal(clock.now) {
+		t.Fatalf("status.git = %+v, want commit %s checked at %s", fn.Status.Git, first, clock.now)
+	}
+	rv := fn.ResourceVersion
+
+	// Periodic checks that find the same commit: one ls-remote each, nothing else.
+	clock.now = clock.now.Add(time.Hour)
+	for i := 1; i <= 3; i++ {
+		reconcileOK()
+		if got, want := now(), (counts{lsRemotes: 2 + i, clones: 1, statusWrites: 1}); got != want {
+			t.Fatalf("after %d unchanged checks: %+v, want %+v", i, got, want)
+		}
+	}
+	if got := getFunction(t, ns, "a"); got.ResourceVersion != rv {
+		t.Errorf("resourceVersion moved from %s to %s though nothing changed", rv, got.ResourceVersion)
+	}
+
+	// A new commit: the next check clones once and records it.
+	second := repo.Commit(t, "main", map[string]string{"fns/a/func.yaml": funcYAML("a", "python")}, "second")
+	reconcileOK()
+	if got, want := now(), (counts{lsRemotes: 7, clones: 2, statusWrites: 2}); got != want {
+		t.Fatalf("after a new commit: %+v, want %+v", got, want)
+	}
+	fn = getFunction(t, ns, "a")
+	if fn.Status.Git.ObservedCommit != second || !fn.Status.Git.LastChecked.Time.Equal(clock.now) {
+		t.Errorf("status.git = %+v, want commit %s checked at %s", fn.Status.Git, second, clock.now)
+	}
+	if fn.Status.Deployment.Runtime != "python" {
+		t.Errorf("runtime = %q, want python from the new commit", fn.Status.Deployment.Runtime)
+	}
+	var sourceEvents []string
+	for len(events.Events) > 0 {
+		sourceEvents = append(sourceEvents, <-events.Events)
+	}
+	if len(sourceEvents) != 2 || !strings.Contains(sourceEvents[1], second[:12]) {
+		t.Errorf("events = %q, want one SourceReady event per observed commit", sourceEvents)
+	}
+
+	// Another Function on the same commit and path is served from the cache.
+	ns2 := newNamespace(t)
+	mustCreate(t, newFunction(ns2, "a", v1alpha1.Repository{URL: srv.URL("periodic"), Path: "fns/a"}))
+	if _, err := reconcileOnce(t, r, ns2, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.UploadPacks("periodic"); got != 2 {
+		t.Errorf("clones = %d after a second Function on a cached commit, want 2", got)
+	}
+	if c := getFunction(t, ns2, "a").Status.GetCondition(v1alpha1.FunctionConditionSourceReady); c == nil || !c.IsTrue() {
+		t.Errorf("SourceReady of the second Function = %+v, want True", c)
+	}
+
+	// A restarted operator (empty cache) trusts the status: no clone, no write.
+	restarted := &countingClient{Client: k8sClient}
+	r2, _ := newTestReconciler(t, 10)
+	r2.Client = restarted
+	if _, err := reconcileOnce(t, r2, ns, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.UploadPacks("periodic"); got != 2 || restarted.statusWrites.Load() != 0 {
+		t.Errorf("after a restart: clones = %d, status writes = %d; want 2 and 0", got, restarted.statusWrites.Load())
+	}
+}
+
+func TestReconciler_SpecChange(t *testing.T) {
+	root := gitserver.NewRepoRoot(t)
+	srv := gitserver.StartHTTP(t, root)
+	repo := gitserver.CreateRepo(t, root, "mono")
+	repo.Commit(t, "main", map[string]string{
+		"one/func.yaml": funcYAML("one", "go"),
+		"two/func.yaml": funcYAML("two", "typescript"),
+	}, "two functions")
+
+	ns := newNamespace(t)
+	mustCreate(t, newFunction(ns, "f", v1alpha1.Repository{URL: srv.URL("mono"), Path: "one"}))
+	r, _ := newTestReconciler(t, 10)
+	if _, err := reconcileOnce(t, r, ns, "f"); err != nil {
+		t.Fatal(err)
+	}
+	fn := getFunction(t, ns, "f")
+	fn.Spec.Repository.Path = "two"
+	if err := k8sClient.Update(context.Background(), fn); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reconcileOnce(t, r, ns, "f"); err != nil {
+		t.Fatal(err)
+	}
+	got := getFunction(t, ns, "f")
+	if got.Status.Name != "two" || got.Status.Deployment.Runtime != "typescript" || got.Status.ObservedGeneration != got.Generation {
+		t.Errorf("after the path changed: name %q, runtime %q, observedGeneration %d (generation %d); want two, typescript, equal",
+			got.Status.Name, got.Status.Deployment.Runtime, got.Status.ObservedGeneration, got.Generation)
+	}
+	if srv.UploadPacks("mono") != 2 {
+		t.Errorf("clones = %d, want 2: a new path at the same commit is read again", srv.UploadPacks("mono"))
+	}
+}
+

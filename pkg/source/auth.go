@@ -1,0 +1,192 @@
+package source
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+)
+
+// Keys of a repository auth Secret.
+const (
+	KeyToken         = "token"
+	KeyUsername      = "username"
+	KeyPassword      = "password"
+	KeySSHPrivateKey = corev1.SSHAuthPrivateKey // "ssh-privatekey", as in kubernetes.io/ssh-auth Secrets
+	KeyIdentity      = "identity"               // the name Flux uses for the same key
+	KeyPassphrase    = "passphrase"
+	KeyKnownHosts    = "known_hosts"
+)
+
+// defaultTokenUser is the HTTP basic-auth user sent with a token when the Secret has
+// no username: hosting services check the token, not the user name.
+const defaultTokenUser = "git"
+
+// Auth is how to authenticate to a repository.
+type Auth struct {
+	// Method is go-git's authentication; nil means anonymous.
+	Method transport.AuthMethod
+	// secrets are the values to scrub from every message.
+	secrets []string
+}
+
+// Protocol returns the transport of a repository URL: http, https or ssh
+// (scp-like URLs are ssh), or an error for anything else.
+func Protocol(url string) (string, error) {
+	ep, err := transport.NewEndpoint(url)
+	if err != nil {
+		return "", stalling(v1alpha1.ReasonGitCloneFailed, "repository URL cannot be parsed: %s", scrub(err.Error(), nil))
+	}
+	switch ep.Protocol {
+	case "http", "https", "ssh":
+		return ep.Protocol, nil
+	default:
+		return "", stalling(v1alpha1.ReasonGitCloneFailed,
+			"repository URL scheme %q is not supported: use https://, http://, ssh:// or user@host:path", ep.Protocol)
+	}
+}
+
+// AuthFromSecret builds the authentication for url from a Secret's data. secret is
+// nil when the Function references none. Values of the Secret never appear in errors.
+func AuthFromSecret(url string, secret *corev1.Secret) (*Auth, error) {
+	proto, err := Protocol(url)
+	if err != nil {
+		return nil, err
+	}
+	if secret == nil {
+		if proto == "ssh" {
+			return nil, stalling(v1alpha1.ReasonAuthSecretNotFound,
+				"repository %s is reached over SSH, which needs spec.repository.authSecretRef naming a Secret with keys %s and %s",
+				url, KeySSHPrivateKey, KeyKnownHosts)
+		}
+		return &Auth{}, nil
+	}
+	if proto == "ssh" {
+		return sshAuth(url, secret)
+	}
+	return httpAuth(secret)
+}
+
+func httpAuth(secret *corev1.Secret) (*Auth, error) {
+	d := secret.Data
+	user, pass, token := string(d[KeyUsername]), string(d[KeyPassword]), string(d[KeyToken])
+	switch {
+	case token != "":
+		if user == "" {
+			user = defaultTokenUser
+		}
+		return &Auth{Method: &githttp.BasicAuth{Username: user, Password: token}, secrets: []string{token}}, nil
+	case user != "" && pass != "":
+		return &Auth{Method: &githttp.BasicAuth{Username: user, Password: pass}, secrets: []string{pass}}, nil
+	case user != "":
+		return nil, stalling(v1alpha1.ReasonAuthSecretInvalid,
+			"Secret %q has key %q but no %q: HTTP(S) repositories need %q, or %q and %q",
+			secret.Name, KeyUsername, KeyPassword, KeyToken, KeyUsername, KeyPassword)
+	default:
+		return nil, stalling(v1alpha1.ReasonAuthSecretInvalid,
+			"Secret %q has neither key %q nor keys %q and %q, which HTTP(S) repositories need (it has: %s)",
+			secret.Name, KeyToken, KeyUsername, KeyPassword, keyList(secret))
+	}
+}
+
+func sshAuth(url string, secret *corev1.Secret) (*Auth, error) {
+	d := secret.Data
+	key := d[KeySSHPrivateKey]
+	if len(key) == 0 {
+		key = d[KeyIdentity]
+	}
+	if len(key) == 0 {
+		return nil, stalling(v1alpha1.ReasonAuthSecretInvalid,
+			"Secret %q has no key %q (or %q), which SSH repositories need (it has: %s)",
+			secret.Name, KeySSHPrivateKey, KeyIdentity, keyList(secret))
+	}
+	if len(d[KeyKnownHosts]) == 0 {
+		return nil, stalling(v1alpha1.ReasonAuthSecretInvalid,
+			"Secret %q has no key %q: the host key of an SSH repository is always verified, so known_hosts is required",
+			secret.Name, KeyKnownHosts)
+	}
+	passphrase := string(d[KeyPassphrase])
+	ep, _ := transport.NewEndpoint(url) // parsed by Protocol already
+	user := ep.User
+	if user == "" {
+		user = "git"
+	}
+	pk, err := gitssh.NewPublicKeys(user, key, passphrase)
+	if err != nil {
+		return nil, stalling(v1alpha1.ReasonAuthSecretInvalid,
+			"Secret %q: the SSH private key cannot be used: %s", secret.Name, describeKeyError(key, passphrase))
+	}
+	callback, err := knownHostsCallback(d[KeyKnownHosts])
+	if err != nil {
+		return nil, stalling(v1alpha1.ReasonAuthSecretInvalid, "Secret %q: key %q cannot be parsed: %s",
+			secret.Name, KeyKnownHosts, err)
+	}
+	pk.HostKeyCallback = callback
+	var secrets []string
+	if passphrase != "" {
+		secrets = append(secrets, passphrase)
+	}
+	return &Auth{Method: pk, secrets: secrets}, nil
+}
+
+// describeKeyError says why a private key was refused, without quoting it.
+func describeKeyError(key []byte, passphrase string) string {
+	_, err := ssh.ParsePrivateKey(key)
+	var missing *ssh.PassphraseMissingError
+	switch {
+	case errors.As(err, &missing) && passphrase == "":
+		return fmt.Sprintf("it is protected by a passphrase and the Secret has no key %q", KeyPassphrase)
+	case errors.As(err, &missing):
+		return fmt.Sprintf("key %q does not decrypt it", KeyPassphrase)
+	case err != nil && strings.Contains(err.Error(), "no key found"):
+		return "it is not a PEM-encoded private key"
+	default:
+		return "it cannot be parsed"
+	}
+}
+
+// knownHostsCallback builds a host key check from known_hosts content. The x/crypto
+// parser reads files only, so the content passes through a private temporary file
+// that is removed once parsed.
+func knownHostsCallback(content []byte) (ssh.HostKeyCallback, error) {
+	f, err := os.CreateTemp("", "known_hosts-")
+	if err != nil {
+		return nil, fmt.Errorf("creating temporary known_hosts file: %w", err)
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(content); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("writing temporary known_hosts file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("writing temporary known_hosts file: %w", err)
+	}
+	cb, err := knownhosts.New(f.Name())
+	if err != nil {
+		return nil, errors.New(strings.ReplaceAll(err.Error(), f.Name(), KeyKnownHosts))
+	}
+	return cb, nil
+}
+
+func keyList(secret *corev1.Secret) string {
+	if len(secret.Data) == 0 {
+		return "no keys"
+	}
+	keys := make([]string, 0, len(secret.Data))
+	for k := range secret.Data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ", ")
+}
+

@@ -1,0 +1,134 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+	"k8s.io/utils/lru"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/funclib"
+)
+
+// DefaultCacheSize is how many (url, commit, path) results a Fetcher keeps.
+const DefaultCacheSize = 4096
+
+// Fetcher reads func.yaml from git repositories. What it read is cached by
+// (url, commit, path): a commit never changes, so neither does what it holds.
+// Callers check access with Head, using their own credentials, before every Read.
+type Fetcher struct {
+	// TmpDir holds the temporary clones; the OS default when empty.
+	TmpDir string
+
+	cache  *lru.Cache
+	flight singleflight.Group
+	clones atomic.Int64
+}
+
+// NewFetcher returns a Fetcher that caches up to cacheSize results.
+func NewFetcher(tmpDir string, cacheSize int) *Fetcher {
+	if cacheSize <= 0 {
+		cacheSize = DefaultCacheSize
+	}
+	return &Fetcher{TmpDir: tmpDir, cache: lru.New(cacheSize)}
+}
+
+// Result is what was read of a function's source.
+type Result struct {
+	Head
+	// Metadata is what func.yaml says.
+	Metadata funclib.Metadata
+	// Cloned is true when this call cloned the repository, false when the result
+	// came from the cache.
+	Cloned bool
+}
+
+// cached is a cache entry: a result, or the stalling error reading the commit gave.
+type cached struct {
+	commit   string
+	metadata funclib.Metadata
+	err      *Error
+}
+
+// Head returns the branch (the default one when branch is empty) and its tip commit,
+// with one round trip to the remote. It bounds the call by timeout.
+func (f *Fetcher) Head(ctx context.Context, url, branch string, auth *Auth, timeout time.Duration) (Head, error) {
+	ctx, cancel := timeoutContext(ctx, timeout)
+	defer cancel()
+	return remoteHead(ctx, url, branch, auth)
+}
+
+// Read returns what func.yaml of directory fnPath says at head. It clones only when
+// the cache has nothing for (url, head.Commit, fnPath). The clone is bounded by timeout.
+func (f *Fetcher) Read(ctx context.Context, url string, head Head, fnPath string, auth *Auth, timeout time.Duration) (Result, error) {
+	key := url + "\x00" + head.Commit + "\x00" + fnPath
+	if v, ok := f.cache.Get(key); ok {
+		return f.result(head, v.(cached), false)
+	}
+	v, err, _ := f.flight.Do(key, func() (interface{}, error) {
+		if v, ok := f.cache.Get(key); ok {
+			return v, nil
+		}
+		c, err := f.clone(ctx, url, head, fnPath, auth, timeout)
+		if err != nil {
+			return nil, err
+		}
+		f.cache.Add(cacheKey(url, c.commit, fnPath), c)
+		return c, nil
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	return f.result(head, v.(cached), true)
+}
+
+func cacheKey(url, commit, fnPath string) string { return url + "\x00" + commit + "\x00" + fnPath }
+
+func (f *Fetcher) result(head Head, c cached, cloned bool) (Result, error) {
+	r := Result{Head: Head{Branch: head.Branch, Commit: c.commit}, Metadata: c.metadata, Cloned: cloned}
+	if c.err != nil {
+		return r, c.err
+	}
+	return r, nil
+}
+
+// clone reads func.yaml from a fresh clone in a temporary directory that is always
+// removed. Stalling errors come back inside the entry, so they are cached too.
+func (f *Fetcher) clone(ctx context.Context, url string, head Head, fnPath string, auth *Auth, timeout time.Duration) (cached, error) {
+	ctx, cancel := timeoutContext(ctx, timeout)
+	defer cancel()
+	dir, err := os.MkdirTemp(f.TmpDir, "clone-")
+	if err != nil {
+		return cached{}, fmt.Errorf("creating a temporary directory for the clone: %w", err)
+	}
+	defer os.RemoveAll(dir)
+
+	f.clones.Add(1)
+	commit, content, err := readFuncYAML(ctx, url, head.Branch, dir, fnPath, auth)
+	if commit == "" {
+		commit = head.Commit
+	}
+	if err != nil {
+		if e, ok := AsError(err); ok && e.Stalling && e.Reason != v1alpha1.ReasonBranchNotFound {
+			return cached{commit: commit, err: e}, nil
+		}
+		return cached{}, err
+	}
+	md, err := funclib.LoadFuncYAML(content, f.TmpDir)
+	switch {
+	case funclib.IsUnsafe(err):
+		return cached{commit: commit, err: stalling(v1alpha1.ReasonUnsafeFuncYaml, "%s", err)}, nil
+	case funclib.IsInvalid(err):
+		return cached{commit: commit, err: stalling(v1alpha1.ReasonFuncYamlInvalid, "%s", err)}, nil
+	case err != nil:
+		return cached{}, fmt.Errorf("loading func.yaml: %w", err)
+	}
+	return cached{commit: commit, metadata: md}, nil
+}
+
+// Clones returns how many clones the Fetcher has made.
+func (f *Fetcher) Clones() int64 { return f.clones.Load() }

@@ -1,0 +1,20 @@
+package source
+
+import (
+	"regexp"
+	"strings"
+)
+
+// userinfoInURL matches the credentials of a URL such as https://user:secret@host.
+var userinfoInURL = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]*:[^/@\s]*@`)
+
+// scrub removes credentials from a message: every secret value it knows of, and
+// the user:password part of any URL.
+func scrub(msg string, secrets []string) string {
+	for _, s := range secrets {
+		if len(s) >= 3 { // a value this short would mangle ordinary words
+			msg = strings.ReplaceAll(msg, s, "[redacted]")
+		}
+	}
+	return userinfoInURL.ReplaceAllString(msg, "${1}[redacted]@")
+}

@@ -1,0 +1,63 @@
+package envtest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// AssetsEnv names the directory holding etcd, kube-apiserver and kubectl.
+const AssetsEnv = "KUBEBUILDER_ASSETS"
+
+// Environment is a running control plane.
+type Environment struct {
+	env    *envtest.Environment
+	Config *rest.Config
+}
+
+// RepoRoot returns the root of the func-operator checkout.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// Start starts etcd and kube-apiserver from $KUBEBUILDER_ASSETS and installs the
+// Function CRD from config/ plus the CRD files given (paths relative to the repository
+// root or absolute). `make test` sets KUBEBUILDER_ASSETS to the binaries that
+// hack/control-plane.sh builds.
+func Start(extraCRDs ...string) (*Environment, error) {
+	assets := os.Getenv(AssetsEnv)
+	if assets == "" {
+		return nil, fmt.Errorf("%s is not set: run `make test`, or export %s=$(hack/control-plane.sh)", AssetsEnv, AssetsEnv)
+	}
+	root := RepoRoot()
+	crds := []string{filepath.Join(root, "config", "300-function.yaml")}
+	for _, p := range extraCRDs {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(root, p)
+		}
+		crds = append(crds, p)
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     crds,
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting the control plane from %s: %w", assets, err)
+	}
+	return &Environment{env: env, Config: cfg}, nil
+}
+
+// Stop stops the control plane.
+func (e *Environment) Stop() error {
+	if err := e.env.Stop(); err != nil {
+		return fmt.Errorf("stopping the control plane: %w", err)
+	}
+	return nil
+}
