@@ -30,6 +30,14 @@ manifests: $(CONTROLLER_GEN) ## Regenerate config/300-function.yaml, config/200-
 verify-generated: $(CONTROLLER_GEN) ## Fail when generated files are stale.
 	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/update-codegen.sh --verify
 
+.PHONY: third-party
+third-party: ## Copy the Knative Serving and Tekton CRDs of the pinned modules into third_party/.
+	hack/update-third-party.sh
+
+.PHONY: verify-third-party
+verify-third-party: ## Fail when third_party/ differs from the modules go.mod pins.
+	hack/update-third-party.sh --verify
+
 .PHONY: vet
 vet: ## go vet and gofmt check.
 	go vet ./...
@@ -40,13 +48,17 @@ vet: ## go vet and gofmt check.
 control-plane: ## Build (once, cached) etcd, kube-apiserver and kubectl for envtest.
 	@hack/control-plane.sh >/dev/null
 
+.PHONY: test-deps
+test-deps: ## Install git and sshd for the tests if they are missing (apt-get, as root).
+	@hack/test-deps.sh
+
 .PHONY: test
-test: verify-generated vet control-plane ## Run every test against a real control plane, git servers and sshd.
-	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" go test $(GO_TEST_FLAGS) $(PKGS)
+test: test-deps verify-generated verify-third-party vet control-plane ## Run every test against a real control plane, git servers and sshd.
+	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" FUNC_OPERATOR_REQUIRE_SSHD=1 go test $(GO_TEST_FLAGS) $(PKGS)
 
 .PHONY: run
-run: ## Run the operator from source against the cluster in KUBECONFIG.
-	go run ./cmd/func-operator --metrics-bind-address=127.0.0.1:8080 --health-probe-bind-address=127.0.0.1:8081
+run: ## Run the operator from source: on the cluster in KUBECONFIG, else on an embedded control plane.
+	go run ./hack/run
 
 $(CONTROLLER_GEN):
 	@mkdir -p $(LOCALBIN)

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"fmt"
+	"path"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -122,7 +123,7 @@ func (fs *FunctionStatus) MarkServiceReadyUnknown(reason, messageFormat string, 
 func (fs *FunctionStatus) MarkDownstreamWaitingForSource() {
 	const msg = "waiting for the function's source to be ready"
 	for _, t := range []apis.ConditionType{FunctionConditionDeployed, FunctionConditionMiddlewareUpToDate, FunctionConditionServiceReady} {
-		if c := fs.GetCondition(t); c == nil || c.Reason == "" {
+		if c := fs.GetCondition(t); c == nil || (c.IsUnknown() && c.Reason == "") {
 			functionCondSet.Manage(fs).MarkUnknown(t, ReasonSourceNotReady, msg)
 		}
 	}
@@ -164,9 +165,9 @@ func (f *Function) String() string {
 
 // CleanPath returns spec.repository.path cleaned: "" for the repository root.
 func (r Repository) CleanPath() string {
-	p := strings.Trim(r.Path, "/")
+	p := strings.Trim(path.Clean(r.Path), "/")
 	if p == "." {
 		return ""
 	}
-	return strings.TrimPrefix(p, "./")
+	return p
 }

@@ -58,7 +58,7 @@ type Repository struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="self.matches('^(https?|ssh)://[^/ ]+(/.*)?$') || self.matches('^[A-Za-z0-9._~-]+@[A-Za-z0-9.-]+:[^ ]+$')",message="url must be an http://, https:// or ssh:// URL, or scp-like user@host:path"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^[a-z]+://[^/@]*:[^/@]*@')",message="url must not embed credentials: put them in the Secret named by authSecretRef"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[a-z]+://[^/@]*:[^/@]*@') && !self.matches('^https?://[^/]*@')",message="url must not embed credentials: put them in the Secret named by authSecretRef"
 	URL string `json:"url"`
 
 	// Branch to follow. Empty means the remote's default branch (its HEAD); the branch

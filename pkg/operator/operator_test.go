@@ -271,3 +271,35 @@ func TestOperator_ConfigMapIsWatched(t *testing.T) {
 		return "no InvalidConfig event naming checkInterval"
 	})
 }
+
+func TestOperator_AnnotationRequestsACheck(t *testing.T) {
+	root := gitserver.NewRepoRoot(t)
+	srv := gitserver.StartHTTP(t, root)
+	repo := gitserver.CreateRepo(t, root, "r")
+	repo.Commit(t, "main", map[string]string{"func.yaml": funcYAML("r", "go")}, "first")
+
+	ns := newNamespace(t)
+	startOperator(t, time.Hour, ns) // no periodic check within the test
+	ctx := context.Background()
+	fn := &v1alpha1.Function{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "r"},
+		Spec:       v1alpha1.FunctionSpec{Repository: v1alpha1.Repository{URL: srv.URL("r")}},
+	}
+	if err := k8sClient.Create(ctx, fn); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, sourceReady(ns, "r", corev1.ConditionTrue, v1alpha1.ReasonSourceReady))
+
+	second := repo.Commit(t, "main", map[string]string{"func.yaml": funcYAML("r", "node")}, "second")
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"functions.dev/requested-at":"1"}}}`))
+	if err := k8sClient.Patch(ctx, fn, patch); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, func() string {
+		got := getFunction(t, ns, "r")
+		if got.Status.Git == nil || got.Status.Git.ObservedCommit != second {
+			return fmt.Sprintf("status.git = %+v, want commit %s after the annotation", got.Status.Git, second)
+		}
+		return ""
+	})
+}

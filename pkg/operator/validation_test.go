@@ -29,6 +29,7 @@ func TestFunctionCRD_Validation(t *testing.T) {
 		{name: "no scheme", repo: v1alpha1.Repository{URL: "github.com/org/repo"}, refused: "url must be an http://"},
 		{name: "unsupported scheme", repo: v1alpha1.Repository{URL: "ftp://h/r"}, refused: "url must be an http://"},
 		{name: "credentials in url", repo: v1alpha1.Repository{URL: "https://user:tok@h/r"}, refused: "must not embed credentials"},
+		{name: "token as url user", repo: v1alpha1.Repository{URL: "https://ghp_abc@github.com/org/r"}, refused: "must not embed credentials"},
 		{name: "absolute path", repo: v1alpha1.Repository{URL: "https://h/r", Path: "/etc"}, refused: "not absolute"},
 		{name: "dot-dot path", repo: v1alpha1.Repository{URL: "https://h/r", Path: "fns/../../etc"}, refused: "'..'"},
 		{name: "dot-dot alone", repo: v1alpha1.Repository{URL: "https://h/r", Path: ".."}, refused: "'..'"},

@@ -79,7 +79,9 @@ func AuthFromSecret(url string, secret *corev1.Secret) (*Auth, error) {
 
 func httpAuth(secret *corev1.Secret) (*Auth, error) {
 	d := secret.Data
-	user, pass, token := string(d[KeyUsername]), string(d[KeyPassword]), string(d[KeyToken])
+	// A value written with `echo` into a file ends in a newline no server expects.
+	trim := func(k string) string { return strings.TrimRight(string(d[k]), "\r\n") }
+	user, pass, token := trim(KeyUsername), trim(KeyPassword), trim(KeyToken)
 	switch {
 	case token != "":
 		if user == "" {
@@ -88,13 +90,19 @@ func httpAuth(secret *corev1.Secret) (*Auth, error) {
 		return &Auth{Method: &githttp.BasicAuth{Username: user, Password: token}, secrets: []string{token}}, nil
 	case user != "" && pass != "":
 		return &Auth{Method: &githttp.BasicAuth{Username: user, Password: pass}, secrets: []string{pass}}, nil
+	case len(d[KeyToken]) > 0:
+		return nil, stalling(v1alpha1.ReasonAuthSecretInvalid, "Secret %q: the value of key %q is empty", secret.Name, KeyToken)
 	case user != "":
 		return nil, stalling(v1alpha1.ReasonAuthSecretInvalid,
-			"Secret %q has key %q but no %q: HTTP(S) repositories need %q, or %q and %q",
+			"Secret %q has key %q but no non-empty %q: HTTP(S) repositories need %q, or %q and %q",
 			secret.Name, KeyUsername, KeyPassword, KeyToken, KeyUsername, KeyPassword)
+	case pass != "":
+		return nil, stalling(v1alpha1.ReasonAuthSecretInvalid,
+			"Secret %q has key %q but no %q: HTTP(S) repositories need %q, or %q and %q",
+			secret.Name, KeyPassword, KeyUsername, KeyToken, KeyUsername, KeyPassword)
 	default:
 		return nil, stalling(v1alpha1.ReasonAuthSecretInvalid,
-			"Secret %q has neither key %q nor keys %q and %q, which HTTP(S) repositories need (it has: %s)",
+			"Secret %q has neither a non-empty key %q nor keys %q and %q, which HTTP(S) repositories need (it has: %s)",
 			secret.Name, KeyToken, KeyUsername, KeyPassword, keyList(secret))
 	}
 }
@@ -189,4 +197,3 @@ func keyList(secret *corev1.Secret) string {
 	sort.Strings(keys)
 	return strings.Join(keys, ", ")
 }
-

@@ -57,6 +57,9 @@ type cached struct {
 // Head returns the branch (the default one when branch is empty) and its tip commit,
 // with one round trip to the remote. It bounds the call by timeout.
 func (f *Fetcher) Head(ctx context.Context, url, branch string, auth *Auth, timeout time.Duration) (Head, error) {
+	if auth == nil {
+		auth = &Auth{}
+	}
 	ctx, cancel := timeoutContext(ctx, timeout)
 	defer cancel()
 	return remoteHead(ctx, url, branch, auth)
@@ -65,6 +68,9 @@ func (f *Fetcher) Head(ctx context.Context, url, branch string, auth *Auth, time
 // Read returns what func.yaml of directory fnPath says at head. It clones only when
 // the cache has nothing for (url, head.Commit, fnPath). The clone is bounded by timeout.
 func (f *Fetcher) Read(ctx context.Context, url string, head Head, fnPath string, auth *Auth, timeout time.Duration) (Result, error) {
+	if auth == nil {
+		auth = &Auth{}
+	}
 	key := url + "\x00" + head.Commit + "\x00" + fnPath
 	if v, ok := f.cache.Get(key); ok {
 		return f.result(head, v.(cached), false)
@@ -97,7 +103,9 @@ func (f *Fetcher) result(head Head, c cached, cloned bool) (Result, error) {
 }
 
 // clone reads func.yaml from a fresh clone in a temporary directory that is always
-// removed. Stalling errors come back inside the entry, so they are cached too.
+// removed. Stalling errors about what the commit holds come back inside the entry, so
+// they are cached too; errors reaching the repository are not, as the cache is shared
+// by every caller whatever its credentials.
 func (f *Fetcher) clone(ctx context.Context, url string, head Head, fnPath string, auth *Auth, timeout time.Duration) (cached, error) {
 	ctx, cancel := timeoutContext(ctx, timeout)
 	defer cancel()
@@ -113,7 +121,7 @@ func (f *Fetcher) clone(ctx context.Context, url string, head Head, fnPath strin
 		commit = head.Commit
 	}
 	if err != nil {
-		if e, ok := AsError(err); ok && e.Stalling && e.Reason != v1alpha1.ReasonBranchNotFound {
+		if e, ok := AsError(err); ok && e.Stalling && e.Reason != v1alpha1.ReasonBranchNotFound && e.Reason != v1alpha1.ReasonGitCloneFailed {
 			return cached{commit: commit, err: e}, nil
 		}
 		return cached{}, err

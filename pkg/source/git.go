@@ -156,7 +156,7 @@ func fileIn(tree *object.Tree, fnPath, commit string) ([]byte, error) {
 func remoteError(ctx context.Context, doing, url string, auth *Auth, err error) *Error {
 	u := scrub(url, auth.secrets)
 	// Servers put their own text into errors, newlines and all: keep one line.
-	msg := strings.Join(strings.Fields(scrub(err.Error(), auth.secrets)), " ")
+	msg := strings.TrimSuffix(strings.Join(strings.Fields(scrub(err.Error(), auth.secrets)), " "), ":")
 	switch {
 	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return transient(v1alpha1.ReasonGitCloneFailed, "%s %s timed out: %s", doing, u, msg)

@@ -5,8 +5,9 @@ import (
 	"strings"
 )
 
-// userinfoInURL matches the credentials of a URL such as https://user:secret@host.
-var userinfoInURL = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]*:[^/@\s]*@`)
+// userinfoInURL matches the credentials of a URL such as https://user:secret@host, and
+// any user of an HTTP(S) URL, which is often a token (https://TOKEN@host).
+var userinfoInURL = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]*:[^/@\s]*@|(https?://)[^/@\s]+@`)
 
 // scrub removes credentials from a message: every secret value it knows of, and
 // the user:password part of any URL.
@@ -16,5 +17,5 @@ func scrub(msg string, secrets []string) string {
 			msg = strings.ReplaceAll(msg, s, "[redacted]")
 		}
 	}
-	return userinfoInURL.ReplaceAllString(msg, "${1}[redacted]@")
+	return userinfoInURL.ReplaceAllString(msg, "${1}${2}[redacted]@")
 }

@@ -13,6 +13,12 @@ import (
 // AssetsEnv names the directory holding etcd, kube-apiserver and kubectl.
 const AssetsEnv = "KUBEBUILDER_ASSETS"
 
+// Third-party CRDs, copied from the modules go.mod pins by hack/update-third-party.sh.
+const (
+	KnativeServingCRDs = "third_party/knative-serving"
+	TektonCRDs         = "third_party/tekton-pipeline"
+)
+
 // Environment is a running control plane.
 type Environment struct {
 	env    *envtest.Environment

@@ -46,12 +46,12 @@ func newGitFixture(t *testing.T) *gitFixture {
 
 	f.public = gitserver.CreateRepo(t, root, "public")
 	f.public.Commit(t, "main", map[string]string{
-		"func.yaml":           funcYAML("hello", "go"),
-		"fns/echo/func.yaml":  funcYAML("echo", "node"),
-		"fns/README.md":       "functions of the monorepo\n",
-		"notafunction/x.txt":  "no func.yaml here\n",
-		"fns/linked/x.txt":    "x\n",
-		"fns/bad/func.yaml":   "name: [unclosed\n",
+		"func.yaml":          funcYAML("hello", "go"),
+		"fns/echo/func.yaml": funcYAML("echo", "node"),
+		"fns/README.md":      "functions of the monorepo\n",
+		"notafunction/x.txt": "no func.yaml here\n",
+		"fns/linked/x.txt":   "x\n",
+		"fns/bad/func.yaml":  "name: [unclosed\n",
 		"fns/unsafe/func.yaml": funcYAML("unsafe", "go") +
 			"run:\n  envs:\n  - name: LEAK\n    value: '{{ env:FUNC_OPERATOR_TEST_SECRET }}'\n",
 	}, "functions")
@@ -91,7 +91,9 @@ func newFunction(ns, name string, repo v1alpha1.Repository) *v1alpha1.Function {
 	}
 }
 
-func secretRef(name string) *corev1.LocalObjectReference { return &corev1.LocalObjectReference{Name: name} }
+func secretRef(name string) *corev1.LocalObjectReference {
+	return &corev1.LocalObjectReference{Name: name}
+}
 
 func mustCreate(t *testing.T, objs ...client.Object) {
 	t.Helper()

@@ -170,4 +170,3 @@ func TestReconciler_SpecChange(t *testing.T) {
 		t.Errorf("clones = %d, want 2: a new path at the same commit is read again", srv.UploadPacks("mono"))
 	}
 }
-

@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	kreconciler "knative.dev/pkg/reconciler"
+
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/source"
@@ -68,7 +70,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 	fn.Status.InitializeConditions()
 
 	defer func() {
-		fn.Status.ObservedGeneration = fn.Generation
+		// observedGeneration, and transition times that move only for conditions
+		// that really changed, as every Knative reconciler does.
+		kreconciler.PostProcessReconcile(ctx, fn, orig)
 		if err := r.patchStatus(ctx, orig, fn); err != nil {
 			result, retErr = reconcile.Result{}, errors.Join(retErr, err)
 			return

@@ -98,10 +98,10 @@ func TestReconciler_Source(t *testing.T) {
 		repo:   v1alpha1.Repository{URL: g.http.URL("private"), AuthSecretRef: secretRef("git-empty")},
 		secret: secret("git-empty", map[string]string{"tokn": testToken}),
 		want: want{status: corev1.ConditionFalse, reason: v1alpha1.ReasonAuthSecretInvalid,
-			message: `has neither key "token" nor keys "username" and "password"`, stalling: true},
+			message: `has neither a non-empty key "token" nor keys "username" and "password"`, stalling: true},
 	}, {
-		name: "AuthSecretInvalid: ssh without known_hosts",
-		repo: v1alpha1.Repository{URL: ssh.URL(sshRepo.Dir), AuthSecretRef: secretRef("ssh-no-kh")},
+		name:   "AuthSecretInvalid: ssh without known_hosts",
+		repo:   v1alpha1.Repository{URL: ssh.URL(sshRepo.Dir), AuthSecretRef: secretRef("ssh-no-kh")},
 		secret: secret("ssh-no-kh", map[string]string{"ssh-privatekey": string(ssh.ClientPrivateKeyPEM())}),
 		want: want{status: corev1.ConditionFalse, reason: v1alpha1.ReasonAuthSecretInvalid,
 			message: "known_hosts is required", stalling: true},

@@ -1,0 +1,562 @@
+package v1alpha1
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"knative.dev/pkg/apis"
+	duckv1 "knative.dev/pkg/apis/duck/v1"
+)
+
+const (
+	testCommit      = "0123456789abcdef0123456789abcdef01234567"
+	testShortCommit = "0123456789ab"
+)
+
+var allConditions = []apis.ConditionType{
+	FunctionConditionReady,
+	FunctionConditionSourceReady,
+	FunctionConditionDeployed,
+	FunctionConditionMiddlewareUpToDate,
+	FunctionConditionServiceReady,
+}
+
+// cond is the part of a condition the tests compare.
+type cond struct {
+	Status  corev1.ConditionStatus
+	Reason  string
+	Message string
+}
+
+// conds returns every condition of fs by type, without times and severities.
+func conds(fs *FunctionStatus) map[apis.ConditionType]cond {
+	m := map[apis.ConditionType]cond{}
+	for _, c := range fs.Conditions {
+		m[c.Type] = cond{Status: c.Status, Reason: c.Reason, Message: c.Message}
+	}
+	return m
+}
+
+func initialized() *FunctionStatus {
+	fs := &FunctionStatus{}
+	fs.InitializeConditions()
+	return fs
+}
+
+func TestFunctionStatus_InitializeConditions(t *testing.T) {
+	fs := initialized()
+	want := map[apis.ConditionType]cond{}
+	for _, c := range allConditions {
+		want[c] = cond{Status: corev1.ConditionUnknown}
+	}
+	if diff := cmp.Diff(want, conds(fs)); diff != "" {
+		t.Errorf("conditions (-want +got):\n%s", diff)
+	}
+	if fs.IsReady() {
+		t.Error("IsReady() = true for fresh conditions")
+	}
+
+	// Initializing again keeps what was decided.
+	fs.MarkSourceFailed(ReasonBranchNotFound, "no branch")
+	fs.InitializeConditions()
+	if diff := cmp.Diff(cond{Status: corev1.ConditionFalse, Reason: ReasonBranchNotFound, Message: "no branch"},
+		conds(fs)[FunctionConditionSourceReady]); diff != "" {
+		t.Errorf("SourceReady after a second InitializeConditions (-want +got):\n%s", diff)
+	}
+}
+
+func TestFunctionStatus_MarkSourceReady(t *testing.T) {
+	tests := []struct {
+		name    string
+		commit  string
+		wantMsg string
+	}{
+		{"full commit is shortened to 12 characters", testCommit, "func.yaml read from branch main at commit " + testShortCommit},
+		{"short commit is kept", "abc123", "func.yaml read from branch main at commit abc123"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := initialized()
+			fs.MarkSourceReady("main", tt.commit)
+
+			got := conds(fs)
+			if diff := cmp.Diff(cond{Status: corev1.ConditionTrue, Reason: ReasonSourceReady, Message: tt.wantMsg},
+				got[FunctionConditionSourceReady]); diff != "" {
+				t.Errorf("SourceReady (-want +got):\n%s", diff)
+			}
+			// The other conditions are still Unknown, so Ready is too.
+			for _, c := range []apis.ConditionType{FunctionConditionReady, FunctionConditionDeployed,
+				FunctionConditionMiddlewareUpToDate, FunctionConditionServiceReady} {
+				if diff := cmp.Diff(corev1.ConditionUnknown, got[c].Status); diff != "" {
+					t.Errorf("%s status (-want +got):\n%s", c, diff)
+				}
+			}
+			if fs.IsReady() {
+				t.Error("IsReady() = true with Deployed, MiddlewareUpToDate and ServiceReady Unknown")
+			}
+		})
+	}
+}
+
+func TestFunctionStatus_Ready(t *testing.T) {
+	trueCond := cond{Status: corev1.ConditionTrue}
+	tests := []struct {
+		name      string
+		mark      func(fs *FunctionStatus)
+		wantReady cond
+	}{{
+		name: "all four True",
+		mark: func(fs *FunctionStatus) {
+			fs.MarkSourceReady("main", testCommit)
+			functionCondSet.Manage(fs).MarkTrue(FunctionConditionDeployed)
+			functionCondSet.Manage(fs).MarkTrue(FunctionConditionMiddlewareUpToDate)
+			functionCondSet.Manage(fs).MarkTrue(FunctionConditionServiceReady)
+		},
+		wantReady: trueCond,
+	}, {
+		name: "three True, ServiceReady Unknown",
+		mark: func(fs *FunctionStatus) {
+			fs.MarkSourceReady("main", testCommit)
+			functionCondSet.Manage(fs).MarkTrue(FunctionConditionDeployed)
+			functionCondSet.Manage(fs).MarkTrue(FunctionConditionMiddlewareUpToDate)
+			fs.MarkServiceReadyUnknown("Waiting", "revision %s is starting", "hello-00001")
+		},
+		wantReady: cond{Status: corev1.ConditionUnknown, Reason: "Waiting", Message: "revision hello-00001 is starting"},
+	}, {
+		name: "source fails after everything was True",
+		mark: func(fs *FunctionStatus) {
+			fs.MarkSourceReady("main", testCommit)
+			functionCondSet.Manage(fs).MarkTrue(FunctionConditionDeployed)
+			functionCondSet.Manage(fs).MarkTrue(FunctionConditionMiddlewareUpToDate)
+			functionCondSet.Manage(fs).MarkTrue(FunctionConditionServiceReady)
+			fs.MarkSourceFailed(ReasonFuncYamlInvalid, "func.yaml has no %s", "name")
+		},
+		wantReady: cond{Status: corev1.ConditionFalse, Reason: ReasonFuncYamlInvalid, Message: "func.yaml has no name"},
+	}, {
+		name: "source fails on fresh conditions",
+		mark: func(fs *FunctionStatus) {
+			fs.MarkSourceFailed(ReasonGitCloneFailed, "cloning %s: %s", "https://example.com/r.git", "timeout")
+		},
+		wantReady: cond{Status: corev1.ConditionFalse, Reason: ReasonGitCloneFailed, Message: "cloning https://example.com/r.git: timeout"},
+	}, {
+		name: "a failed source outranks Unknown downstream conditions",
+		mark: func(fs *FunctionStatus) {
+			fs.MarkSourceFailed(ReasonPathNotFound, "no path")
+			fs.MarkDownstreamWaitingForSource()
+			fs.MarkDownstreamNotImplemented()
+		},
+		wantReady: cond{Status: corev1.ConditionFalse, Reason: ReasonPathNotFound, Message: "no path"},
+	}, {
+		name: "source unknown",
+		mark: func(fs *FunctionStatus) {
+			fs.MarkSourceUnknown(ReasonReconciling, "reading the source failed: %s", "boom")
+		},
+		wantReady: cond{Status: corev1.ConditionUnknown, Reason: ReasonReconciling, Message: "reading the source failed: boom"},
+	}, {
+		name: "source recovers",
+		mark: func(fs *FunctionStatus) {
+			fs.MarkSourceFailed(ReasonFuncYamlInvalid, "bad")
+			fs.MarkSourceReady("main", testCommit)
+			functionCondSet.Manage(fs).MarkTrue(FunctionConditionDeployed)
+			functionCondSet.Manage(fs).MarkTrue(FunctionConditionMiddlewareUpToDate)
+			functionCondSet.Manage(fs).MarkTrue(FunctionConditionServiceReady)
+		},
+		wantReady: trueCond,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := initialized()
+			tt.mark(fs)
+			if diff := cmp.Diff(tt.wantReady, conds(fs)[FunctionConditionReady]); diff != "" {
+				t.Errorf("Ready (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantReady.Status == corev1.ConditionTrue, fs.IsReady()); diff != "" {
+				t.Errorf("IsReady() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestFunctionStatus_MarkSourceFailed(t *testing.T) {
+	fs := initialized()
+	fs.MarkSourceFailed(ReasonBranchNotFound, "branch %q not found in repository %s (branches: %s)", "dev", "https://example.com/r.git", "main")
+	want := cond{Status: corev1.ConditionFalse, Reason: ReasonBranchNotFound,
+		Message: `branch "dev" not found in repository https://example.com/r.git (branches: main)`}
+	got := conds(fs)
+	if diff := cmp.Diff(want, got[FunctionConditionSourceReady]); diff != "" {
+		t.Errorf("SourceReady (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want, got[FunctionConditionReady]); diff != "" {
+		t.Errorf("Ready (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(&want, toCond(fs.GetCondition(FunctionConditionSourceReady))); diff != "" {
+		t.Errorf("GetCondition(SourceReady) (-want +got):\n%s", diff)
+	}
+}
+
+func toCond(c *apis.Condition) *cond {
+	if c == nil {
+		return nil
+	}
+	return &cond{Status: c.Status, Reason: c.Reason, Message: c.Message}
+}
+
+func TestFunctionStatus_LastTransitionTime(t *testing.T) {
+	past := apis.VolatileTime{Inner: metav1.NewTime(time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC))}
+	// setPast sets the LastTransitionTime of every condition to past.
+	setPast := func(fs *FunctionStatus) {
+		for i := range fs.Conditions {
+			fs.Conditions[i].LastTransitionTime = past
+		}
+	}
+	ltt := func(fs *FunctionStatus, t apis.ConditionType) apis.VolatileTime {
+		c := fs.GetCondition(t)
+		if c == nil {
+			return apis.VolatileTime{}
+		}
+		return c.LastTransitionTime
+	}
+
+	tests := []struct {
+		name string
+		// first leads to the state whose times are set to the past.
+		first func(fs *FunctionStatus)
+		// then marks again.
+		then       func(fs *FunctionStatus)
+		wantMoved  []apis.ConditionType
+		wantStayed []apis.ConditionType
+		// wantSameConds is true when the conditions must end as they were.
+		wantSameConds bool
+	}{{
+		name:          "same MarkSourceReady again",
+		first:         func(fs *FunctionStatus) { fs.MarkSourceReady("main", testCommit) },
+		then:          func(fs *FunctionStatus) { fs.MarkSourceReady("main", testCommit) },
+		wantStayed:    allConditions,
+		wantSameConds: true,
+	}, {
+		name:          "same MarkSourceFailed again",
+		first:         func(fs *FunctionStatus) { fs.MarkSourceFailed(ReasonGitCloneFailed, "cloning %s failed", "x") },
+		then:          func(fs *FunctionStatus) { fs.MarkSourceFailed(ReasonGitCloneFailed, "cloning %s failed", "x") },
+		wantStayed:    allConditions,
+		wantSameConds: true,
+	}, {
+		name:  "same MarkDownstreamNotImplemented again",
+		first: func(fs *FunctionStatus) { fs.MarkDownstreamNotImplemented() },
+		then:  func(fs *FunctionStatus) { fs.MarkDownstreamNotImplemented() },
+		// Ready ends as it was, but passes through the messages of Deployed and
+		// MiddlewareUpToDate on the way, so its time moves (Knative's ConditionSet
+		// copies each Unknown dependent into Ready). The reconciler compares
+		// transition times semantically, so this alone causes no write.
+		wantStayed: []apis.ConditionType{FunctionConditionSourceReady, FunctionConditionDeployed,
+			FunctionConditionMiddlewareUpToDate, FunctionConditionServiceReady},
+		wantSameConds: true,
+	}, {
+		name:       "ready to failed",
+		first:      func(fs *FunctionStatus) { fs.MarkSourceReady("main", testCommit) },
+		then:       func(fs *FunctionStatus) { fs.MarkSourceFailed(ReasonFuncYamlInvalid, "bad") },
+		wantMoved:  []apis.ConditionType{FunctionConditionSourceReady, FunctionConditionReady},
+		wantStayed: []apis.ConditionType{FunctionConditionDeployed, FunctionConditionMiddlewareUpToDate, FunctionConditionServiceReady},
+	}, {
+		name:       "new commit changes the message",
+		first:      func(fs *FunctionStatus) { fs.MarkSourceReady("main", testCommit) },
+		then:       func(fs *FunctionStatus) { fs.MarkSourceReady("main", "fedcba9876543210fedcba9876543210fedcba98") },
+		wantMoved:  []apis.ConditionType{FunctionConditionSourceReady},
+		wantStayed: []apis.ConditionType{FunctionConditionReady, FunctionConditionDeployed},
+	}, {
+		name:      "failure with another message",
+		first:     func(fs *FunctionStatus) { fs.MarkSourceFailed(ReasonGitCloneFailed, "one") },
+		then:      func(fs *FunctionStatus) { fs.MarkSourceFailed(ReasonGitCloneFailed, "two") },
+		wantMoved: []apis.ConditionType{FunctionConditionSourceReady, FunctionConditionReady},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := initialized()
+			tt.first(fs)
+			setPast(fs)
+			before := conds(fs)
+			tt.then(fs)
+			for _, c := range tt.wantStayed {
+				if diff := cmp.Diff(past, ltt(fs, c)); diff != "" {
+					t.Errorf("%s LastTransitionTime moved (-want +got):\n%s", c, diff)
+				}
+			}
+			for _, c := range tt.wantMoved {
+				if got := ltt(fs, c); !got.Inner.After(past.Inner.Time) {
+					t.Errorf("%s LastTransitionTime = %v, want later than %v", c, got.Inner, past.Inner)
+				}
+			}
+			if tt.wantSameConds {
+				if diff := cmp.Diff(before, conds(fs)); diff != "" {
+					t.Errorf("conditions changed by the same mark (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+func TestFunctionStatus_MarkDownstreamNotImplemented(t *testing.T) {
+	fs := initialized()
+	fs.MarkSourceReady("main", testCommit)
+	fs.MarkDownstreamNotImplemented()
+	want := map[apis.ConditionType]cond{
+		FunctionConditionSourceReady: {Status: corev1.ConditionTrue, Reason: ReasonSourceReady,
+			Message: "func.yaml read from branch main at commit " + testShortCommit},
+		FunctionConditionDeployed: {Status: corev1.ConditionUnknown, Reason: ReasonNotImplemented,
+			Message: "describing the deployed Knative Service is not implemented in this version of func-operator"},
+		FunctionConditionMiddlewareUpToDate: {Status: corev1.ConditionUnknown, Reason: ReasonNotImplemented,
+			Message: "middleware version detection is not implemented in this version of func-operator"},
+		FunctionConditionServiceReady: {Status: corev1.ConditionUnknown, Reason: ReasonNotImplemented,
+			Message: "Knative Service readiness is not implemented in this version of func-operator"},
+		// Ready follows the last dependent marked Unknown.
+		FunctionConditionReady: {Status: corev1.ConditionUnknown, Reason: ReasonNotImplemented,
+			Message: "Knative Service readiness is not implemented in this version of func-operator"},
+	}
+	if diff := cmp.Diff(want, conds(fs)); diff != "" {
+		t.Errorf("conditions (-want +got):\n%s", diff)
+	}
+}
+
+func TestFunctionStatus_MarkDownstreamWaitingForSource(t *testing.T) {
+	const waiting = "waiting for the function's source to be ready"
+	waitingCond := cond{Status: corev1.ConditionUnknown, Reason: ReasonSourceNotReady, Message: waiting}
+	notImpl := func(msg string) cond {
+		return cond{Status: corev1.ConditionUnknown, Reason: ReasonNotImplemented, Message: msg}
+	}
+	deployedNotImpl := notImpl("describing the deployed Knative Service is not implemented in this version of func-operator")
+	middlewareNotImpl := notImpl("middleware version detection is not implemented in this version of func-operator")
+	serviceNotImpl := notImpl("Knative Service readiness is not implemented in this version of func-operator")
+
+	tests := []struct {
+		name  string
+		setup func() *FunctionStatus
+		want  map[apis.ConditionType]cond
+	}{{
+		name:  "no conditions at all",
+		setup: func() *FunctionStatus { return &FunctionStatus{} },
+		want: map[apis.ConditionType]cond{
+			FunctionConditionDeployed:           waitingCond,
+			FunctionConditionMiddlewareUpToDate: waitingCond,
+			FunctionConditionServiceReady:       waitingCond,
+			FunctionConditionReady:              waitingCond,
+		},
+	}, {
+		name:  "initialized conditions have no reason yet",
+		setup: initialized,
+		want: map[apis.ConditionType]cond{
+			FunctionConditionSourceReady:        {Status: corev1.ConditionUnknown},
+			FunctionConditionDeployed:           waitingCond,
+			FunctionConditionMiddlewareUpToDate: waitingCond,
+			FunctionConditionServiceReady:       waitingCond,
+			FunctionConditionReady:              waitingCond,
+		},
+	}, {
+		name: "decided conditions keep their last observation",
+		setup: func() *FunctionStatus {
+			fs := initialized()
+			fs.MarkDownstreamNotImplemented()
+			return fs
+		},
+		want: map[apis.ConditionType]cond{
+			FunctionConditionSourceReady:        {Status: corev1.ConditionUnknown},
+			FunctionConditionDeployed:           deployedNotImpl,
+			FunctionConditionMiddlewareUpToDate: middlewareNotImpl,
+			FunctionConditionServiceReady:       serviceNotImpl,
+			FunctionConditionReady:              serviceNotImpl,
+		},
+	}, {
+		name: "only the undecided ones change",
+		setup: func() *FunctionStatus {
+			fs := initialized()
+			functionCondSet.Manage(fs).MarkTrue(FunctionConditionDeployed)
+			fs.MarkMiddlewareUnknown(ReasonNotImplemented, "%s", middlewareNotImpl.Message)
+			return fs
+		},
+		want: map[apis.ConditionType]cond{
+			FunctionConditionSourceReady:        {Status: corev1.ConditionUnknown},
+			FunctionConditionDeployed:           {Status: corev1.ConditionTrue},
+			FunctionConditionMiddlewareUpToDate: middlewareNotImpl,
+			FunctionConditionServiceReady:       waitingCond,
+			FunctionConditionReady:              waitingCond,
+		},
+	}, {
+		name: "a failed source keeps Ready False",
+		setup: func() *FunctionStatus {
+			fs := initialized()
+			fs.MarkSourceFailed(ReasonAuthSecretNotFound, "no secret")
+			return fs
+		},
+		want: map[apis.ConditionType]cond{
+			FunctionConditionSourceReady:        {Status: corev1.ConditionFalse, Reason: ReasonAuthSecretNotFound, Message: "no secret"},
+			FunctionConditionDeployed:           waitingCond,
+			FunctionConditionMiddlewareUpToDate: waitingCond,
+			FunctionConditionServiceReady:       waitingCond,
+			FunctionConditionReady:              {Status: corev1.ConditionFalse, Reason: ReasonAuthSecretNotFound, Message: "no secret"},
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := tt.setup()
+			fs.MarkDownstreamWaitingForSource()
+			if diff := cmp.Diff(tt.want, conds(fs)); diff != "" {
+				t.Errorf("conditions (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestFunctionStatus_MarkUnknownHelpers(t *testing.T) {
+	tests := []struct {
+		name string
+		mark func(fs *FunctionStatus, reason, format string, a ...interface{})
+		typ  apis.ConditionType
+	}{
+		{"MarkSourceUnknown", (*FunctionStatus).MarkSourceUnknown, FunctionConditionSourceReady},
+		{"MarkDeployedUnknown", (*FunctionStatus).MarkDeployedUnknown, FunctionConditionDeployed},
+		{"MarkMiddlewareUnknown", (*FunctionStatus).MarkMiddlewareUnknown, FunctionConditionMiddlewareUpToDate},
+		{"MarkServiceReadyUnknown", (*FunctionStatus).MarkServiceReadyUnknown, FunctionConditionServiceReady},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := initialized()
+			tt.mark(fs, "SomeReason", "checking %s #%d", "thing", 2)
+			want := map[apis.ConditionType]cond{}
+			for _, c := range allConditions {
+				want[c] = cond{Status: corev1.ConditionUnknown}
+			}
+			want[tt.typ] = cond{Status: corev1.ConditionUnknown, Reason: "SomeReason", Message: "checking thing #2"}
+			want[FunctionConditionReady] = want[tt.typ]
+			if diff := cmp.Diff(want, conds(fs)); diff != "" {
+				t.Errorf("conditions (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestFunctionStatus_AddHistory(t *testing.T) {
+	entry := func(i int) HistoryEntry {
+		return HistoryEntry{
+			Time:    metav1.NewTime(time.Date(2024, 1, 1, 0, i, 0, 0, time.UTC)),
+			Message: fmt.Sprintf("event %d", i),
+		}
+	}
+	// want returns entries newest..oldest.
+	want := func(newest, oldest int) []HistoryEntry {
+		var es []HistoryEntry
+		for i := newest; i >= oldest; i-- {
+			es = append(es, entry(i))
+		}
+		return es
+	}
+	tests := []struct {
+		name  string
+		added int
+		want  []HistoryEntry
+	}{
+		{"one", 1, want(0, 0)},
+		{"three, newest first", 3, want(2, 0)},
+		{"exactly the maximum", MaxHistory, want(MaxHistory-1, 0)},
+		{"one more than the maximum drops the oldest", MaxHistory + 1, want(MaxHistory, 1)},
+		{"many more than the maximum", 3 * MaxHistory, want(3*MaxHistory-1, 2*MaxHistory)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := &FunctionStatus{}
+			for i := 0; i < tt.added; i++ {
+				fs.AddHistory(entry(i))
+			}
+			if diff := cmp.Diff(tt.want, fs.History); diff != "" {
+				t.Errorf("History (-want +got):\n%s", diff)
+			}
+			if len(fs.History) > MaxHistory {
+				t.Errorf("len(History) = %d, more than %d", len(fs.History), MaxHistory)
+			}
+		})
+	}
+	if MaxHistory != 20 {
+		t.Errorf("MaxHistory = %d, the CRD says at most 20", MaxHistory)
+	}
+}
+
+func TestRepository_CleanPath(t *testing.T) {
+	tests := []struct {
+		path string
+		want string
+	}{
+		{"", ""},
+		{".", ""},
+		{"./", ""},
+		{"/", ""},
+		{"/a/", "a"},
+		{"a", "a"},
+		{"./fns/hello", "fns/hello"},
+		{"fns/hello/", "fns/hello"},
+		{"fns/hello", "fns/hello"},
+		{"fns//hello", "fns/hello"},
+		{"././fns/hello", "fns/hello"},
+		{".//fns/hello", "fns/hello"},
+		{"fns/./hello/.", "fns/hello"},
+		{".func", ".func"},
+		{"..hidden/x", "..hidden/x"},
+		// The CRD refuses '..' segments; cleaning never turns one into a path that exists.
+		{"../x", "../x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			got := Repository{Path: tt.path}.CleanPath()
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("CleanPath(%q) (-want +got):\n%s", tt.path, diff)
+			}
+		})
+	}
+}
+
+func TestFunction_KRShaped(t *testing.T) {
+	f := &Function{}
+	f.Namespace, f.Name = "team-a", "hello"
+
+	var kr duckv1.KRShaped = f
+	st := kr.GetStatus()
+	if st != &f.Status.Status {
+		t.Fatal("GetStatus() does not point into the Function")
+	}
+	st.ObservedGeneration = 7
+	if diff := cmp.Diff(int64(7), f.Status.ObservedGeneration); diff != "" {
+		t.Errorf("ObservedGeneration set through GetStatus (-want +got):\n%s", diff)
+	}
+
+	f.Status.InitializeConditions()
+	f.Status.MarkSourceFailed(ReasonUnsafeFuncYaml, "unsafe")
+	// The duck-typed view sees the same conditions.
+	got := kr.GetConditionSet().Manage(kr.GetStatus()).GetTopLevelCondition()
+	if diff := cmp.Diff(&cond{Status: corev1.ConditionFalse, Reason: ReasonUnsafeFuncYaml, Message: "unsafe"}, toCond(got)); diff != "" {
+		t.Errorf("top-level condition via KRShaped (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(FunctionConditionReady, got.Type); diff != "" {
+		t.Errorf("top-level condition type (-want +got):\n%s", diff)
+	}
+
+	wantGVK := schema.GroupVersionKind{Group: SchemeGroupVersion.Group, Version: SchemeGroupVersion.Version, Kind: "Function"}
+	if diff := cmp.Diff(wantGVK, f.GetGroupVersionKind()); diff != "" {
+		t.Errorf("GetGroupVersionKind() (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff("team-a/hello", f.String()); diff != "" {
+		t.Errorf("String() (-want +got):\n%s", diff)
+	}
+
+	// Conditions are kept sorted by type, so the status does not churn.
+	var types []apis.ConditionType
+	for _, c := range f.Status.Conditions {
+		types = append(types, c.Type)
+	}
+	wantTypes := []apis.ConditionType{FunctionConditionDeployed, FunctionConditionMiddlewareUpToDate,
+		FunctionConditionReady, FunctionConditionServiceReady, FunctionConditionSourceReady}
+	if diff := cmp.Diff(wantTypes, types, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("condition order (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,184 @@
+// Command run starts func-operator from source for development: against the cluster in KUBECONFIG, or on an embedded control plane when none is configured.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/fnops/func-operator/pkg/operator"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "run:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	embedded := flag.Bool("embedded", false, "start an embedded control plane even when a cluster is configured")
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+	ctx := ctrl.SetupSignalHandler()
+
+	var cfg *rest.Config
+	var err error
+	if clusterConfigured() && !*embedded {
+		if cfg, err = ctrl.GetConfig(); err != nil {
+			return fmt.Errorf("reading the configured cluster's config: %w", err)
+		}
+	}
+	if cfg == nil {
+		var stop func()
+		if cfg, stop, err = startControlPlane(); err != nil {
+			return err
+		}
+		defer stop()
+	} else {
+		fmt.Fprintf(os.Stderr, "run: using the cluster at %s (from KUBECONFIG or ~/.kube/config)\n", cfg.Host)
+	}
+
+	o := operator.Options{
+		WatchNamespaces: operator.ParseNamespaces(os.Getenv("WATCH_NAMESPACE")),
+		SystemNamespace: envOr("SYSTEM_NAMESPACE", "func-operator"),
+		MetricsAddr:     "127.0.0.1:8080",
+		ProbeAddr:       "127.0.0.1:8081",
+	}
+	if err := ensureNamespace(ctx, cfg, o.SystemNamespace); err != nil {
+		return err
+	}
+	mgr, err := operator.New(ctx, cfg, o)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "run: operator running; metrics on http://127.0.0.1:8080/metrics, Ctrl-C stops it")
+	return mgr.Start(ctx)
+}
+
+// startControlPlane starts etcd and kube-apiserver (built by hack/control-plane.sh)
+// with the operator's CRDs, and writes a kubeconfig for kubectl.
+func startControlPlane() (*rest.Config, func(), error) {
+	root, err := repoRoot()
+	if err != nil {
+		return nil, nil, err
+	}
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		fmt.Fprintln(os.Stderr, "run: no cluster configured; building (once, cached) the embedded control plane")
+		cmd := exec.Command(filepath.Join(root, "hack", "control-plane.sh"))
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return nil, nil, fmt.Errorf("building the control plane: %w", err)
+		}
+		assets = strings.TrimSpace(string(out))
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths: []string{
+			filepath.Join(root, "config", "300-function.yaml"),
+			filepath.Join(root, "third_party", "knative-serving"),
+			filepath.Join(root, "third_party", "tekton-pipeline"),
+		},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, nil, fmt.Errorf("starting the embedded control plane: %w", err)
+	}
+	stop := func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "run: stopping the control plane:", err)
+		}
+	}
+	user, err := env.AddUser(envtest.User{Name: "developer", Groups: []string{"system:masters"}}, nil)
+	if err == nil {
+		err = writeKubeconfig(root, user)
+	}
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return cfg, stop, nil
+}
+
+func writeKubeconfig(root string, user *envtest.AuthenticatedUser) error {
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		return fmt.Errorf("writing the kubeconfig: %w", err)
+	}
+	path := filepath.Join(root, "bin", "embedded.kubeconfig")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("writing the kubeconfig: %w", err)
+	}
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		return fmt.Errorf("writing the kubeconfig: %w", err)
+	}
+	fmt.Fprintf(os.Stderr, "run: embedded control plane up; use it with:\n\n    export KUBECONFIG=%s\n\n", path)
+	return nil
+}
+
+func ensureNamespace(ctx context.Context, cfg *rest.Config, name string) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating a client: %w", err)
+	}
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// clusterConfigured is true when KUBECONFIG, ~/.kube/config or an in-cluster
+// service account names a cluster.
+func clusterConfigured() bool {
+	if os.Getenv("KUBECONFIG") != "" || os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		return true
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(filepath.Join(home, ".kube", "config"))
+	return err == nil
+}
+
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "hack", "control-plane.sh")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("run from inside the func-operator checkout")
+		}
+		dir = parent
+	}
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,266 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+func configMap(data map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "func-operator", Name: ConfigMapName},
+		Data:       data,
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	want := Config{CheckInterval: 5 * time.Minute, GitTimeout: 60 * time.Second}
+	if diff := cmp.Diff(want, Defaults()); diff != "" {
+		t.Errorf("Defaults() (-want +got):\n%s", diff)
+	}
+}
+
+func TestFromConfigMap(t *testing.T) {
+	tests := []struct {
+		name string
+		cm   *corev1.ConfigMap
+		want Config
+		// wantErrs are the lines of the error, in order; none means no error.
+		wantErrs []string
+	}{{
+		name: "absent ConfigMap",
+		cm:   nil,
+		want: Defaults(),
+	}, {
+		name: "ConfigMap without data",
+		cm:   configMap(nil),
+		want: Defaults(),
+	}, {
+		name: "unrelated keys are ignored",
+		cm:   configMap(map[string]string{"autoUpdateMiddleware": "true", "_example": "checkInterval: 1m"}),
+		want: Defaults(),
+	}, {
+		name: "valid values",
+		cm:   configMap(map[string]string{KeyCheckInterval: "90s", KeyGitTimeout: "2m"}),
+		want: Config{CheckInterval: 90 * time.Second, GitTimeout: 2 * time.Minute},
+	}, {
+		name: "compound durations",
+		cm:   configMap(map[string]string{KeyCheckInterval: "1h30m", KeyGitTimeout: "1m30s"}),
+		want: Config{CheckInterval: 90 * time.Minute, GitTimeout: 90 * time.Second},
+	}, {
+		name: "exactly the minimums",
+		cm:   configMap(map[string]string{KeyCheckInterval: "10s", KeyGitTimeout: "1s"}),
+		want: Config{CheckInterval: MinCheckInterval, GitTimeout: time.Second},
+	}, {
+		name:     "invalid checkInterval keeps its default, the valid key applies",
+		cm:       configMap(map[string]string{KeyCheckInterval: "5 minutes", KeyGitTimeout: "30s"}),
+		want:     Config{CheckInterval: DefaultCheckInterval, GitTimeout: 30 * time.Second},
+		wantErrs: []string{`key checkInterval: "5 minutes" is not a duration such as 5m or 90s`},
+	}, {
+		name:     "number without unit",
+		cm:       configMap(map[string]string{KeyGitTimeout: "30"}),
+		want:     Defaults(),
+		wantErrs: []string{`key gitTimeout: "30" is not a duration such as 5m or 90s`},
+	}, {
+		name:     "empty value",
+		cm:       configMap(map[string]string{KeyCheckInterval: ""}),
+		want:     Defaults(),
+		wantErrs: []string{`key checkInterval: "" is not a duration such as 5m or 90s`},
+	}, {
+		name:     "checkInterval below the minimum",
+		cm:       configMap(map[string]string{KeyCheckInterval: "1s"}),
+		want:     Defaults(),
+		wantErrs: []string{"key checkInterval: 1s is shorter than the minimum 10s"},
+	}, {
+		name:     "gitTimeout below the minimum",
+		cm:       configMap(map[string]string{KeyGitTimeout: "500ms", KeyCheckInterval: "1m"}),
+		want:     Config{CheckInterval: time.Minute, GitTimeout: DefaultGitTimeout},
+		wantErrs: []string{"key gitTimeout: 500ms is shorter than the minimum 1s"},
+	}, {
+		name:     "negative duration",
+		cm:       configMap(map[string]string{KeyGitTimeout: "-1m"}),
+		want:     Defaults(),
+		wantErrs: []string{"key gitTimeout: -1m0s is shorter than the minimum 1s"},
+	}, {
+		name: "both invalid: one error per key, sorted by key",
+		cm:   configMap(map[string]string{KeyGitTimeout: "soon", KeyCheckInterval: "0"}),
+		want: Defaults(),
+		wantErrs: []string{
+			"key checkInterval: 0s is shorter than the minimum 10s",
+			`key gitTimeout: "soon" is not a duration such as 5m or 90s`,
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := FromConfigMap(tt.cm)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Config (-want +got):\n%s", diff)
+			}
+			var gotErrs []string
+			if err != nil {
+				gotErrs = strings.Split(err.Error(), "\n")
+			}
+			if diff := cmp.Diff(tt.wantErrs, gotErrs); diff != "" {
+				t.Errorf("error lines (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestStore(t *testing.T) {
+	s := NewStore()
+	if diff := cmp.Diff(Defaults(), s.Load()); diff != "" {
+		t.Errorf("new Store (-want +got):\n%s", diff)
+	}
+
+	c := Config{CheckInterval: time.Minute, GitTimeout: 5 * time.Second}
+	s.Set(c)
+	c.CheckInterval = time.Hour // the Store holds a copy
+	if diff := cmp.Diff(Config{CheckInterval: time.Minute, GitTimeout: 5 * time.Second}, s.Load()); diff != "" {
+		t.Errorf("after Set (-want +got):\n%s", diff)
+	}
+
+	loaded := s.Load()
+	loaded.GitTimeout = time.Hour // neither does a loaded copy write through
+	if diff := cmp.Diff(5*time.Second, s.Load().GitTimeout); diff != "" {
+		t.Errorf("GitTimeout after changing a loaded copy (-want +got):\n%s", diff)
+	}
+}
+
+func TestStore_Concurrent(t *testing.T) {
+	s := NewStore()
+	a := Config{CheckInterval: time.Minute, GitTimeout: time.Second}
+	b := Config{CheckInterval: time.Hour, GitTimeout: time.Minute}
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 200; j++ {
+				if j%2 == 0 {
+					s.Set(a)
+				} else {
+					s.Set(b)
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 200; j++ {
+				// Every Load is one whole configuration, never a mix of two.
+				if got := s.Load(); got != a && got != b && got != Defaults() {
+					t.Errorf("Load() = %+v, a torn configuration", got)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestWatcher_Reconcile(t *testing.T) {
+	const ns = "func-operator"
+	tests := []struct {
+		name       string
+		objs       []*corev1.ConfigMap
+		getErr     error
+		wantErr    string
+		want       Config
+		wantEvents []string
+	}{{
+		name: "absent ConfigMap means the defaults",
+		want: Defaults(),
+	}, {
+		name: "ConfigMap of another namespace is not read",
+		objs: []*corev1.ConfigMap{{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: ConfigMapName},
+			Data:       map[string]string{KeyCheckInterval: "1m"},
+		}},
+		want: Defaults(),
+	}, {
+		name: "valid ConfigMap",
+		objs: []*corev1.ConfigMap{configMap(map[string]string{KeyCheckInterval: "1m", KeyGitTimeout: "10s"})},
+		want: Config{CheckInterval: time.Minute, GitTimeout: 10 * time.Second},
+	}, {
+		name:       "invalid key keeps its default and is reported",
+		objs:       []*corev1.ConfigMap{configMap(map[string]string{KeyCheckInterval: "1m", KeyGitTimeout: "forever"})},
+		want:       Config{CheckInterval: time.Minute, GitTimeout: DefaultGitTimeout},
+		wantEvents: []string{`Warning InvalidConfig invalid keys keep their defaults: key gitTimeout: "forever" is not a duration such as 5m or 90s`},
+	}, {
+		name:    "API error keeps the configuration it had",
+		objs:    []*corev1.ConfigMap{configMap(map[string]string{KeyCheckInterval: "1m"})},
+		getErr:  apierrors.NewServiceUnavailable("etcd is down"),
+		want:    Config{CheckInterval: time.Hour, GitTimeout: time.Hour},
+		wantErr: "reading ConfigMap func-operator/func-operator-config: etcd is down",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := record.NewFakeRecorder(10)
+			store := NewStore()
+			store.Set(Config{CheckInterval: time.Hour, GitTimeout: time.Hour}) // stale
+			w := &Watcher{
+				Client:    &configMapReader{objs: tt.objs, err: tt.getErr},
+				Recorder:  rec,
+				Namespace: ns,
+				Store:     store,
+			}
+			res, err := w.Reconcile(context.Background(), reconcile.Request{})
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("Reconcile error = %v, want %q", err, tt.wantErr)
+				}
+			} else if err != nil {
+				t.Fatalf("Reconcile: %v", err)
+			}
+			if diff := cmp.Diff(reconcile.Result{}, res); diff != "" {
+				t.Errorf("Result (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.want, store.Load()); diff != "" {
+				t.Errorf("stored Config (-want +got):\n%s", diff)
+			}
+			close(rec.Events)
+			var events []string
+			for e := range rec.Events {
+				events = append(events, e)
+			}
+			if diff := cmp.Diff(tt.wantEvents, events); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// configMapReader is a client.Reader serving ConfigMaps from memory.
+type configMapReader struct {
+	objs []*corev1.ConfigMap
+	err  error
+}
+
+func (r *configMapReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	if r.err != nil {
+		return r.err
+	}
+	for _, cm := range r.objs {
+		if cm.Namespace == key.Namespace && cm.Name == key.Name {
+			cm.DeepCopyInto(obj.(*corev1.ConfigMap))
+			return nil
+		}
+	}
+	return apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, key.Name)
+}
+
+func (r *configMapReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errors.New("List is not supported")
+}

@@ -1,0 +1,72 @@
+package envtest
+
+import (
+	"context"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+// TestStart_ThirdPartyCRDs starts the control plane with the Knative Serving and
+// Tekton CRDs and creates the objects later reconcilers read: a Knative Service and
+// a Tekton v1 PipelineRun (v1 is Tekton's storage version; no conversion webhook runs here).
+func TestStart_ThirdPartyCRDs(t *testing.T) {
+	env, err := Start(KnativeServingCRDs, TektonCRDs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	scheme := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(env.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, name := range []string{"functions.functions.dev", "services.serving.knative.dev", "pipelineruns.tekton.dev", "pipelines.tekton.dev"} {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+			t.Fatalf("CRD %s: %v", name, err)
+		}
+		established := false
+		for _, cond := range crd.Status.Conditions {
+			established = established || (cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue)
+		}
+		if !established {
+			t.Errorf("CRD %s is not established: %+v", name, crd.Status.Conditions)
+		}
+	}
+	for _, doc := range []string{`
+apiVersion: serving.knative.dev/v1
+kind: Service
+metadata: {name: hello, namespace: default, labels: {function.knative.dev/name: hello}}
+spec:
+  template:
+    spec:
+      containers: [{image: "registry.example/hello@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}]
+`, `
+apiVersion: tekton.dev/v1
+kind: PipelineRun
+metadata: {name: hello-build, namespace: default}
+spec:
+  pipelineRef: {name: hello-pipeline}
+`} {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Create(ctx, u); err != nil {
+			t.Errorf("creating %s: %v", u.GetKind(), err)
+		}
+	}
+}
