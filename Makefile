@@ -39,8 +39,9 @@ verify-third-party: ## Fail when third_party/ differs from the modules go.mod pi
 	hack/update-third-party.sh --verify
 
 .PHONY: vet
-vet: ## go vet and gofmt check.
+vet: ## go vet, gofmt, and the rule that only pkg/funclib imports knative.dev/func.
 	go vet ./...
+	hack/verify-func-adapter.sh
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*'))"; \
 	  if [[ -n "$$unformatted" ]]; then echo "not gofmt-formatted: $$unformatted" >&2; exit 1; fi
 

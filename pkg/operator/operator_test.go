@@ -3,6 +3,8 @@ package operator
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +21,10 @@ import (
 	"github.com/fnops/func-operator/test/gitserver"
 )
 
-const token = "tok-operator-test-7c1d"
+const (
+	token      = "tok-operator-test-7c1d"
+	wrongToken = "tok-wrong-operator-test-5e2f"
+)
 
 func funcYAML(name, runtime string) string {
 	return fmt.Sprintf("specVersion: 0.36.0\nname: %s\nruntime: %s\ninvoke: http\n", name, runtime)
@@ -123,7 +128,7 @@ func TestOperator_SecretChangesReconcileTheFunctions(t *testing.T) {
 
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "git"},
-		Data:       map[string][]byte{"token": []byte("wrong")},
+		Data:       map[string][]byte{"token": []byte(wrongToken)},
 	}
 	if err := k8sClient.Create(ctx, secret); err != nil {
 		t.Fatal(err)
@@ -141,6 +146,17 @@ func TestOperator_SecretChangesReconcileTheFunctions(t *testing.T) {
 	}
 	eventually(t, 20*time.Second, sourceReady(ns, "private", corev1.ConditionFalse, v1alpha1.ReasonAuthSecretNotFound))
 
+	// The operator logged the stalls, and never a token.
+	out := logs.String()
+	if !strings.Contains(out, "reconcile stalled") || !strings.Contains(out, v1alpha1.ReasonGitCloneFailed) {
+		t.Errorf("the log has no stalled reconcile with reason %s: the capture is broken", v1alpha1.ReasonGitCloneFailed)
+	}
+	for _, s := range []string{token, wrongToken} {
+		if strings.Contains(out, s) {
+			t.Errorf("the operator logged a token: %q", s)
+		}
+	}
+
 	// The transitions were recorded as Events, without the token.
 	eventually(t, 20*time.Second, func() string {
 		var events corev1.EventList
@@ -149,7 +165,7 @@ func TestOperator_SecretChangesReconcileTheFunctions(t *testing.T) {
 		}
 		reasons := map[string]int{}
 		for _, e := range events.Items {
-			if strings.Contains(e.Message, token) {
+			if strings.Contains(e.Message, token) || strings.Contains(e.Message, wrongToken) {
 				t.Fatalf("event %s carries the token: %q", e.Name, e.Message)
 			}
 			if e.InvolvedObject.Name == "private" {
@@ -302,4 +318,47 @@ func TestOperator_AnnotationRequestsACheck(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+func TestOperator_HealthProbes(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	mgr, err := New(ctx, restConfig, Options{
+		SystemNamespace:              newNamespace(t),
+		MetricsAddr:                  "0",
+		ProbeAddr:                    addr,
+		WorkDir:                      t.TempDir(),
+		SkipControllerNameValidation: true,
+	})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	for _, path := range []string{"/healthz", "/readyz"} {
+		eventually(t, 20*time.Second, func() string {
+			resp, err := http.Get("http://" + addr + path)
+			if err != nil {
+				return err.Error()
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Sprintf("GET %s = %d", path, resp.StatusCode)
+			}
+			return ""
+		})
+	}
 }

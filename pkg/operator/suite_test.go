@@ -1,16 +1,20 @@
 package operator
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/test/envtest"
@@ -19,9 +23,30 @@ import (
 var (
 	restConfig *rest.Config
 	k8sClient  client.Client
+	// logs holds everything the operators of the tests log.
+	logs = &syncBuffer{}
 )
 
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 func TestMain(m *testing.M) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(logs), zap.UseDevMode(true)))
 	env, err := envtest.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"knative.dev/pkg/apis"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
@@ -92,6 +94,16 @@ func TestReconciler_PeriodicCheck(t *testing.T) {
 		t.Errorf("resourceVersion moved from %s to %s though nothing changed", rv, got.ResourceVersion)
 	}
 
+	// Backdate every transition time, to see which ones the next write moves.
+	past := apis.VolatileTime{Inner: metav1.NewTime(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC))}
+	fn = getFunction(t, ns, "a")
+	for i := range fn.Status.Conditions {
+		fn.Status.Conditions[i].LastTransitionTime = past
+	}
+	if err := k8sClient.Status().Update(context.Background(), fn); err != nil {
+		t.Fatal(err)
+	}
+
 	// A new commit: the next check clones once and records it.
 	second := repo.Commit(t, "main", map[string]string{"fns/a/func.yaml": funcYAML("a", "python")}, "second")
 	reconcileOK()
@@ -99,6 +111,17 @@ func TestReconciler_PeriodicCheck(t *testing.T) {
 		t.Fatalf("after a new commit: %+v, want %+v", got, want)
 	}
 	fn = getFunction(t, ns, "a")
+	// SourceReady changed (its message names the commit); Ready and Deployed did not.
+	for ty, wantMoved := range map[apis.ConditionType]bool{
+		v1alpha1.FunctionConditionSourceReady: true,
+		apis.ConditionReady:                   false,
+		v1alpha1.FunctionConditionDeployed:    false,
+	} {
+		c := fn.Status.GetCondition(ty)
+		if moved := !c.LastTransitionTime.Inner.Equal(&past.Inner); moved != wantMoved {
+			t.Errorf("%s lastTransitionTime = %s, want moved = %t", ty, c.LastTransitionTime.Inner, wantMoved)
+		}
+	}
 	if fn.Status.Git.ObservedCommit != second || !fn.Status.Git.LastChecked.Time.Equal(clock.now) {
 		t.Errorf("status.git = %+v, want commit %s checked at %s", fn.Status.Git, second, clock.now)
 	}
