@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	fn "knative.dev/func/pkg/functions"
+
+	"github.com/fnops/func-operator/test/testfs"
 )
 
 // secretEnv is an environment variable of the test process that func.yaml fixtures
@@ -313,7 +315,7 @@ invocation:
 					t.Errorf("error message names the scratch directory: %q", msg)
 				}
 			}
-			assertEmptyDir(t, tmp)
+			testfs.AssertEmptyDir(t, tmp)
 		})
 	}
 }
@@ -351,7 +353,7 @@ func TestLoadFuncYAML_LeavesNothingBehind(t *testing.T) {
 			t.Fatalf("LoadFuncYAML error = %v, want an InvalidError", err)
 		}
 	}
-	assertEmptyDir(t, tmp)
+	testfs.AssertEmptyDir(t, tmp)
 }
 
 func TestLoadFuncYAML_DefaultTmpDir(t *testing.T) {
@@ -428,21 +430,6 @@ func TestVersion(t *testing.T) {
 func TestFuncYAMLName(t *testing.T) {
 	if diff := cmp.Diff("func.yaml", FuncYAML); diff != "" {
 		t.Errorf("FuncYAML (-want +got):\n%s", diff)
-	}
-}
-
-func assertEmptyDir(t *testing.T, dir string) {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatalf("reading %s: %v", dir, err)
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	if len(names) > 0 {
-		t.Errorf("%s is not empty: %v", dir, names)
 	}
 }
 

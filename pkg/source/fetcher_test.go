@@ -2,7 +2,6 @@ package source
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/test/gitserver"
+	"github.com/fnops/func-operator/test/testfs"
 )
 
 const (
@@ -133,21 +133,6 @@ func checkError(t *testing.T, want *wantError, err error) {
 		if strings.Contains(err.Error(), secret) {
 			t.Errorf("message reveals a credential: %q", err)
 		}
-	}
-}
-
-func assertEmptyDir(t *testing.T, dir string) {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatalf("reading %s: %v", dir, err)
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	if len(names) > 0 {
-		t.Errorf("temporary directory %s is not empty: %v", dir, names)
 	}
 }
 
@@ -307,7 +292,7 @@ func TestFetcher_Head(t *testing.T) {
 			if diff := cmp.Diff(int64(0), f.Clones()); diff != "" {
 				t.Errorf("Clones() (-want +got):\n%s", diff)
 			}
-			assertEmptyDir(t, tmp)
+			testfs.AssertEmptyDir(t, tmp)
 		})
 	}
 }
@@ -447,7 +432,7 @@ func TestFetcher_Read(t *testing.T) {
 			if diff := cmp.Diff([2]int{before[0] + 1, before[1] + 1}, g.counts("mono")); diff != "" {
 				t.Errorf("[ref advertisements, upload-packs] (-want +got):\n%s", diff)
 			}
-			assertEmptyDir(t, tmp)
+			testfs.AssertEmptyDir(t, tmp)
 
 			// The second Read of the same commit and path comes from the cache, with
 			// the same outcome and no request to the server.
@@ -465,7 +450,7 @@ func TestFetcher_Read(t *testing.T) {
 			if diff := cmp.Diff(int64(1), f.Clones()); diff != "" {
 				t.Errorf("Clones() (-want +got):\n%s", diff)
 			}
-			assertEmptyDir(t, tmp)
+			testfs.AssertEmptyDir(t, tmp)
 		})
 	}
 }
@@ -549,7 +534,7 @@ func TestFetcher_ReadCache(t *testing.T) {
 			if diff := cmp.Diff(s.wantUpload, g.srv.UploadPacks("cached")); diff != "" {
 				t.Errorf("upload-packs (-want +got):\n%s", diff)
 			}
-			assertEmptyDir(t, tmp)
+			testfs.AssertEmptyDir(t, tmp)
 		})
 	}
 	if diff := cmp.Diff(int64(3), f.Clones()); diff != "" {
@@ -600,7 +585,7 @@ func TestFetcher_ReadFailuresNotCached(t *testing.T) {
 			}
 			_, err := f.Read(ctx, url, head, "", tt.auth, timeout)
 			checkError(t, tt.wantErr, err)
-			assertEmptyDir(t, tmp)
+			testfs.AssertEmptyDir(t, tmp)
 
 			// With the right credentials, the same commit is read.
 			got, err := f.Read(ctx, url, head, "", authFrom(t, url, map[string]string{KeyToken: rightToken}), gitTimeout)
@@ -610,7 +595,7 @@ func TestFetcher_ReadFailuresNotCached(t *testing.T) {
 			if diff := cmp.Diff(good, got); diff != "" {
 				t.Errorf("Result with the right token (-want +got):\n%s", diff)
 			}
-			assertEmptyDir(t, tmp)
+			testfs.AssertEmptyDir(t, tmp)
 		})
 	}
 }
@@ -667,7 +652,7 @@ func TestFetcher_ReadErrors(t *testing.T) {
 			if diff := cmp.Diff(Result{}, got); diff != "" {
 				t.Errorf("Result (-want +got):\n%s", diff)
 			}
-			assertEmptyDir(t, tmp)
+			testfs.AssertEmptyDir(t, tmp)
 		})
 	}
 
@@ -750,7 +735,7 @@ func TestFetcher_ReadConcurrent(t *testing.T) {
 	if diff := cmp.Diff(int64(1), f.Clones()); diff != "" {
 		t.Errorf("Clones() (-want +got):\n%s", diff)
 	}
-	assertEmptyDir(t, tmp)
+	testfs.AssertEmptyDir(t, tmp)
 }
 
 func TestFetcher_CacheSize(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/test/gitserver"
+	"github.com/fnops/func-operator/test/testfs"
 )
 
 const sshPassphrase = "ssh-Pa55phrase-112358"
@@ -122,7 +123,7 @@ func TestFetcher_SSH(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Result (-want +got):\n%s", diff)
 			}
-			assertEmptyDir(t, tmp)
+			testfs.AssertEmptyDir(t, tmp)
 		})
 	}
 }

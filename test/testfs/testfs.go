@@ -1,0 +1,23 @@
+// Package testfs holds file-system assertions shared by tests.
+package testfs
+
+import (
+	"os"
+	"testing"
+)
+
+// AssertEmptyDir fails the test when dir holds anything, naming what it holds.
+func AssertEmptyDir(t testing.TB, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatalf("reading %s: %v", dir, err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if len(names) > 0 {
+		t.Errorf("temporary directory %s is not empty: %v", dir, names)
+	}
+}
