@@ -60,6 +60,15 @@ func Start(extraCRDs ...string) (*Environment, error) {
 	return &Environment{env: env, Config: cfg}, nil
 }
 
+// AddUser adds a user to the control plane, for a kubeconfig of its own.
+func (e *Environment) AddUser(u envtest.User) (*envtest.AuthenticatedUser, error) {
+	user, err := e.env.AddUser(u, nil)
+	if err != nil {
+		return nil, fmt.Errorf("adding user %s: %w", u.Name, err)
+	}
+	return user, nil
+}
+
 // Stop stops the control plane.
 func (e *Environment) Stop() error {
 	if err := e.env.Stop(); err != nil {

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/operator"
+	"github.com/fnops/func-operator/test/envtest"
+	"github.com/fnops/func-operator/test/gitserver"
+)
+
+// TestBinary builds cmd/func-operator and runs it as a user would, against a real
+// control plane: flags, WATCH_NAMESPACE and SYSTEM_NAMESPACE, leader election,
+// probes and metrics, a Function reconciled, and a clean stop on SIGTERM.
+func TestBinary(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "func-operator")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("building the operator: %v\n%s", err, out)
+	}
+	env, err := envtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	kubeconfig := writeKubeconfig(t, env)
+	scheme, err := operator.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(env.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, ns := range []string{"func-system", "team-a"} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	root := gitserver.NewRepoRoot(t)
+	srv := gitserver.StartHTTP(t, root)
+	repo := gitserver.CreateRepo(t, root, "hello")
+	commit := repo.Commit(t, "main", map[string]string{"func.yaml": "specVersion: 0.36.0\nname: hello\nruntime: go\n"}, "hello")
+	if err := c.Create(ctx, &v1alpha1.Function{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "hello"},
+		Spec:       v1alpha1.FunctionSpec{Repository: v1alpha1.Repository{URL: srv.URL("hello")}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	metrics, probes := freeAddr(t), freeAddr(t)
+	cmd := exec.Command(bin, "--metrics-bind-address="+metrics, "--health-probe-bind-address="+probes, "--leader-elect")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "WATCH_NAMESPACE=team-a", "SYSTEM_NAMESPACE=func-system")
+	logs := &strings.Builder{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("operator output:\n%s", logs.String())
+		}
+	})
+
+	waitFor(t, "readiness", func() string { return httpStatus("http://" + probes + "/readyz") })
+	waitFor(t, "the Function", func() string {
+		fn := &v1alpha1.Function{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: "team-a", Name: "hello"}, fn); err != nil {
+			return err.Error()
+		}
+		if fn.Status.Git == nil || fn.Status.Git.ObservedCommit != commit || !fn.Status.GetCondition(v1alpha1.FunctionConditionSourceReady).IsTrue() {
+			return fmt.Sprintf("status = %+v", fn.Status)
+		}
+		return ""
+	})
+	waitFor(t, "the leader election Lease", func() string {
+		lease := &coordinationv1.Lease{}
+		err := c.Get(ctx, types.NamespacedName{Namespace: "func-system", Name: operator.LeaderElectionID}, lease)
+		if err != nil {
+			return err.Error()
+		}
+		return ""
+	})
+	waitFor(t, "metrics", func() string {
+		resp, err := http.Get("http://" + metrics + "/metrics")
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if !strings.Contains(string(body), `controller_runtime_reconcile_total{controller="function"`) {
+			return "no reconcile metric of the function controller yet"
+		}
+		return ""
+	})
+	if !strings.Contains(logs.String(), `"funcLibrary":"v0.44.0"`) {
+		t.Errorf("the start-up log does not name the linked func library v0.44.0")
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		stopped = true
+		if err != nil {
+			t.Errorf("the operator exited with %v after SIGTERM", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the operator did not stop within 30s of SIGTERM")
+	}
+}
+
+func writeKubeconfig(t *testing.T, env *envtest.Environment) string {
+	t.Helper()
+	user, err := env.AddUser(ctrlenvtest.User{Name: "operator", Groups: []string{"system:masters"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func httpStatus(url string) string {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err.Error()
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Sprintf("GET %s = %d", url, resp.StatusCode)
+	}
+	return ""
+}
+
+func waitFor(t *testing.T, what string, check func() string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		msg := check()
+		if msg == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: %s", what, msg)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
