@@ -193,3 +193,39 @@ func TestReconciler_SpecChange(t *testing.T) {
 		t.Errorf("clones = %d, want 2: a new path at the same commit is read again", srv.UploadPacks("mono"))
 	}
 }
+
+func TestReconciler_FunctionDeletedWhileReconciled(t *testing.T) {
+	root := gitserver.NewRepoRoot(t)
+	srv := gitserver.StartHTTP(t, root)
+	repo := gitserver.CreateRepo(t, root, "gone")
+	repo.Commit(t, "main", map[string]string{"func.yaml": funcYAML("gone", "go")}, "first")
+
+	ns := newNamespace(t)
+	fn := newFunction(ns, "gone", v1alpha1.Repository{URL: srv.URL("gone")})
+	mustCreate(t, fn)
+	r, _ := newTestReconciler(t, 10)
+	// The Function disappears between the read and the status write.
+	r.Client = &deletingClient{Client: k8sClient}
+	if _, err := reconcileOnce(t, r, ns, "gone"); err != nil {
+		t.Errorf("Reconcile of a Function deleted mid-way = %v, want no error", err)
+	}
+}
+
+// deletingClient deletes the object it is asked to patch the status of, first.
+type deletingClient struct{ client.Client }
+
+func (c *deletingClient) Status() client.SubResourceWriter {
+	return &deletingStatusWriter{SubResourceWriter: c.Client.Status(), c: c.Client}
+}
+
+type deletingStatusWriter struct {
+	client.SubResourceWriter
+	c client.Client
+}
+
+func (w *deletingStatusWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	if err := w.c.Delete(ctx, obj); err != nil {
+		return err
+	}
+	return w.SubResourceWriter.Patch(ctx, obj, patch, opts...)
+}

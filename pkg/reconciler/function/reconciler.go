@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -111,8 +112,12 @@ func (r *Reconciler) patchStatus(ctx context.Context, orig, fn *v1alpha1.Functio
 	if equality.Semantic.DeepEqual(orig.Status, fn.Status) {
 		return nil
 	}
-	if err := r.Client.Status().Patch(ctx, fn, client.MergeFrom(orig)); err != nil {
-		return fmt.Errorf("patching status of Function %s: %w", fn, client.IgnoreNotFound(err))
+	err := r.Client.Status().Patch(ctx, fn, client.MergeFrom(orig))
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil // deleted while it was reconciled: nothing to report on
+	case err != nil:
+		return fmt.Errorf("patching status of Function %s: %w", fn, err)
 	}
 	return nil
 }
