@@ -1,0 +1,81 @@
+package knative
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fnops/func-operator/pkg/funclib"
+)
+
+// FunctionNameLabel is the label func's deployer puts on a function's Knative Service.
+const FunctionNameLabel = "function.knative.dev/name"
+
+// Source finds deployed functions in Knative Serving. With the manager's client as
+// Reader, every read is served by an informer cache. (The operator does not use it
+// yet: with it come RBAC for serving.knative.dev services and revisions, get/list/watch.)
+type Source struct {
+	Reader client.Reader
+}
+
+var _ funclib.InstanceSource = (*Source)(nil)
+
+// Instance describes the Knative Service named name in namespace: its URLs, and the
+// image it runs, by digest when its latest ready Revision reports one.
+func (s *Source) Instance(ctx context.Context, name, namespace string) (funclib.Instance, error) {
+	svc, err := s.Service(ctx, name, namespace)
+	if err != nil {
+		return funclib.Instance{}, err
+	}
+	in := funclib.Instance{Name: name, Namespace: namespace, Image: s.image(ctx, svc)}
+	if svc.Status.URL != nil {
+		in.Route = svc.Status.URL.String()
+		in.Routes = append(in.Routes, in.Route)
+	}
+	for _, t := range svc.Status.Traffic {
+		if t.URL != nil && t.URL.String() != in.Route {
+			in.Routes = append(in.Routes, t.URL.String())
+		}
+	}
+	return in, nil
+}
+
+// Service returns the Knative Service named name in namespace, or funclib.ErrNotDeployed.
+func (s *Source) Service(ctx context.Context, name, namespace string) (*servingv1.Service, error) {
+	svc := &servingv1.Service{}
+	err := s.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, svc)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("knative Service %s/%s: %w", namespace, name, funclib.ErrNotDeployed)
+	case err != nil:
+		return nil, fmt.Errorf("reading Knative Service %s/%s: %w", namespace, name, err)
+	}
+	return svc, nil
+}
+
+// image is the image the Service runs: the digest its latest ready Revision resolved,
+// else the image its template names.
+func (s *Source) image(ctx context.Context, svc *servingv1.Service) string {
+	var image string
+	if cs := svc.Spec.Template.Spec.Containers; len(cs) > 0 {
+		image = cs[0].Image
+	}
+	name := svc.Status.LatestReadyRevisionName
+	if name == "" {
+		return image
+	}
+	rev := &servingv1.Revision{}
+	if err := s.Reader.Get(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: name}, rev); err != nil {
+		return image
+	}
+	for _, c := range rev.Status.ContainerStatuses {
+		if c.ImageDigest != "" {
+			return c.ImageDigest
+		}
+	}
+	return image
+}
