@@ -37,6 +37,24 @@ const (
 	ReasonUnsafeFuncYaml     = "UnsafeFuncYaml"
 )
 
+// Reasons of the Deployed and ServiceReady conditions.
+const (
+	ReasonDeployed = "Deployed"
+	// ReasonNotDeployed says the function has no Knative Service: a normal state.
+	ReasonNotDeployed = "NotDeployed"
+	// ReasonKnativeServingNotInstalled says the cluster has no Knative Serving API.
+	ReasonKnativeServingNotInstalled = "KnativeServingNotInstalled"
+	// ReasonDescribeFailed says the Knative Service could not be read.
+	ReasonDescribeFailed = "DescribeFailed"
+	// ReasonServiceReady is the reason of a True ServiceReady.
+	ReasonServiceReady = "ServiceReady"
+	// ReasonServiceNotReady is the reason of a False ServiceReady whose Knative
+	// condition carries none.
+	ReasonServiceNotReady = "ServiceNotReady"
+	// ReasonServiceReconciling says Knative has not yet observed the Service's latest spec.
+	ReasonServiceReconciling = "ServiceReconciling"
+)
+
 // Reasons shared by several conditions.
 const (
 	// ReasonReconciling is the reason of a condition the operator has not decided yet.
@@ -103,6 +121,32 @@ func (fs *FunctionStatus) MarkSourceUnknown(reason, messageFormat string, messag
 	functionCondSet.Manage(fs).MarkUnknown(FunctionConditionSourceReady, reason, messageFormat, messageA...)
 }
 
+// MarkDeployed records that the function's Knative Service exists and runs image.
+func (fs *FunctionStatus) MarkDeployed(service, image string) {
+	functionCondSet.Manage(fs).MarkTrueWithReason(FunctionConditionDeployed, ReasonDeployed,
+		"Knative Service %s runs %s", service, image)
+}
+
+// MarkNotDeployed records that the function has no Knative Service. The conditions
+// that need one wait for it.
+func (fs *FunctionStatus) MarkNotDeployed(service, namespace string) {
+	functionCondSet.Manage(fs).MarkFalse(FunctionConditionDeployed, ReasonNotDeployed,
+		"no Knative Service %q in namespace %q: deploy the function (func deploy)", service, namespace)
+	fs.MarkServiceReadyUnknown(ReasonNotDeployed, "the function has no Knative Service")
+	fs.MarkMiddlewareUnknown(ReasonNotDeployed, "the function has no Knative Service")
+}
+
+// MarkServiceReady records that the Knative Service is ready.
+func (fs *FunctionStatus) MarkServiceReady(service string) {
+	functionCondSet.Manage(fs).MarkTrueWithReason(FunctionConditionServiceReady, ReasonServiceReady,
+		"Knative Service %s is ready", service)
+}
+
+// MarkServiceNotReady records why the Knative Service is not ready, in its own words.
+func (fs *FunctionStatus) MarkServiceNotReady(reason, messageFormat string, messageA ...interface{}) {
+	functionCondSet.Manage(fs).MarkFalse(FunctionConditionServiceReady, reason, messageFormat, messageA...)
+}
+
 // MarkDeployedUnknown records that whether the function is deployed is not known.
 func (fs *FunctionStatus) MarkDeployedUnknown(reason, messageFormat string, messageA ...interface{}) {
 	functionCondSet.Manage(fs).MarkUnknown(FunctionConditionDeployed, reason, messageFormat, messageA...)
@@ -129,15 +173,11 @@ func (fs *FunctionStatus) MarkDownstreamWaitingForSource() {
 	}
 }
 
-// MarkDownstreamNotImplemented sets the conditions whose steps this version of the
-// operator does not run yet to Unknown, saying so.
-func (fs *FunctionStatus) MarkDownstreamNotImplemented() {
-	fs.MarkDeployedUnknown(ReasonNotImplemented,
-		"describing the deployed Knative Service is not implemented in this version of func-operator")
+// MarkMiddlewareNotImplemented sets MiddlewareUpToDate, whose step this version of
+// the operator does not run yet, to Unknown, saying so.
+func (fs *FunctionStatus) MarkMiddlewareNotImplemented() {
 	fs.MarkMiddlewareUnknown(ReasonNotImplemented,
 		"middleware version detection is not implemented in this version of func-operator")
-	fs.MarkServiceReadyUnknown(ReasonNotImplemented,
-		"Knative Service readiness is not implemented in this version of func-operator")
 }
 
 // MaxHistory is how many entries status.history keeps.

@@ -149,7 +149,7 @@ func TestFunctionStatus_Ready(t *testing.T) {
 		mark: func(fs *FunctionStatus) {
 			fs.MarkSourceFailed(ReasonPathNotFound, "no path")
 			fs.MarkDownstreamWaitingForSource()
-			fs.MarkDownstreamNotImplemented()
+			fs.MarkMiddlewareNotImplemented()
 		},
 		wantReady: cond{Status: corev1.ConditionFalse, Reason: ReasonPathNotFound, Message: "no path"},
 	}, {
@@ -246,15 +246,11 @@ func TestFunctionStatus_LastTransitionTime(t *testing.T) {
 		wantStayed:    allConditions,
 		wantSameConds: true,
 	}, {
-		name:  "same MarkDownstreamNotImplemented again",
-		first: func(fs *FunctionStatus) { fs.MarkDownstreamNotImplemented() },
-		then:  func(fs *FunctionStatus) { fs.MarkDownstreamNotImplemented() },
-		// Ready ends as it was, but passes through the messages of Deployed and
-		// MiddlewareUpToDate on the way, so its time moves (Knative's ConditionSet
-		// copies each Unknown dependent into Ready). The reconciler compares
-		// transition times semantically, so this alone causes no write.
+		name:  "same MarkMiddlewareNotImplemented again",
+		first: func(fs *FunctionStatus) { fs.MarkMiddlewareNotImplemented() },
+		then:  func(fs *FunctionStatus) { fs.MarkMiddlewareNotImplemented() },
 		wantStayed: []apis.ConditionType{FunctionConditionSourceReady, FunctionConditionDeployed,
-			FunctionConditionMiddlewareUpToDate, FunctionConditionServiceReady},
+			FunctionConditionMiddlewareUpToDate, FunctionConditionServiceReady, FunctionConditionReady},
 		wantSameConds: true,
 	}, {
 		name:       "ready to failed",
@@ -300,25 +296,67 @@ func TestFunctionStatus_LastTransitionTime(t *testing.T) {
 	}
 }
 
-func TestFunctionStatus_MarkDownstreamNotImplemented(t *testing.T) {
-	fs := initialized()
-	fs.MarkSourceReady("main", testCommit)
-	fs.MarkDownstreamNotImplemented()
-	want := map[apis.ConditionType]cond{
-		FunctionConditionSourceReady: {Status: corev1.ConditionTrue, Reason: ReasonSourceReady,
-			Message: "func.yaml read from branch main at commit " + testShortCommit},
-		FunctionConditionDeployed: {Status: corev1.ConditionUnknown, Reason: ReasonNotImplemented,
-			Message: "describing the deployed Knative Service is not implemented in this version of func-operator"},
-		FunctionConditionMiddlewareUpToDate: {Status: corev1.ConditionUnknown, Reason: ReasonNotImplemented,
-			Message: "middleware version detection is not implemented in this version of func-operator"},
-		FunctionConditionServiceReady: {Status: corev1.ConditionUnknown, Reason: ReasonNotImplemented,
-			Message: "Knative Service readiness is not implemented in this version of func-operator"},
-		// Ready follows the last dependent marked Unknown.
-		FunctionConditionReady: {Status: corev1.ConditionUnknown, Reason: ReasonNotImplemented,
-			Message: "Knative Service readiness is not implemented in this version of func-operator"},
-	}
-	if diff := cmp.Diff(want, conds(fs)); diff != "" {
-		t.Errorf("conditions (-want +got):\n%s", diff)
+func TestFunctionStatus_DeploymentMarks(t *testing.T) {
+	const middlewareMsg = "middleware version detection is not implemented in this version of func-operator"
+	middlewareNotImpl := cond{Status: corev1.ConditionUnknown, Reason: ReasonNotImplemented, Message: middlewareMsg}
+	sourceReady := cond{Status: corev1.ConditionTrue, Reason: ReasonSourceReady,
+		Message: "func.yaml read from branch main at commit " + testShortCommit}
+	notDeployed := cond{Status: corev1.ConditionFalse, Reason: ReasonNotDeployed,
+		Message: `no Knative Service "hello" in namespace "team-a": deploy the function (func deploy)`}
+	tests := []struct {
+		name string
+		mark func(fs *FunctionStatus)
+		want map[apis.ConditionType]cond
+	}{{
+		name: "not deployed: Ready is False with the reason, ServiceReady and the middleware wait",
+		mark: func(fs *FunctionStatus) {
+			fs.MarkNotDeployed("hello", "team-a")
+		},
+		want: map[apis.ConditionType]cond{
+			FunctionConditionSourceReady:        sourceReady,
+			FunctionConditionDeployed:           notDeployed,
+			FunctionConditionMiddlewareUpToDate: {Status: corev1.ConditionUnknown, Reason: ReasonNotDeployed, Message: "the function has no Knative Service"},
+			FunctionConditionServiceReady:       {Status: corev1.ConditionUnknown, Reason: ReasonNotDeployed, Message: "the function has no Knative Service"},
+			FunctionConditionReady:              notDeployed,
+		},
+	}, {
+		name: "deployed and ready: Ready waits for the middleware only",
+		mark: func(fs *FunctionStatus) {
+			fs.MarkDeployed("hello", "registry.example/hello@sha256:abc")
+			fs.MarkServiceReady("hello")
+			fs.MarkMiddlewareNotImplemented()
+		},
+		want: map[apis.ConditionType]cond{
+			FunctionConditionSourceReady:        sourceReady,
+			FunctionConditionDeployed:           {Status: corev1.ConditionTrue, Reason: ReasonDeployed, Message: "Knative Service hello runs registry.example/hello@sha256:abc"},
+			FunctionConditionMiddlewareUpToDate: middlewareNotImpl,
+			FunctionConditionServiceReady:       {Status: corev1.ConditionTrue, Reason: ReasonServiceReady, Message: "Knative Service hello is ready"},
+			FunctionConditionReady:              middlewareNotImpl,
+		},
+	}, {
+		name: "service not ready: its reason and message carried over to Ready",
+		mark: func(fs *FunctionStatus) {
+			fs.MarkDeployed("hello", "img")
+			fs.MarkMiddlewareNotImplemented()
+			fs.MarkServiceNotReady("RevisionMissing", "Configuration %q does not have any ready Revision.", "hello")
+		},
+		want: map[apis.ConditionType]cond{
+			FunctionConditionSourceReady:        sourceReady,
+			FunctionConditionDeployed:           {Status: corev1.ConditionTrue, Reason: ReasonDeployed, Message: "Knative Service hello runs img"},
+			FunctionConditionMiddlewareUpToDate: middlewareNotImpl,
+			FunctionConditionServiceReady:       {Status: corev1.ConditionFalse, Reason: "RevisionMissing", Message: `Configuration "hello" does not have any ready Revision.`},
+			FunctionConditionReady:              {Status: corev1.ConditionFalse, Reason: "RevisionMissing", Message: `Configuration "hello" does not have any ready Revision.`},
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := initialized()
+			fs.MarkSourceReady("main", testCommit)
+			tt.mark(fs)
+			if diff := cmp.Diff(tt.want, conds(fs)); diff != "" {
+				t.Errorf("conditions (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
@@ -328,9 +366,10 @@ func TestFunctionStatus_MarkDownstreamWaitingForSource(t *testing.T) {
 	notImpl := func(msg string) cond {
 		return cond{Status: corev1.ConditionUnknown, Reason: ReasonNotImplemented, Message: msg}
 	}
-	deployedNotImpl := notImpl("describing the deployed Knative Service is not implemented in this version of func-operator")
 	middlewareNotImpl := notImpl("middleware version detection is not implemented in this version of func-operator")
-	serviceNotImpl := notImpl("Knative Service readiness is not implemented in this version of func-operator")
+	notDeployed := cond{Status: corev1.ConditionFalse, Reason: ReasonNotDeployed,
+		Message: `no Knative Service "fn" in namespace "ns": deploy the function (func deploy)`}
+	serviceWaits := cond{Status: corev1.ConditionUnknown, Reason: ReasonNotDeployed, Message: "the function has no Knative Service"}
 
 	tests := []struct {
 		name  string
@@ -359,15 +398,15 @@ func TestFunctionStatus_MarkDownstreamWaitingForSource(t *testing.T) {
 		name: "decided conditions keep their last observation",
 		setup: func() *FunctionStatus {
 			fs := initialized()
-			fs.MarkDownstreamNotImplemented()
+			fs.MarkNotDeployed("fn", "ns")
 			return fs
 		},
 		want: map[apis.ConditionType]cond{
 			FunctionConditionSourceReady:        {Status: corev1.ConditionUnknown},
-			FunctionConditionDeployed:           deployedNotImpl,
-			FunctionConditionMiddlewareUpToDate: middlewareNotImpl,
-			FunctionConditionServiceReady:       serviceNotImpl,
-			FunctionConditionReady:              serviceNotImpl,
+			FunctionConditionDeployed:           notDeployed,
+			FunctionConditionMiddlewareUpToDate: serviceWaits,
+			FunctionConditionServiceReady:       serviceWaits,
+			FunctionConditionReady:              notDeployed,
 		},
 	}, {
 		name: "only the undecided ones change",

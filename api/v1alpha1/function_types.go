@@ -207,6 +207,10 @@ type ServiceStatus struct {
 	// Ready mirrors the Knative Service's Ready condition.
 	// +optional
 	Ready bool `json:"ready,omitempty"`
+
+	// LatestReadyRevision is the Knative Revision that last became ready.
+	// +optional
+	LatestReadyRevision string `json:"latestReadyRevision,omitempty"`
 }
 
 // HistoryEntry is one notable event in a function's life.

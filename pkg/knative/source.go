@@ -16,8 +16,7 @@ import (
 const FunctionNameLabel = "function.knative.dev/name"
 
 // Source finds deployed functions in Knative Serving. With the manager's client as
-// Reader, every read is served by an informer cache. (The operator does not use it
-// yet: with it come RBAC for serving.knative.dev services and revisions, get/list/watch.)
+// Reader, every read is served by an informer cache.
 type Source struct {
 	Reader client.Reader
 }

@@ -12,6 +12,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
@@ -21,6 +22,8 @@ import (
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
+	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/knative"
 	"github.com/fnops/func-operator/pkg/reconciler/function"
 	"github.com/fnops/func-operator/pkg/source"
 )
@@ -66,7 +69,7 @@ func ParseNamespaces(s string) []string {
 // NewScheme returns the scheme with every type the operator reads or writes.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, servingv1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("building the scheme: %w", err)
 		}
@@ -141,7 +144,10 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (manager.Manag
 	if err := watcher.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the config watcher: %w", err)
 	}
+	services := &knative.Source{Reader: mgr.GetClient()}
 	r := &function.Reconciler{
+		Describer: funclib.NewDescriber(services),
+		Services:  services,
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorderFor("func-operator"),

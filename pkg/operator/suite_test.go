@@ -47,7 +47,7 @@ func (b *syncBuffer) String() string {
 
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(logs), zap.UseDevMode(true)))
-	env, err := envtest.Start()
+	env, err := envtest.Start(envtest.KnativeServingCRDs)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -5,7 +5,10 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -18,20 +21,41 @@ import (
 	"github.com/fnops/func-operator/api/v1alpha1"
 )
 
-// secretRefIndex indexes Functions by the names of the Secrets they reference.
-const secretRefIndex = "functions.dev/secret-refs"
+// Indexes of Functions.
+const (
+	// secretRefIndex indexes Functions by the names of the Secrets they reference.
+	secretRefIndex = "functions.dev/secret-refs"
+	// functionNameIndex indexes Functions by the function name their func.yaml gives,
+	// which is the name of their Knative Service.
+	functionNameIndex = "functions.dev/function-name"
+)
 
 // ControllerName names the Function controller in logs and metrics.
 const ControllerName = "function"
 
 // SetupWithManager registers the reconciler: Functions are reconciled when their spec
-// or annotations change, and when a Secret they reference changes. Secrets are
-// watched by metadata only, so no Secret value is held in the cache.
+// or annotations change, when a Secret they reference changes, and when their Knative
+// Service changes. Secrets are watched by metadata only, so no Secret value is held in
+// the cache. Without Knative Serving on the cluster, Services are not watched.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, concurrency int) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.Function{}, secretRefIndex, secretRefs); err != nil {
 		return fmt.Errorf("indexing Functions by Secret: %w", err)
 	}
-	return builder.ControllerManagedBy(mgr).
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.Function{}, functionNameIndex, functionName); err != nil {
+		return fmt.Errorf("indexing Functions by function name: %w", err)
+	}
+	b := builder.ControllerManagedBy(mgr)
+	servingInstalled, err := knativeServingInstalled(mgr)
+	if err != nil {
+		return err
+	}
+	if servingInstalled {
+		b = b.Watches(&servingv1.Service{}, handler.EnqueueRequestsFromMapFunc(r.functionsForService))
+	} else {
+		log.FromContext(ctx).Info("Knative Serving is not installed: Functions report Deployed Unknown, reason " +
+			v1alpha1.ReasonKnativeServingNotInstalled + "; restart the operator after installing it")
+	}
+	return b.
 		Named(ControllerName).
 		For(&v1alpha1.Function{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{},
@@ -65,6 +89,44 @@ func (r *Reconciler) functionsForSecret(ctx context.Context, o client.Object) []
 	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()),
 		client.MatchingFields{secretRefIndex: o.GetName()}); err != nil {
 		log.FromContext(ctx).Error(err, "listing the Functions that reference a Secret", "secret", o.GetName())
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, fn := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: fn.Namespace, Name: fn.Name}})
+	}
+	return reqs
+}
+
+// knativeServingInstalled reports whether the cluster serves serving.knative.dev/v1 Services.
+func knativeServingInstalled(mgr manager.Manager) (bool, error) {
+	_, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: servingv1.SchemeGroupVersion.Group, Kind: "Service"},
+		servingv1.SchemeGroupVersion.Version)
+	switch {
+	case meta.IsNoMatchError(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("looking up the Knative Serving API: %w", err)
+	}
+	return true, nil
+}
+
+// functionName returns the function name a Function's status reports.
+func functionName(o client.Object) []string {
+	fn, ok := o.(*v1alpha1.Function)
+	if !ok || fn.Status.Name == "" {
+		return nil
+	}
+	return []string{fn.Status.Name}
+}
+
+// functionsForService maps a Knative Service to the Functions of its namespace whose
+// function has its name.
+func (r *Reconciler) functionsForService(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1alpha1.FunctionList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()),
+		client.MatchingFields{functionNameIndex: o.GetName()}); err != nil {
+		log.FromContext(ctx).Error(err, "listing the Functions of a Knative Service", "service", o.GetName())
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))

@@ -14,6 +14,8 @@ import (
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
+	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/knative"
 	"github.com/fnops/func-operator/pkg/source"
 	"github.com/fnops/func-operator/test/gitserver"
 )
@@ -75,7 +77,10 @@ func newGitFixture(t *testing.T) *gitFixture {
 func newTestReconciler(t *testing.T, events int) (*Reconciler, *record.FakeRecorder) {
 	t.Helper()
 	rec := record.NewFakeRecorder(events)
+	services := &knative.Source{Reader: k8sClient}
 	return &Reconciler{
+		Describer: funclib.NewDescriber(services),
+		Services:  services,
 		Client:    k8sClient,
 		APIReader: k8sClient,
 		Recorder:  rec,

@@ -19,17 +19,12 @@ import (
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
+	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/knative"
 	"github.com/fnops/func-operator/pkg/source"
 )
 
-// Reconciler reconciles Functions.
-//
-// +kubebuilder:rbac:groups=functions.dev,resources=functions,verbs=get;list;watch
-// +kubebuilder:rbac:groups=functions.dev,resources=functions/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// Reconciler reconciles Functions. Its permissions are in rbac.go.
 type Reconciler struct {
 	// Client reads Functions from the manager's cache and writes their status.
 	Client client.Client
@@ -39,6 +34,10 @@ type Reconciler struct {
 	Recorder  record.EventRecorder
 	Config    *config.Store
 	Fetcher   *source.Fetcher
+	// Describer describes deployed functions through the func library.
+	Describer *funclib.Describer
+	// Services reads Knative Services, from the manager's cache.
+	Services *knative.Source
 	// Now returns the current time; time.Now when nil.
 	Now func() time.Time
 }
@@ -53,6 +52,8 @@ type step func(ctx context.Context, fn *v1alpha1.Function) error
 func (r *Reconciler) steps() []step {
 	return []step{
 		r.reconcileSource,
+		r.reconcileDeployment,
+		r.reconcileServiceReady,
 		r.reconcileNotImplemented,
 	}
 }
@@ -99,7 +100,7 @@ func (r *Reconciler) result(ctx context.Context, err error) (reconcile.Result, e
 	case err == nil:
 		return next, nil
 	case errors.As(err, &stall):
-		log.FromContext(ctx).Info("reconcile stalled until the Function, its Secret or its repository changes", "reason", stall.reason, "message", stall.message)
+		log.FromContext(ctx).Info("reconcile stalled until the Function, its Secret, its Service or its repository changes", "reason", stall.reason, "message", stall.message)
 		return next, nil
 	default:
 		return reconcile.Result{}, err

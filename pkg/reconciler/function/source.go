@@ -99,9 +99,9 @@ func (r *Reconciler) sourceFailed(fn *v1alpha1.Function, err error) error {
 	return e
 }
 
-// reconcileNotImplemented marks the conditions whose steps later versions of the
-// operator implement.
+// reconcileNotImplemented marks the condition whose step a later version of the
+// operator implements.
 func (r *Reconciler) reconcileNotImplemented(_ context.Context, fn *v1alpha1.Function) error {
-	fn.Status.MarkDownstreamNotImplemented()
+	fn.Status.MarkMiddlewareNotImplemented()
 	return nil
 }

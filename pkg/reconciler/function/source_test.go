@@ -186,8 +186,8 @@ func TestReconciler_Source(t *testing.T) {
 				if err != nil || res.RequeueAfter <= 0 {
 					t.Errorf("Reconcile = (%+v, %v), want a requeue after the check interval and no error", res, err)
 				}
-				if ready == nil || ready.Status != corev1.ConditionUnknown || ready.Reason != v1alpha1.ReasonNotImplemented {
-					t.Errorf("Ready = %+v, want Unknown/%s while later steps are not implemented", ready, v1alpha1.ReasonNotImplemented)
+				if ready == nil || ready.Status != corev1.ConditionFalse || ready.Reason != v1alpha1.ReasonNotDeployed {
+					t.Errorf("Ready = %+v, want False/%s: the function has no Knative Service", ready, v1alpha1.ReasonNotDeployed)
 				}
 				wantGit := &v1alpha1.GitStatus{ResolvedBranch: tc.want.branch, ObservedCommit: tc.want.commit}
 				gotGit := got.Status.Git.DeepCopy()

@@ -1,0 +1,86 @@
+package function
+
+import (
+	"context"
+	"errors"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"knative.dev/pkg/apis"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/funclib"
+)
+
+// deployerKnative names the deployer of functions served by Knative Services.
+const deployerKnative = "knative"
+
+// reconcileDeployment describes the function's Knative Service through the func
+// library. No Service is a normal state: Deployed False, and the Service watch brings
+// the Function back when one appears.
+func (r *Reconciler) reconcileDeployment(ctx context.Context, fn *v1alpha1.Function) error {
+	name := fn.Status.Name
+	in, err := r.Describer.Describe(ctx, name, fn.Namespace)
+	switch {
+	case errors.Is(err, funclib.ErrNotDeployed):
+		fn.Status.MarkNotDeployed(name, fn.Namespace)
+		fn.Status.Service = nil
+		if fn.Status.Deployment != nil {
+			fn.Status.Deployment.Image, fn.Status.Deployment.Deployer = "", ""
+		}
+		return &stallingError{reason: v1alpha1.ReasonNotDeployed, message: "waiting for the function's Knative Service"}
+	case meta.IsNoMatchError(err):
+		fn.Status.MarkDeployedUnknown(v1alpha1.ReasonKnativeServingNotInstalled,
+			"the cluster has no Knative Serving API (serving.knative.dev/v1 Service): install Knative Serving")
+		fn.Status.MarkServiceReadyUnknown(v1alpha1.ReasonKnativeServingNotInstalled, "the cluster has no Knative Serving API")
+		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonKnativeServingNotInstalled, "the cluster has no Knative Serving API")
+		return &stallingError{reason: v1alpha1.ReasonKnativeServingNotInstalled, message: "Knative Serving is not installed"}
+	case err != nil:
+		fn.Status.MarkDeployedUnknown(v1alpha1.ReasonDescribeFailed, "describing Knative Service %s failed: %s", name, err)
+		return err
+	}
+
+	if fn.Status.Deployment == nil {
+		fn.Status.Deployment = &v1alpha1.DeploymentStatus{}
+	}
+	fn.Status.Deployment.Image = in.Image
+	fn.Status.Deployment.Deployer = deployerKnative
+	if fn.Status.Service == nil {
+		fn.Status.Service = &v1alpha1.ServiceStatus{}
+	}
+	fn.Status.Service.URL = in.Route
+	fn.Status.MarkDeployed(name, in.Image)
+	return nil
+}
+
+// reconcileServiceReady mirrors the Knative Service's Ready condition, once Knative
+// has observed the Service's latest spec.
+func (r *Reconciler) reconcileServiceReady(ctx context.Context, fn *v1alpha1.Function) error {
+	svc, err := r.Services.Service(ctx, fn.Status.Name, fn.Namespace)
+	if err != nil {
+		return err // it was there a moment ago: retry
+	}
+	fn.Status.Service.LatestReadyRevision = svc.Status.LatestReadyRevisionName
+	ready := svc.Status.GetCondition(apis.ConditionReady)
+	fn.Status.Service.Ready = svc.Status.ObservedGeneration == svc.Generation && ready.IsTrue()
+	switch {
+	case svc.Status.ObservedGeneration != svc.Generation:
+		fn.Status.MarkServiceReadyUnknown(v1alpha1.ReasonServiceReconciling,
+			"Knative has not yet observed generation %d of Service %s", svc.Generation, svc.Name)
+	case ready == nil:
+		fn.Status.MarkServiceReadyUnknown(v1alpha1.ReasonServiceReconciling, "Knative Service %s reports no Ready condition yet", svc.Name)
+	case ready.IsTrue():
+		fn.Status.MarkServiceReady(svc.Name)
+	case ready.IsFalse():
+		fn.Status.MarkServiceNotReady(orDefault(ready.Reason, v1alpha1.ReasonServiceNotReady), "%s", ready.Message)
+	default:
+		fn.Status.MarkServiceReadyUnknown(orDefault(ready.Reason, v1alpha1.ReasonServiceReconciling), "%s", ready.Message)
+	}
+	return nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

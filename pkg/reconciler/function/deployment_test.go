@@ -1,0 +1,176 @@
+package function
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"knative.dev/pkg/apis"
+	duckv1 "knative.dev/pkg/apis/duck/v1"
+	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/knative"
+	"github.com/fnops/func-operator/test/gitserver"
+)
+
+const imageDigest = "registry.example/fns/hello@sha256:0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"
+
+// knativeService is the Knative Service func's deployer makes, with the status
+// Knative Serving would give it: ready unless a test says otherwise.
+type knativeService struct {
+	ready           *apis.Condition // nil: no Ready condition
+	staleGeneration bool            // Knative has not observed the latest spec
+	readyRevision   string
+	revisionDigest  string
+}
+
+func (k knativeService) create(t *testing.T, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	svc := &servingv1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{knative.FunctionNameLabel: name}},
+		Spec: servingv1.ServiceSpec{ConfigurationSpec: servingv1.ConfigurationSpec{Template: servingv1.RevisionTemplateSpec{
+			Spec: servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: "registry.example/fns/hello:latest"}}}},
+		}}},
+	}
+	mustCreate(t, svc)
+	svc.Status.ObservedGeneration = svc.Generation
+	if k.staleGeneration {
+		svc.Status.ObservedGeneration = svc.Generation - 1
+	}
+	svc.Status.URL = apis.HTTP(name + "." + ns + ".example.com")
+	svc.Status.LatestReadyRevisionName = k.readyRevision
+	if k.ready != nil {
+		svc.Status.Conditions = duckv1.Conditions{*k.ready}
+	}
+	if err := k8sClient.Status().Update(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	if k.readyRevision == "" {
+		return
+	}
+	rev := &servingv1.Revision{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: k.readyRevision},
+		Spec:       servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: "registry.example/fns/hello:latest"}}}},
+	}
+	mustCreate(t, rev)
+	rev.Status.ContainerStatuses = []servingv1.ContainerStatus{{Name: "user-container", ImageDigest: k.revisionDigest}}
+	if err := k8sClient.Status().Update(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReconciler_Deployment(t *testing.T) {
+	root := gitserver.NewRepoRoot(t)
+	srv := gitserver.StartHTTP(t, root)
+	repo := gitserver.CreateRepo(t, root, "hello")
+	repo.Commit(t, "main", map[string]string{"func.yaml": funcYAML("hello", "go")}, "hello")
+
+	readyTrue := &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionTrue}
+	type cond struct {
+		Status  corev1.ConditionStatus
+		Reason  string
+		Message string
+	}
+	tests := []struct {
+		name        string
+		service     *knativeService // nil: not deployed
+		want        map[apis.ConditionType]cond
+		wantDeploy  *v1alpha1.DeploymentStatus
+		wantService *v1alpha1.ServiceStatus
+	}{{
+		name: "not deployed",
+		want: map[apis.ConditionType]cond{
+			v1alpha1.FunctionConditionDeployed:           {corev1.ConditionFalse, v1alpha1.ReasonNotDeployed, `no Knative Service "hello" in namespace "%s": deploy the function (func deploy)`},
+			v1alpha1.FunctionConditionServiceReady:       {corev1.ConditionUnknown, v1alpha1.ReasonNotDeployed, "the function has no Knative Service"},
+			v1alpha1.FunctionConditionMiddlewareUpToDate: {corev1.ConditionUnknown, v1alpha1.ReasonNotDeployed, "the function has no Knative Service"},
+			apis.ConditionReady:                          {corev1.ConditionFalse, v1alpha1.ReasonNotDeployed, `no Knative Service "hello" in namespace "%s": deploy the function (func deploy)`},
+		},
+		wantDeploy: &v1alpha1.DeploymentStatus{Runtime: "go"},
+	}, {
+		name:    "deployed and ready: the image by the ready Revision's digest",
+		service: &knativeService{ready: readyTrue, readyRevision: "hello-00001", revisionDigest: imageDigest},
+		want: map[apis.ConditionType]cond{
+			v1alpha1.FunctionConditionDeployed:     {corev1.ConditionTrue, v1alpha1.ReasonDeployed, "Knative Service hello runs " + imageDigest},
+			v1alpha1.FunctionConditionServiceReady: {corev1.ConditionTrue, v1alpha1.ReasonServiceReady, "Knative Service hello is ready"},
+			apis.ConditionReady:                    {corev1.ConditionUnknown, v1alpha1.ReasonNotImplemented, "middleware version detection is not implemented in this version of func-operator"},
+		},
+		wantDeploy:  &v1alpha1.DeploymentStatus{Runtime: "go", Image: imageDigest, Deployer: "knative"},
+		wantService: &v1alpha1.ServiceStatus{URL: "http://hello.%s.example.com", Ready: true, LatestReadyRevision: "hello-00001"},
+	}, {
+		name: "service failing: Knative's reason and message carried over",
+		service: &knativeService{ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionFalse,
+			Reason: "RevisionMissing", Message: `Configuration "hello" does not have any ready Revision.`}},
+		want: map[apis.ConditionType]cond{
+			v1alpha1.FunctionConditionDeployed:     {corev1.ConditionTrue, v1alpha1.ReasonDeployed, "Knative Service hello runs registry.example/fns/hello:latest"},
+			v1alpha1.FunctionConditionServiceReady: {corev1.ConditionFalse, "RevisionMissing", `Configuration "hello" does not have any ready Revision.`},
+			apis.ConditionReady:                    {corev1.ConditionFalse, "RevisionMissing", `Configuration "hello" does not have any ready Revision.`},
+		},
+		wantDeploy:  &v1alpha1.DeploymentStatus{Runtime: "go", Image: "registry.example/fns/hello:latest", Deployer: "knative"},
+		wantService: &v1alpha1.ServiceStatus{URL: "http://hello.%s.example.com"},
+	}, {
+		name:    "Knative has not observed the latest spec: Ready is not trusted",
+		service: &knativeService{ready: readyTrue, staleGeneration: true},
+		want: map[apis.ConditionType]cond{
+			v1alpha1.FunctionConditionServiceReady: {corev1.ConditionUnknown, v1alpha1.ReasonServiceReconciling, "Knative has not yet observed generation 1 of Service hello"},
+		},
+		wantDeploy:  &v1alpha1.DeploymentStatus{Runtime: "go", Image: "registry.example/fns/hello:latest", Deployer: "knative"},
+		wantService: &v1alpha1.ServiceStatus{URL: "http://hello.%s.example.com"},
+	}, {
+		name: "Knative still deploying",
+		service: &knativeService{ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionUnknown,
+			Reason: "Deploying", Message: "waiting for the Revision"}},
+		want: map[apis.ConditionType]cond{
+			v1alpha1.FunctionConditionServiceReady: {corev1.ConditionUnknown, "Deploying", "waiting for the Revision"},
+		},
+		wantDeploy:  &v1alpha1.DeploymentStatus{Runtime: "go", Image: "registry.example/fns/hello:latest", Deployer: "knative"},
+		wantService: &v1alpha1.ServiceStatus{URL: "http://hello.%s.example.com"},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := newNamespace(t)
+			if tc.service != nil {
+				tc.service.create(t, ns, "hello")
+			}
+			mustCreate(t, newFunction(ns, "fn", v1alpha1.Repository{URL: srv.URL("hello")}))
+			r, _ := newTestReconciler(t, 10)
+			if res, err := reconcileOnce(t, r, ns, "fn"); err != nil || res.RequeueAfter <= 0 {
+				t.Fatalf("Reconcile = (%+v, %v), want a requeue after the check interval", res, err)
+			}
+			got := getFunction(t, ns, "fn")
+			for ty, want := range tc.want {
+				c := got.Status.GetCondition(ty)
+				if c == nil {
+					t.Errorf("no %s condition", ty)
+					continue
+				}
+				want.Message = sprintfNS(want.Message, ns)
+				if diff := cmp.Diff(want, cond{c.Status, c.Reason, c.Message}); diff != "" {
+					t.Errorf("%s (-want +got):\n%s", ty, diff)
+				}
+			}
+			if diff := cmp.Diff(tc.wantDeploy, got.Status.Deployment); diff != "" {
+				t.Errorf("status.deployment (-want +got):\n%s", diff)
+			}
+			if tc.wantService != nil {
+				tc.wantService.URL = sprintfNS(tc.wantService.URL, ns)
+			}
+			if diff := cmp.Diff(tc.wantService, got.Status.Service); diff != "" {
+				t.Errorf("status.service (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// sprintfNS puts the test's namespace into s where it has a %s.
+func sprintfNS(s, ns string) string {
+	if !strings.Contains(s, "%s") {
+		return s
+	}
+	return fmt.Sprintf(s, ns)
+}
