@@ -55,13 +55,24 @@ const (
 	ReasonServiceReconciling = "ServiceReconciling"
 )
 
+// Reasons of the MiddlewareUpToDate condition.
+const (
+	ReasonMiddlewareUpToDate = "UpToDate"
+	ReasonMiddlewareOutdated = "MiddlewareOutdated"
+	// ReasonAutoUpdateDisabled is a True MiddlewareUpToDate whose update was skipped by policy.
+	ReasonAutoUpdateDisabled     = "AutoUpdateDisabled"
+	ReasonSourceManaged          = "SourceManagedMiddleware"
+	ReasonRegistryUnreachable    = "RegistryUnreachable"
+	ReasonImageInspectFailed     = "ImageInspectFailed"
+	ReasonUnsupportedRuntime     = "UnsupportedRuntime"
+	ReasonRegistrySecretNotFound = "RegistryAuthSecretNotFound"
+	ReasonRegistrySecretInvalid  = "RegistryAuthSecretInvalid"
+)
+
 // Reasons shared by several conditions.
 const (
 	// ReasonReconciling is the reason of a condition the operator has not decided yet.
 	ReasonReconciling = "Reconciling"
-	// ReasonNotImplemented is the reason of a condition whose step this version of
-	// func-operator does not run yet.
-	ReasonNotImplemented = "NotImplemented"
 	// ReasonSourceNotReady is the reason of a condition that waits for SourceReady.
 	ReasonSourceNotReady = "SourceNotReady"
 )
@@ -173,11 +184,21 @@ func (fs *FunctionStatus) MarkDownstreamWaitingForSource() {
 	}
 }
 
-// MarkMiddlewareNotImplemented sets MiddlewareUpToDate, whose step this version of
-// the operator does not run yet, to Unknown, saying so.
-func (fs *FunctionStatus) MarkMiddlewareNotImplemented() {
-	fs.MarkMiddlewareUnknown(ReasonNotImplemented,
-		"middleware version detection is not implemented in this version of func-operator")
+// MarkMiddlewareUpToDate records that the function runs the newest middleware.
+func (fs *FunctionStatus) MarkMiddlewareUpToDate(messageFormat string, messageA ...interface{}) {
+	functionCondSet.Manage(fs).MarkTrueWithReason(FunctionConditionMiddlewareUpToDate, ReasonMiddlewareUpToDate, messageFormat, messageA...)
+}
+
+// MarkMiddlewareOutdated records that a rebuild would bring newer middleware.
+func (fs *FunctionStatus) MarkMiddlewareOutdated(messageFormat string, messageA ...interface{}) {
+	functionCondSet.Manage(fs).MarkFalse(FunctionConditionMiddlewareUpToDate, ReasonMiddlewareOutdated, messageFormat, messageA...)
+}
+
+// MarkMiddlewareTrueWithReason records a MiddlewareUpToDate that does not hold the
+// function back, for a reason: an update skipped by policy, or middleware a rebuild
+// cannot change.
+func (fs *FunctionStatus) MarkMiddlewareTrueWithReason(reason, messageFormat string, messageA ...interface{}) {
+	functionCondSet.Manage(fs).MarkTrueWithReason(FunctionConditionMiddlewareUpToDate, reason, messageFormat, messageA...)
 }
 
 // MaxHistory is how many entries status.history keeps.

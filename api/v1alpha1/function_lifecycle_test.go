@@ -149,7 +149,7 @@ func TestFunctionStatus_Ready(t *testing.T) {
 		mark: func(fs *FunctionStatus) {
 			fs.MarkSourceFailed(ReasonPathNotFound, "no path")
 			fs.MarkDownstreamWaitingForSource()
-			fs.MarkMiddlewareNotImplemented()
+			fs.MarkMiddlewareUnknown(ReasonRegistryUnreachable, "registry down")
 		},
 		wantReady: cond{Status: corev1.ConditionFalse, Reason: ReasonPathNotFound, Message: "no path"},
 	}, {
@@ -246,9 +246,9 @@ func TestFunctionStatus_LastTransitionTime(t *testing.T) {
 		wantStayed:    allConditions,
 		wantSameConds: true,
 	}, {
-		name:  "same MarkMiddlewareNotImplemented again",
-		first: func(fs *FunctionStatus) { fs.MarkMiddlewareNotImplemented() },
-		then:  func(fs *FunctionStatus) { fs.MarkMiddlewareNotImplemented() },
+		name:  "same MarkMiddlewareOutdated again",
+		first: func(fs *FunctionStatus) { fs.MarkMiddlewareOutdated("v1 is available") },
+		then:  func(fs *FunctionStatus) { fs.MarkMiddlewareOutdated("v1 is available") },
 		wantStayed: []apis.ConditionType{FunctionConditionSourceReady, FunctionConditionDeployed,
 			FunctionConditionMiddlewareUpToDate, FunctionConditionServiceReady, FunctionConditionReady},
 		wantSameConds: true,
@@ -297,8 +297,7 @@ func TestFunctionStatus_LastTransitionTime(t *testing.T) {
 }
 
 func TestFunctionStatus_DeploymentMarks(t *testing.T) {
-	const middlewareMsg = "middleware version detection is not implemented in this version of func-operator"
-	middlewareNotImpl := cond{Status: corev1.ConditionUnknown, Reason: ReasonNotImplemented, Message: middlewareMsg}
+	outdated := cond{Status: corev1.ConditionFalse, Reason: ReasonMiddlewareOutdated, Message: "v1 is available"}
 	sourceReady := cond{Status: corev1.ConditionTrue, Reason: ReasonSourceReady,
 		Message: "func.yaml read from branch main at commit " + testShortCommit}
 	notDeployed := cond{Status: corev1.ConditionFalse, Reason: ReasonNotDeployed,
@@ -320,30 +319,44 @@ func TestFunctionStatus_DeploymentMarks(t *testing.T) {
 			FunctionConditionReady:              notDeployed,
 		},
 	}, {
-		name: "deployed and ready: Ready waits for the middleware only",
+		name: "deployed and ready, middleware outdated: Ready says so",
 		mark: func(fs *FunctionStatus) {
 			fs.MarkDeployed("hello", "registry.example/hello@sha256:abc")
 			fs.MarkServiceReady("hello")
-			fs.MarkMiddlewareNotImplemented()
+			fs.MarkMiddlewareOutdated("v1 is available")
 		},
 		want: map[apis.ConditionType]cond{
 			FunctionConditionSourceReady:        sourceReady,
 			FunctionConditionDeployed:           {Status: corev1.ConditionTrue, Reason: ReasonDeployed, Message: "Knative Service hello runs registry.example/hello@sha256:abc"},
-			FunctionConditionMiddlewareUpToDate: middlewareNotImpl,
+			FunctionConditionMiddlewareUpToDate: outdated,
 			FunctionConditionServiceReady:       {Status: corev1.ConditionTrue, Reason: ReasonServiceReady, Message: "Knative Service hello is ready"},
-			FunctionConditionReady:              middlewareNotImpl,
+			FunctionConditionReady:              outdated,
+		},
+	}, {
+		name: "update skipped by policy: Ready is True, as upstream",
+		mark: func(fs *FunctionStatus) {
+			fs.MarkDeployed("hello", "img")
+			fs.MarkServiceReady("hello")
+			fs.MarkMiddlewareTrueWithReason(ReasonAutoUpdateDisabled, "auto-update is off")
+		},
+		want: map[apis.ConditionType]cond{
+			FunctionConditionSourceReady:        sourceReady,
+			FunctionConditionDeployed:           {Status: corev1.ConditionTrue, Reason: ReasonDeployed, Message: "Knative Service hello runs img"},
+			FunctionConditionMiddlewareUpToDate: {Status: corev1.ConditionTrue, Reason: ReasonAutoUpdateDisabled, Message: "auto-update is off"},
+			FunctionConditionServiceReady:       {Status: corev1.ConditionTrue, Reason: ReasonServiceReady, Message: "Knative Service hello is ready"},
+			FunctionConditionReady:              {Status: corev1.ConditionTrue},
 		},
 	}, {
 		name: "service not ready: its reason and message carried over to Ready",
 		mark: func(fs *FunctionStatus) {
 			fs.MarkDeployed("hello", "img")
-			fs.MarkMiddlewareNotImplemented()
+			fs.MarkMiddlewareUpToDate("v1 is the newest")
 			fs.MarkServiceNotReady("RevisionMissing", "Configuration %q does not have any ready Revision.", "hello")
 		},
 		want: map[apis.ConditionType]cond{
 			FunctionConditionSourceReady:        sourceReady,
 			FunctionConditionDeployed:           {Status: corev1.ConditionTrue, Reason: ReasonDeployed, Message: "Knative Service hello runs img"},
-			FunctionConditionMiddlewareUpToDate: middlewareNotImpl,
+			FunctionConditionMiddlewareUpToDate: {Status: corev1.ConditionTrue, Reason: ReasonMiddlewareUpToDate, Message: "v1 is the newest"},
 			FunctionConditionServiceReady:       {Status: corev1.ConditionFalse, Reason: "RevisionMissing", Message: `Configuration "hello" does not have any ready Revision.`},
 			FunctionConditionReady:              {Status: corev1.ConditionFalse, Reason: "RevisionMissing", Message: `Configuration "hello" does not have any ready Revision.`},
 		},
@@ -363,10 +376,7 @@ func TestFunctionStatus_DeploymentMarks(t *testing.T) {
 func TestFunctionStatus_MarkDownstreamWaitingForSource(t *testing.T) {
 	const waiting = "waiting for the function's source to be ready"
 	waitingCond := cond{Status: corev1.ConditionUnknown, Reason: ReasonSourceNotReady, Message: waiting}
-	notImpl := func(msg string) cond {
-		return cond{Status: corev1.ConditionUnknown, Reason: ReasonNotImplemented, Message: msg}
-	}
-	middlewareNotImpl := notImpl("middleware version detection is not implemented in this version of func-operator")
+	middlewareUnknown := cond{Status: corev1.ConditionUnknown, Reason: ReasonRegistryUnreachable, Message: "registry down"}
 	notDeployed := cond{Status: corev1.ConditionFalse, Reason: ReasonNotDeployed,
 		Message: `no Knative Service "fn" in namespace "ns": deploy the function (func deploy)`}
 	serviceWaits := cond{Status: corev1.ConditionUnknown, Reason: ReasonNotDeployed, Message: "the function has no Knative Service"}
@@ -413,13 +423,13 @@ func TestFunctionStatus_MarkDownstreamWaitingForSource(t *testing.T) {
 		setup: func() *FunctionStatus {
 			fs := initialized()
 			functionCondSet.Manage(fs).MarkTrue(FunctionConditionDeployed)
-			fs.MarkMiddlewareUnknown(ReasonNotImplemented, "%s", middlewareNotImpl.Message)
+			fs.MarkMiddlewareUnknown(ReasonRegistryUnreachable, "%s", middlewareUnknown.Message)
 			return fs
 		},
 		want: map[apis.ConditionType]cond{
 			FunctionConditionSourceReady:        {Status: corev1.ConditionUnknown},
 			FunctionConditionDeployed:           {Status: corev1.ConditionTrue},
-			FunctionConditionMiddlewareUpToDate: middlewareNotImpl,
+			FunctionConditionMiddlewareUpToDate: middlewareUnknown,
 			FunctionConditionServiceReady:       waitingCond,
 			FunctionConditionReady:              waitingCond,
 		},

@@ -161,6 +161,10 @@ type DeploymentStatus struct {
 	// Deployer that deployed the function (for example knative).
 	// +optional
 	Deployer string `json:"deployer,omitempty"`
+
+	// Invoke is the function's invocation type from func.yaml: http (also when empty) or cloudevent.
+	// +optional
+	Invoke string `json:"invoke,omitempty"`
 }
 
 // MiddlewareStatus compares the function's middleware with the newest one.
@@ -184,6 +188,16 @@ type MiddlewareStatus struct {
 	// LastRebuild is when the operator last rebuilt the function.
 	// +optional
 	LastRebuild *metav1.Time `json:"lastRebuild,omitempty"`
+
+	// FuncVersion is the version of the func library linked into the operator, which
+	// decides what Available is.
+	// +optional
+	FuncVersion string `json:"funcVersion,omitempty"`
+
+	// CurrentSource says where Current was read: label (the image's middleware-version
+	// label), buildinfo (the function binary's Go build info) or empty when unknown.
+	// +optional
+	CurrentSource string `json:"currentSource,omitempty"`
 }
 
 // AutoUpdateStatus says whether outdated middleware is rebuilt automatically.

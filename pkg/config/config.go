@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -19,6 +21,18 @@ const (
 	KeyCheckInterval = "checkInterval"
 	// KeyGitTimeout bounds each git operation: listing the branches, or a clone.
 	KeyGitTimeout = "gitTimeout"
+	// KeyAutoUpdateMiddleware says whether outdated middleware is rebuilt ("true" or
+	// "false"), for Functions without spec.autoUpdateMiddleware.
+	KeyAutoUpdateMiddleware = "autoUpdateMiddleware"
+	// KeyUnknownMiddlewarePolicy says how a function whose image tells no middleware
+	// version counts: "Outdated" (as upstream func does) or "UpToDate".
+	KeyUnknownMiddlewarePolicy = "unknownMiddlewarePolicy"
+)
+
+// Values of KeyUnknownMiddlewarePolicy.
+const (
+	UnknownMiddlewareOutdated = "Outdated"
+	UnknownMiddlewareUpToDate = "UpToDate"
 )
 
 // Defaults of the keys.
@@ -35,11 +49,20 @@ type Config struct {
 	CheckInterval time.Duration
 	// GitTimeout bounds each git operation.
 	GitTimeout time.Duration
+	// AutoUpdateMiddleware is the default for Functions without spec.autoUpdateMiddleware.
+	AutoUpdateMiddleware bool
+	// UnknownMiddlewarePolicy is UnknownMiddlewareOutdated or UnknownMiddlewareUpToDate.
+	UnknownMiddlewarePolicy string
 }
 
 // Defaults returns the configuration used when the ConfigMap is absent.
 func Defaults() Config {
-	return Config{CheckInterval: DefaultCheckInterval, GitTimeout: DefaultGitTimeout}
+	return Config{
+		CheckInterval:           DefaultCheckInterval,
+		GitTimeout:              DefaultGitTimeout,
+		AutoUpdateMiddleware:    true,
+		UnknownMiddlewarePolicy: UnknownMiddlewareOutdated,
+	}
 }
 
 // FromConfigMap reads the configuration from cm (nil means absent). A key whose value
@@ -75,6 +98,23 @@ func FromConfigMap(cm *corev1.ConfigMap) (Config, error) {
 			errs = append(errs, fmt.Errorf("key %s: %s is shorter than the minimum %s", k, d, durations[k].min))
 		default:
 			*durations[k].into = d
+		}
+	}
+	if v, ok := cm.Data[KeyAutoUpdateMiddleware]; ok {
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("key %s: %q is not true or false", KeyAutoUpdateMiddleware, v))
+		} else {
+			c.AutoUpdateMiddleware = b
+		}
+	}
+	if v, ok := cm.Data[KeyUnknownMiddlewarePolicy]; ok {
+		switch p := strings.TrimSpace(v); p {
+		case UnknownMiddlewareOutdated, UnknownMiddlewareUpToDate:
+			c.UnknownMiddlewarePolicy = p
+		default:
+			errs = append(errs, fmt.Errorf("key %s: %q is neither %s nor %s",
+				KeyUnknownMiddlewarePolicy, v, UnknownMiddlewareOutdated, UnknownMiddlewareUpToDate))
 		}
 	}
 	return c, errors.Join(errs...)

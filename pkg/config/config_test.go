@@ -25,8 +25,16 @@ func configMap(data map[string]string) *corev1.ConfigMap {
 	}
 }
 
+// durations returns the defaults with the two durations given.
+func durations(check, git time.Duration) Config {
+	c := Defaults()
+	c.CheckInterval, c.GitTimeout = check, git
+	return c
+}
+
 func TestDefaults(t *testing.T) {
-	want := Config{CheckInterval: 5 * time.Minute, GitTimeout: 60 * time.Second}
+	want := Config{CheckInterval: 5 * time.Minute, GitTimeout: 60 * time.Second,
+		AutoUpdateMiddleware: true, UnknownMiddlewarePolicy: "Outdated"}
 	if diff := cmp.Diff(want, Defaults()); diff != "" {
 		t.Errorf("Defaults() (-want +got):\n%s", diff)
 	}
@@ -49,24 +57,41 @@ func TestFromConfigMap(t *testing.T) {
 		want: Defaults(),
 	}, {
 		name: "unrelated keys are ignored",
-		cm:   configMap(map[string]string{"autoUpdateMiddleware": "true", "_example": "checkInterval: 1m"}),
+		cm:   configMap(map[string]string{"_example": "checkInterval: 1m"}),
 		want: Defaults(),
+	}, {
+		name: "middleware policy",
+		cm:   configMap(map[string]string{KeyAutoUpdateMiddleware: "false", KeyUnknownMiddlewarePolicy: "UpToDate"}),
+		want: func() Config {
+			c := Defaults()
+			c.AutoUpdateMiddleware = false
+			c.UnknownMiddlewarePolicy = "UpToDate"
+			return c
+		}(),
+	}, {
+		name: "invalid middleware policy keeps the defaults",
+		cm:   configMap(map[string]string{KeyAutoUpdateMiddleware: "sometimes", KeyUnknownMiddlewarePolicy: "rebuild"}),
+		want: Defaults(),
+		wantErrs: []string{
+			`key autoUpdateMiddleware: "sometimes" is not true or false`,
+			`key unknownMiddlewarePolicy: "rebuild" is neither Outdated nor UpToDate`,
+		},
 	}, {
 		name: "valid values",
 		cm:   configMap(map[string]string{KeyCheckInterval: "90s", KeyGitTimeout: "2m"}),
-		want: Config{CheckInterval: 90 * time.Second, GitTimeout: 2 * time.Minute},
+		want: durations(90*time.Second, 2*time.Minute),
 	}, {
 		name: "compound durations",
 		cm:   configMap(map[string]string{KeyCheckInterval: "1h30m", KeyGitTimeout: "1m30s"}),
-		want: Config{CheckInterval: 90 * time.Minute, GitTimeout: 90 * time.Second},
+		want: durations(90*time.Minute, 90*time.Second),
 	}, {
 		name: "exactly the minimums",
 		cm:   configMap(map[string]string{KeyCheckInterval: "10s", KeyGitTimeout: "1s"}),
-		want: Config{CheckInterval: MinCheckInterval, GitTimeout: time.Second},
+		want: durations(MinCheckInterval, time.Second),
 	}, {
 		name:     "invalid checkInterval keeps its default, the valid key applies",
 		cm:       configMap(map[string]string{KeyCheckInterval: "5 minutes", KeyGitTimeout: "30s"}),
-		want:     Config{CheckInterval: DefaultCheckInterval, GitTimeout: 30 * time.Second},
+		want:     durations(DefaultCheckInterval, 30*time.Second),
 		wantErrs: []string{`key checkInterval: "5 minutes" is not a duration such as 5m or 90s`},
 	}, {
 		name:     "number without unit",
@@ -86,7 +111,7 @@ func TestFromConfigMap(t *testing.T) {
 	}, {
 		name:     "gitTimeout below the minimum",
 		cm:       configMap(map[string]string{KeyGitTimeout: "500ms", KeyCheckInterval: "1m"}),
-		want:     Config{CheckInterval: time.Minute, GitTimeout: DefaultGitTimeout},
+		want:     durations(time.Minute, DefaultGitTimeout),
 		wantErrs: []string{"key gitTimeout: 500ms is shorter than the minimum 1s"},
 	}, {
 		name:     "negative duration",
@@ -192,11 +217,11 @@ func TestWatcher_Reconcile(t *testing.T) {
 	}, {
 		name: "valid ConfigMap",
 		objs: []*corev1.ConfigMap{configMap(map[string]string{KeyCheckInterval: "1m", KeyGitTimeout: "10s"})},
-		want: Config{CheckInterval: time.Minute, GitTimeout: 10 * time.Second},
+		want: durations(time.Minute, 10*time.Second),
 	}, {
 		name:       "invalid key keeps its default and is reported",
 		objs:       []*corev1.ConfigMap{configMap(map[string]string{KeyCheckInterval: "1m", KeyGitTimeout: "forever"})},
-		want:       Config{CheckInterval: time.Minute, GitTimeout: DefaultGitTimeout},
+		want:       durations(time.Minute, DefaultGitTimeout),
 		wantEvents: []string{`Warning InvalidConfig invalid keys keep their defaults: key gitTimeout: "forever" is not a duration such as 5m or 90s`},
 	}, {
 		name:    "API error keeps the configuration it had",

@@ -23,6 +23,8 @@ type Watcher struct {
 	Recorder  record.EventRecorder
 	Namespace string
 	Store     *Store
+	// OnChange, when set, is called after the configuration changed.
+	OnChange func(ctx context.Context, old, new Config)
 }
 
 var _ reconcile.Reconciler = (*Watcher)(nil)
@@ -42,8 +44,13 @@ func (w *Watcher) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile
 		log.FromContext(ctx).Error(err, "invalid operator configuration: the invalid keys keep their defaults")
 		w.Recorder.Eventf(cm, corev1.EventTypeWarning, "InvalidConfig", "invalid keys keep their defaults: %s", err)
 	}
+	old := w.Store.Load()
 	w.Store.Set(c)
-	log.FromContext(ctx).Info("operator configuration loaded", "checkInterval", c.CheckInterval, "gitTimeout", c.GitTimeout)
+	log.FromContext(ctx).Info("operator configuration loaded", "checkInterval", c.CheckInterval, "gitTimeout", c.GitTimeout,
+		"autoUpdateMiddleware", c.AutoUpdateMiddleware, "unknownMiddlewarePolicy", c.UnknownMiddlewarePolicy)
+	if w.OnChange != nil && old != c {
+		w.OnChange(ctx, old, c)
+	}
 	return reconcile.Result{}, nil
 }
 

@@ -14,7 +14,9 @@ import (
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/test/gitserver"
+	"github.com/fnops/func-operator/test/registrytest"
 )
 
 // condition returns "" when the Function's condition t has the status and reason wanted.
@@ -38,6 +40,10 @@ func TestOperator_KnativeServiceIsWatched(t *testing.T) {
 	repo := gitserver.CreateRepo(t, root, "hello")
 	repo.Commit(t, "main", map[string]string{"func.yaml": funcYAML("hello", "go")}, "first")
 
+	// The function's image, in a registry of the test's own, with the newest middleware.
+	reg := registrytest.Start(t)
+	image := reg.Push(t, "fns/hello", availableGoMiddleware(t))
+
 	ns := newNamespace(t)
 	startOperator(t, time.Hour, ns) // no periodic check: only the watches act
 	ctx := context.Background()
@@ -53,7 +59,7 @@ func TestOperator_KnativeServiceIsWatched(t *testing.T) {
 	svc := &servingv1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello", Labels: map[string]string{"function.knative.dev/name": "hello"}},
 		Spec: servingv1.ServiceSpec{ConfigurationSpec: servingv1.ConfigurationSpec{Template: servingv1.RevisionTemplateSpec{
-			Spec: servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: "registry.example/hello:latest"}}}},
+			Spec: servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: image}}}},
 		}}},
 	}
 	if err := k8sClient.Create(ctx, svc); err != nil {
@@ -87,10 +93,23 @@ func TestOperator_KnativeServiceIsWatched(t *testing.T) {
 	setReady(corev1.ConditionFalse, "RevisionFailed", "Revision \"hello-00002\" failed with message: crash loop.")
 	eventually(t, 20*time.Second, condition(ns, "fn", v1alpha1.FunctionConditionServiceReady, corev1.ConditionFalse, "RevisionFailed"))
 	eventually(t, 20*time.Second, condition(ns, "fn", apis.ConditionReady, corev1.ConditionFalse, "RevisionFailed"))
+	if c := getFunction(t, ns, "fn").Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate); !c.IsTrue() {
+		t.Errorf("MiddlewareUpToDate = %+v, want True: the image carries the newest middleware", c)
+	}
 
 	// The Service is deleted: back to NotDeployed.
 	if err := k8sClient.Delete(ctx, svc); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 20*time.Second, condition(ns, "fn", v1alpha1.FunctionConditionDeployed, corev1.ConditionFalse, v1alpha1.ReasonNotDeployed))
+}
+
+// availableGoMiddleware is the func-go version a rebuild of an http Go function brings.
+func availableGoMiddleware(t *testing.T) string {
+	t.Helper()
+	pin, err := funclib.AvailableMiddleware("go", "http")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pin.Version
 }

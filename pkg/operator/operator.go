@@ -25,6 +25,7 @@ import (
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/knative"
 	"github.com/fnops/func-operator/pkg/reconciler/function"
+	"github.com/fnops/func-operator/pkg/registry"
 	"github.com/fnops/func-operator/pkg/source"
 )
 
@@ -135,19 +136,11 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (manager.Manag
 	if store == nil {
 		store = config.NewStore()
 	}
-	watcher := &config.Watcher{
-		Client:    mgr.GetClient(),
-		Recorder:  mgr.GetEventRecorderFor("func-operator"),
-		Namespace: o.SystemNamespace,
-		Store:     store,
-	}
-	if err := watcher.SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("setting up the config watcher: %w", err)
-	}
 	services := &knative.Source{Reader: mgr.GetClient()}
 	r := &function.Reconciler{
 		Describer: funclib.NewDescriber(services),
 		Services:  services,
+		Inspector: registry.NewInspector(registry.DefaultCacheSize),
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorderFor("func-operator"),
@@ -156,6 +149,20 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (manager.Manag
 	}
 	if err := r.SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
 		return nil, fmt.Errorf("setting up the Function controller: %w", err)
+	}
+	watcher := &config.Watcher{
+		Client:    mgr.GetClient(),
+		Recorder:  mgr.GetEventRecorderFor("func-operator"),
+		Namespace: o.SystemNamespace,
+		Store:     store,
+		OnChange: func(ctx context.Context, old, new config.Config) {
+			if old.AutoUpdateMiddleware != new.AutoUpdateMiddleware || old.UnknownMiddlewarePolicy != new.UnknownMiddlewarePolicy {
+				r.OperatorPolicyChanged(ctx)
+			}
+		},
+	}
+	if err := watcher.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the config watcher: %w", err)
 	}
 	return mgr, nil
 }

@@ -251,7 +251,7 @@ func TestOperator_WatchNamespaces(t *testing.T) {
 }
 
 func TestOperator_ConfigMapIsWatched(t *testing.T) {
-	system, store := startOperator(t, time.Hour)
+	system, store := startOperator(t, time.Hour, newNamespace(t)) // an empty namespace: nothing to reconcile
 	ctx := context.Background()
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: system, Name: config.ConfigMapName},
@@ -330,6 +330,7 @@ func TestOperator_HealthProbes(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	mgr, err := New(ctx, restConfig, Options{
+		WatchNamespaces:              []string{newNamespace(t)}, // nothing to reconcile there
 		SystemNamespace:              newNamespace(t),
 		MetricsAddr:                  "0",
 		ProbeAddr:                    addr,

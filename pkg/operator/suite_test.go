@@ -83,7 +83,9 @@ func newNamespace(t *testing.T) string {
 func startOperator(t *testing.T, checkInterval time.Duration, watch ...string) (systemNamespace string, store *config.Store) {
 	t.Helper()
 	store = config.NewStore()
-	store.Set(config.Config{CheckInterval: checkInterval, GitTimeout: 10 * time.Second})
+	cfg := config.Defaults()
+	cfg.CheckInterval, cfg.GitTimeout = checkInterval, 10*time.Second
+	store.Set(cfg)
 	systemNamespace = newNamespace(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	mgr, err := New(ctx, restConfig, Options{

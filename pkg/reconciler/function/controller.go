@@ -12,11 +12,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 )
@@ -44,7 +46,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.Function{}, functionNameIndex, functionName); err != nil {
 		return fmt.Errorf("indexing Functions by function name: %w", err)
 	}
-	b := builder.ControllerManagedBy(mgr)
+	r.policyChanged = make(chan event.GenericEvent, 1024)
+	b := builder.ControllerManagedBy(mgr).
+		WatchesRawSource(source.Channel(r.policyChanged, &handler.EnqueueRequestForObject{}))
 	servingInstalled, err := knativeServingInstalled(mgr)
 	if err != nil {
 		return err
@@ -134,4 +138,25 @@ func (r *Reconciler) functionsForService(ctx context.Context, o client.Object) [
 		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: fn.Namespace, Name: fn.Name}})
 	}
 	return reqs
+}
+
+// OperatorPolicyChanged re-enqueues the Functions that follow the operator-wide
+// middleware policy: those without spec.autoUpdateMiddleware. Call it when that
+// policy changes; Functions with their own setting are not touched.
+func (r *Reconciler) OperatorPolicyChanged(ctx context.Context) {
+	var list v1alpha1.FunctionList
+	if err := r.Client.List(ctx, &list); err != nil {
+		log.FromContext(ctx).Error(err, "listing the Functions to re-check after a policy change")
+		return
+	}
+	for i := range list.Items {
+		if list.Items[i].Spec.AutoUpdateMiddleware != nil {
+			continue
+		}
+		select {
+		case r.policyChanged <- event.GenericEvent{Object: &list.Items[i]}:
+		case <-ctx.Done():
+			return
+		}
+	}
 }

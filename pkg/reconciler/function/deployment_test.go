@@ -14,15 +14,16 @@ import (
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/knative"
 	"github.com/fnops/func-operator/test/gitserver"
+	"github.com/fnops/func-operator/test/registrytest"
 )
-
-const imageDigest = "registry.example/fns/hello@sha256:0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"
 
 // knativeService is the Knative Service func's deployer makes, with the status
 // Knative Serving would give it: ready unless a test says otherwise.
 type knativeService struct {
+	image           string          // of the template; the revision's digest when empty
 	ready           *apis.Condition // nil: no Ready condition
 	staleGeneration bool            // Knative has not observed the latest spec
 	readyRevision   string
@@ -32,10 +33,14 @@ type knativeService struct {
 func (k knativeService) create(t *testing.T, ns, name string) {
 	t.Helper()
 	ctx := context.Background()
+	image := k.image
+	if image == "" {
+		image = k.revisionDigest
+	}
 	svc := &servingv1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{knative.FunctionNameLabel: name}},
 		Spec: servingv1.ServiceSpec{ConfigurationSpec: servingv1.ConfigurationSpec{Template: servingv1.RevisionTemplateSpec{
-			Spec: servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: "registry.example/fns/hello:latest"}}}},
+			Spec: servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: image}}}},
 		}}},
 	}
 	mustCreate(t, svc)
@@ -56,7 +61,7 @@ func (k knativeService) create(t *testing.T, ns, name string) {
 	}
 	rev := &servingv1.Revision{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: k.readyRevision},
-		Spec:       servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: "registry.example/fns/hello:latest"}}}},
+		Spec:       servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: image}}}},
 	}
 	mustCreate(t, rev)
 	rev.Status.ContainerStatuses = []servingv1.ContainerStatus{{Name: "user-container", ImageDigest: k.revisionDigest}}
@@ -71,6 +76,14 @@ func TestReconciler_Deployment(t *testing.T) {
 	repo := gitserver.CreateRepo(t, root, "hello")
 	repo.Commit(t, "main", map[string]string{"func.yaml": funcYAML("hello", "go")}, "hello")
 
+	// The images are in a registry of the test's own, with the newest middleware.
+	pin, err := funclib.AvailableMiddleware("go", "http")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registrytest.Start(t)
+	imageDigest := reg.Push(t, "fns/hello", pin.Version)
+	imageTag := reg.Host + "/fns/hello:latest"
 	readyTrue := &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionTrue}
 	type cond struct {
 		Status  corev1.ConditionStatus
@@ -91,44 +104,44 @@ func TestReconciler_Deployment(t *testing.T) {
 			v1alpha1.FunctionConditionMiddlewareUpToDate: {corev1.ConditionUnknown, v1alpha1.ReasonNotDeployed, "the function has no Knative Service"},
 			apis.ConditionReady:                          {corev1.ConditionFalse, v1alpha1.ReasonNotDeployed, `no Knative Service "hello" in namespace "%s": deploy the function (func deploy)`},
 		},
-		wantDeploy: &v1alpha1.DeploymentStatus{Runtime: "go"},
+		wantDeploy: &v1alpha1.DeploymentStatus{Runtime: "go", Invoke: "http"},
 	}, {
 		name:    "deployed and ready: the image by the ready Revision's digest",
 		service: &knativeService{ready: readyTrue, readyRevision: "hello-00001", revisionDigest: imageDigest},
 		want: map[apis.ConditionType]cond{
 			v1alpha1.FunctionConditionDeployed:     {corev1.ConditionTrue, v1alpha1.ReasonDeployed, "Knative Service hello runs " + imageDigest},
 			v1alpha1.FunctionConditionServiceReady: {corev1.ConditionTrue, v1alpha1.ReasonServiceReady, "Knative Service hello is ready"},
-			apis.ConditionReady:                    {corev1.ConditionUnknown, v1alpha1.ReasonNotImplemented, "middleware version detection is not implemented in this version of func-operator"},
+			apis.ConditionReady:                    {corev1.ConditionTrue, "", ""},
 		},
-		wantDeploy:  &v1alpha1.DeploymentStatus{Runtime: "go", Image: imageDigest, Deployer: "knative"},
+		wantDeploy:  &v1alpha1.DeploymentStatus{Runtime: "go", Invoke: "http", Image: imageDigest, Deployer: "knative"},
 		wantService: &v1alpha1.ServiceStatus{URL: "http://hello.%s.example.com", Ready: true, LatestReadyRevision: "hello-00001"},
 	}, {
 		name: "service failing: Knative's reason and message carried over",
-		service: &knativeService{ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionFalse,
+		service: &knativeService{image: imageTag, ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionFalse,
 			Reason: "RevisionMissing", Message: `Configuration "hello" does not have any ready Revision.`}},
 		want: map[apis.ConditionType]cond{
-			v1alpha1.FunctionConditionDeployed:     {corev1.ConditionTrue, v1alpha1.ReasonDeployed, "Knative Service hello runs registry.example/fns/hello:latest"},
+			v1alpha1.FunctionConditionDeployed:     {corev1.ConditionTrue, v1alpha1.ReasonDeployed, "Knative Service hello runs " + imageTag},
 			v1alpha1.FunctionConditionServiceReady: {corev1.ConditionFalse, "RevisionMissing", `Configuration "hello" does not have any ready Revision.`},
 			apis.ConditionReady:                    {corev1.ConditionFalse, "RevisionMissing", `Configuration "hello" does not have any ready Revision.`},
 		},
-		wantDeploy:  &v1alpha1.DeploymentStatus{Runtime: "go", Image: "registry.example/fns/hello:latest", Deployer: "knative"},
+		wantDeploy:  &v1alpha1.DeploymentStatus{Runtime: "go", Invoke: "http", Image: imageTag, Deployer: "knative"},
 		wantService: &v1alpha1.ServiceStatus{URL: "http://hello.%s.example.com"},
 	}, {
 		name:    "Knative has not observed the latest spec: Ready is not trusted",
-		service: &knativeService{ready: readyTrue, staleGeneration: true},
+		service: &knativeService{image: imageTag, ready: readyTrue, staleGeneration: true},
 		want: map[apis.ConditionType]cond{
 			v1alpha1.FunctionConditionServiceReady: {corev1.ConditionUnknown, v1alpha1.ReasonServiceReconciling, "Knative has not yet observed generation 1 of Service hello"},
 		},
-		wantDeploy:  &v1alpha1.DeploymentStatus{Runtime: "go", Image: "registry.example/fns/hello:latest", Deployer: "knative"},
+		wantDeploy:  &v1alpha1.DeploymentStatus{Runtime: "go", Invoke: "http", Image: imageTag, Deployer: "knative"},
 		wantService: &v1alpha1.ServiceStatus{URL: "http://hello.%s.example.com"},
 	}, {
 		name: "Knative still deploying",
-		service: &knativeService{ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionUnknown,
+		service: &knativeService{image: imageTag, ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionUnknown,
 			Reason: "Deploying", Message: "waiting for the Revision"}},
 		want: map[apis.ConditionType]cond{
 			v1alpha1.FunctionConditionServiceReady: {corev1.ConditionUnknown, "Deploying", "waiting for the Revision"},
 		},
-		wantDeploy:  &v1alpha1.DeploymentStatus{Runtime: "go", Image: "registry.example/fns/hello:latest", Deployer: "knative"},
+		wantDeploy:  &v1alpha1.DeploymentStatus{Runtime: "go", Invoke: "http", Image: imageTag, Deployer: "knative"},
 		wantService: &v1alpha1.ServiceStatus{URL: "http://hello.%s.example.com"},
 	}}
 	for _, tc := range tests {

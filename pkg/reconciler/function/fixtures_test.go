@@ -16,6 +16,7 @@ import (
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/knative"
+	"github.com/fnops/func-operator/pkg/registry"
 	"github.com/fnops/func-operator/pkg/source"
 	"github.com/fnops/func-operator/test/gitserver"
 )
@@ -81,6 +82,7 @@ func newTestReconciler(t *testing.T, events int) (*Reconciler, *record.FakeRecor
 	return &Reconciler{
 		Describer: funclib.NewDescriber(services),
 		Services:  services,
+		Inspector: registry.NewInspector(0),
 		Client:    k8sClient,
 		APIReader: k8sClient,
 		Recorder:  rec,

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -38,8 +39,13 @@ type Reconciler struct {
 	Describer *funclib.Describer
 	// Services reads Knative Services, from the manager's cache.
 	Services *knative.Source
+	// Inspector reads the middleware version of images, cached by digest.
+	Inspector ImageInspector
 	// Now returns the current time; time.Now when nil.
 	Now func() time.Time
+
+	// policyChanged feeds the Functions to re-check after an operator policy change.
+	policyChanged chan event.GenericEvent
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
@@ -54,7 +60,7 @@ func (r *Reconciler) steps() []step {
 		r.reconcileSource,
 		r.reconcileDeployment,
 		r.reconcileServiceReady,
-		r.reconcileNotImplemented,
+		r.reconcileMiddleware,
 	}
 }
 

@@ -49,6 +49,7 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function)
 		fn.Status.Deployment = &v1alpha1.DeploymentStatus{}
 	}
 	fn.Status.Deployment.Runtime = res.Metadata.Runtime
+	fn.Status.Deployment.Invoke = res.Metadata.Invoke
 	fn.Status.MarkSourceReady(res.Branch, res.Commit)
 	return nil
 }
@@ -97,11 +98,4 @@ func (r *Reconciler) sourceFailed(fn *v1alpha1.Function, err error) error {
 		return &stallingError{reason: e.Reason, message: e.Message}
 	}
 	return e
-}
-
-// reconcileNotImplemented marks the condition whose step a later version of the
-// operator implements.
-func (r *Reconciler) reconcileNotImplemented(_ context.Context, fn *v1alpha1.Function) error {
-	fn.Status.MarkMiddlewareNotImplemented()
-	return nil
 }

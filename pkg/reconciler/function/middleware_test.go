@@ -1,0 +1,195 @@
+package function
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"knative.dev/pkg/apis"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/config"
+	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/test/gitserver"
+	"github.com/fnops/func-operator/test/registrytest"
+)
+
+func TestReconciler_Middleware(t *testing.T) {
+	pin, err := funclib.AvailableMiddleware("go", "http")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registrytest.Start(t)
+	current := reg.Push(t, "fns/current", pin.Version)
+	older := reg.Push(t, "fns/older", "v0.1.0")
+	newer := reg.Push(t, "fns/newer", "v99.0.0")
+	unlabelled := reg.Push(t, "fns/unlabelled", "")
+
+	root := gitserver.NewRepoRoot(t)
+	srv := gitserver.StartHTTP(t, root)
+	goRepo := gitserver.CreateRepo(t, root, "gofn")
+	goRepo.Commit(t, "main", map[string]string{"func.yaml": funcYAML("hello", "go")}, "go")
+	nodeRepo := gitserver.CreateRepo(t, root, "nodefn")
+	nodeRepo.Commit(t, "main", map[string]string{"func.yaml": funcYAML("hello", "node")}, "node")
+
+	on, off := true, false
+	type want struct {
+		status         corev1.ConditionStatus
+		reason         string
+		message        string // substring
+		current        string
+		currentSource  string
+		pendingRebuild bool
+		autoUpdate     v1alpha1.AutoUpdateStatus
+		transient      bool
+	}
+	operatorOn := v1alpha1.AutoUpdateStatus{Enabled: true, Source: "OperatorConfig"}
+	tests := []struct {
+		name     string
+		repo     string
+		image    string
+		override *bool
+		cfg      func(*config.Config)
+		secret   *corev1.Secret // registry auth Secret; referenced when set
+		ref      string         // registry.authSecretRef name without a Secret
+		want     want
+	}{{
+		name: "up to date", repo: "gofn", image: current,
+		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonMiddlewareUpToDate, current: pin.Version, currentSource: "label", autoUpdate: operatorOn},
+	}, {
+		name: "outdated: a rebuild is pending", repo: "gofn", image: older,
+		want: want{status: corev1.ConditionFalse, reason: v1alpha1.ReasonMiddlewareOutdated, message: pin.Version + " is available (running: v0.1.0)",
+			current: "v0.1.0", currentSource: "label", pendingRebuild: true, autoUpdate: operatorOn},
+	}, {
+		name: "an older available is no update", repo: "gofn", image: newer,
+		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonMiddlewareUpToDate, current: "v99.0.0", currentSource: "label", autoUpdate: operatorOn},
+	}, {
+		name: "outdated, auto-update off on the Function", repo: "gofn", image: older, override: &off,
+		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonAutoUpdateDisabled, message: "set by Function",
+			current: "v0.1.0", currentSource: "label", autoUpdate: v1alpha1.AutoUpdateStatus{Enabled: false, Source: "Function"}},
+	}, {
+		name: "outdated, auto-update off in the operator config", repo: "gofn", image: older,
+		cfg: func(c *config.Config) { c.AutoUpdateMiddleware = false },
+		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonAutoUpdateDisabled, message: "set by OperatorConfig",
+			current: "v0.1.0", currentSource: "label", autoUpdate: v1alpha1.AutoUpdateStatus{Enabled: false, Source: "OperatorConfig"}},
+	}, {
+		name: "the Function's setting wins over the operator's", repo: "gofn", image: older, override: &on,
+		cfg: func(c *config.Config) { c.AutoUpdateMiddleware = false },
+		want: want{status: corev1.ConditionFalse, reason: v1alpha1.ReasonMiddlewareOutdated,
+			current: "v0.1.0", currentSource: "label", pendingRebuild: true, autoUpdate: v1alpha1.AutoUpdateStatus{Enabled: true, Source: "Function"}},
+	}, {
+		name: "unknown current counts as outdated by default", repo: "gofn", image: unlabelled,
+		want: want{status: corev1.ConditionFalse, reason: v1alpha1.ReasonMiddlewareOutdated, message: "running: unknown", pendingRebuild: true, autoUpdate: operatorOn},
+	}, {
+		name: "unknown current as up to date by policy", repo: "gofn", image: unlabelled,
+		cfg:  func(c *config.Config) { c.UnknownMiddlewarePolicy = config.UnknownMiddlewareUpToDate },
+		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonMiddlewareUpToDate, autoUpdate: operatorOn},
+	}, {
+		name: "node: middleware in the user's source", repo: "nodefn", image: older,
+		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonSourceManaged, message: "a rebuild cannot change it", autoUpdate: operatorOn},
+	}, {
+		name: "registry Secret missing", repo: "gofn", image: current, ref: "regcred",
+		want: want{status: corev1.ConditionUnknown, reason: v1alpha1.ReasonRegistrySecretNotFound, message: `"regcred"`, autoUpdate: operatorOn},
+	}, {
+		name: "registry Secret of the wrong type", repo: "gofn", image: current,
+		secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "regcred"}, Data: map[string][]byte{"token": []byte("x")}},
+		want:   want{status: corev1.ConditionUnknown, reason: v1alpha1.ReasonRegistrySecretInvalid, message: ".dockerconfigjson", autoUpdate: operatorOn},
+	}, {
+		name: "image not in the registry", repo: "gofn", image: reg.Host + "/fns/missing@sha256:" + strings.Repeat("0", 64),
+		want: want{status: corev1.ConditionUnknown, reason: v1alpha1.ReasonImageInspectFailed, autoUpdate: operatorOn},
+	}, {
+		name: "registry unreachable is retried with backoff", repo: "gofn", image: "127.0.0.1:1/fns/x@sha256:" + strings.Repeat("1", 64),
+		want: want{status: corev1.ConditionUnknown, reason: v1alpha1.ReasonRegistryUnreachable, autoUpdate: operatorOn, transient: true},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := newNamespace(t)
+			knativeService{ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionTrue},
+				readyRevision: "hello-00001", revisionDigest: tc.image}.create(t, ns, "hello")
+			fn := newFunction(ns, "fn", v1alpha1.Repository{URL: srv.URL(tc.repo)})
+			fn.Spec.AutoUpdateMiddleware = tc.override
+			if tc.secret != nil {
+				tc.secret.Namespace = ns
+				mustCreate(t, tc.secret)
+				fn.Spec.Registry.AuthSecretRef = secretRef(tc.secret.Name)
+			}
+			if tc.ref != "" {
+				fn.Spec.Registry.AuthSecretRef = secretRef(tc.ref)
+			}
+			mustCreate(t, fn)
+			r, _ := newTestReconciler(t, 10)
+			if tc.cfg != nil {
+				c := r.Config.Load()
+				tc.cfg(&c)
+				r.Config.Set(c)
+			}
+			_, err := reconcileOnce(t, r, ns, "fn")
+			if tc.want.transient != (err != nil) {
+				t.Errorf("Reconcile error = %v, want transient = %t", err, tc.want.transient)
+			}
+			got := getFunction(t, ns, "fn")
+			c := got.Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate)
+			t.Logf("MiddlewareUpToDate %s/%s: %s", c.Status, c.Reason, c.Message)
+			if c == nil || c.Status != tc.want.status || c.Reason != tc.want.reason || !strings.Contains(c.Message, tc.want.message) {
+				t.Fatalf("MiddlewareUpToDate = %+v, want %s/%s containing %q", c, tc.want.status, tc.want.reason, tc.want.message)
+			}
+			mw := got.Status.Middleware
+			wantMW := &v1alpha1.MiddlewareStatus{
+				Current: tc.want.current, CurrentSource: tc.want.currentSource, Available: pin.Version,
+				AutoUpdate: &tc.want.autoUpdate, PendingRebuild: tc.want.pendingRebuild, FuncVersion: "v0.44.0",
+			}
+			if tc.repo == "nodefn" {
+				nodePin, _ := funclib.AvailableMiddleware("node", "http")
+				wantMW.Available = nodePin.Version
+			}
+			if diff := cmp.Diff(wantMW, mw); diff != "" && tc.want.status != corev1.ConditionUnknown {
+				t.Errorf("status.middleware (-want +got):\n%s", diff)
+			}
+			if tc.want.status == corev1.ConditionTrue && c.Reason != v1alpha1.ReasonMiddlewareOutdated {
+				if ready := got.Status.GetCondition(apis.ConditionReady); !ready.IsTrue() {
+					t.Errorf("Ready = %+v, want True: the function is deployed, ready and up to date or skipped by policy", ready)
+				}
+			}
+		})
+	}
+}
+
+// TestReconciler_MiddlewareCachedByDigest shows an image digest is inspected once.
+func TestReconciler_MiddlewareCachedByDigest(t *testing.T) {
+	pin, err := funclib.AvailableMiddleware("go", "http")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registrytest.Start(t)
+	image := reg.Push(t, "fns/cached", pin.Version)
+	root := gitserver.NewRepoRoot(t)
+	srv := gitserver.StartHTTP(t, root)
+	repo := gitserver.CreateRepo(t, root, "gofn")
+	repo.Commit(t, "main", map[string]string{"func.yaml": funcYAML("hello", "go")}, "go")
+
+	ns := newNamespace(t)
+	knativeService{ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionTrue},
+		readyRevision: "hello-00001", revisionDigest: image}.create(t, ns, "hello")
+	mustCreate(t, newFunction(ns, "fn", v1alpha1.Repository{URL: srv.URL("gofn")}))
+	r, _ := newTestReconciler(t, 10)
+	if _, err := reconcileOnce(t, r, ns, "fn"); err != nil {
+		t.Fatal(err)
+	}
+	first := reg.Requests()
+	if first == 0 {
+		t.Fatal("the first reconcile did not read the registry")
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := reconcileOnce(t, r, ns, "fn"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := reg.Requests(); got != first {
+		t.Errorf("registry requests went from %d to %d over 3 reconciles of the same digest, want no new request", first, got)
+	}
+	if c := getFunction(t, ns, "fn").Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate); !c.IsTrue() {
+		t.Errorf("MiddlewareUpToDate = %+v, want True", c)
+	}
+}

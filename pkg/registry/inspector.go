@@ -1,0 +1,407 @@
+// Package registry inspects function images in OCI registries: the middleware version they were built with, cached by digest.
+package registry
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"k8s.io/utils/lru"
+)
+
+const (
+	// LabelMiddlewareVersion is the OCI config label in which func (>= v0.48)
+	// records the middleware version of the image it builds.
+	LabelMiddlewareVersion = "middleware-version"
+	// FuncGoModule is the Go middleware module of Knative Functions.
+	FuncGoModule = "knative.dev/func-go"
+
+	// SourceLabel: Middleware.Version comes from LabelMiddlewareVersion.
+	SourceLabel = "label"
+	// SourceBuildInfo: Middleware.Version comes from the Go build info of an
+	// executable in the image's layers that depends on FuncGoModule.
+	SourceBuildInfo = "buildinfo"
+
+	// DefaultCacheSize is used by NewInspector when cacheSize <= 0.
+	DefaultCacheSize = 1024
+
+	// DefaultMaxFileBytes caps the size of one executable read from a layer;
+	// larger files are skipped. Executables are held in memory while their
+	// build info is read.
+	DefaultMaxFileBytes = 256 << 20
+	// DefaultMaxTotalBytes caps the executable bytes read for one image; when
+	// it is reached the scan stops and the version is unknown.
+	DefaultMaxTotalBytes = 1 << 30
+	// DefaultConcurrentScans bounds how many images have their layers scanned
+	// at once, which bounds memory to about this times DefaultMaxFileBytes.
+	DefaultConcurrentScans = 2
+
+	// DefaultTimeout bounds an Inspect call whose context has no deadline.
+	DefaultTimeout = 5 * time.Minute
+
+	pullerCacheSize = 256
+)
+
+// Middleware is what an image says about the middleware it was built with.
+type Middleware struct {
+	Digest  string // sha256:... of the image manifest inspected
+	Version string // "" when unknown
+	Source  string // "label" (OCI config label middleware-version, as upstream func >= v0.48 writes), "buildinfo" (knative.dev/func-go version read from a Go binary's build info in the layers), or "" (unknown)
+}
+
+// Inspector reads images; safe for concurrent use. Results are cached by digest: each digest is inspected once.
+//
+// Results are keyed by digest only: a cached digest is answered without
+// checking that the caller may pull it. Errors are never cached.
+//
+// An Inspector also keeps the authenticated transports it opened, per
+// repository and credentials, so that resolving a tag costs one request
+// (no new /v2/ ping or token exchange each time). A transport is dropped
+// when a request through it fails.
+type Inspector struct {
+	opts []remote.Option
+
+	results *lru.Cache // digest string -> Middleware
+	pullers *lru.Cache // pullerKey -> *remote.Puller
+
+	mu       sync.Mutex
+	inflight map[string]*inflightCall
+
+	scanSlots     chan struct{}
+	maxFileBytes  int64
+	maxTotalBytes int64
+
+	inspections atomic.Int64
+	cacheHits   atomic.Int64
+}
+
+type inflightCall struct {
+	done chan struct{}
+	m    Middleware
+	err  error
+}
+
+// NewInspector returns an Inspector caching up to cacheSize results
+// (DefaultCacheSize when <= 0). opts are passed to every go-containerregistry
+// remote call, e.g. remote.WithTransport or remote.WithUserAgent; credentials
+// come from the keychain given to Inspect, so do not pass remote.WithAuth or
+// remote.WithAuthFromKeychain.
+func NewInspector(cacheSize int, opts ...remote.Option) *Inspector { // opts e.g. remote.WithTransport for tests
+	if cacheSize <= 0 {
+		cacheSize = DefaultCacheSize
+	}
+	return &Inspector{
+		opts:          append([]remote.Option(nil), opts...),
+		results:       lru.New(cacheSize),
+		pullers:       lru.New(pullerCacheSize),
+		inflight:      map[string]*inflightCall{},
+		scanSlots:     make(chan struct{}, DefaultConcurrentScans),
+		maxFileBytes:  DefaultMaxFileBytes,
+		maxTotalBytes: DefaultMaxTotalBytes,
+	}
+}
+
+// Stats returns how many images were actually inspected (manifests and
+// layers read) and how many Inspect calls were answered from the cache.
+func (i *Inspector) Stats() (inspections, cacheHits int64) {
+	return i.inspections.Load(), i.cacheHits.Load()
+}
+
+// Inspect resolves ref (tag or digest) and returns the middleware. For a ref by digest whose digest is cached,
+// it makes NO registry request at all. For a tag it needs one request to resolve the digest (HEAD/GET manifest), then the cache.
+// Multi-arch indexes: pick linux/amd64 (fall back to the first manifest) and say which in errors.
+//
+// kc may be nil for anonymous access. An image without a label and without a
+// Go executable depending on knative.dev/func-go gives a Middleware with an
+// empty Version and Source and no error. Errors are *UnreachableError,
+// *AuthError or *InspectError. A ctx without deadline gets DefaultTimeout.
+func (i *Inspector) Inspect(ctx context.Context, ref string, kc authn.Keychain) (Middleware, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
+		defer cancel()
+	}
+	r, err := name.ParseReference(strings.TrimSpace(ref))
+	if err != nil {
+		return Middleware{}, &InspectError{Ref: ref, Reason: ReasonInvalidReference, Err: err,
+			detail: "not a valid image reference: " + err.Error()}
+	}
+	if d, ok := r.(name.Digest); ok {
+		if m, ok := i.cached(d.DigestStr()); ok {
+			return m, nil
+		}
+	}
+
+	repo := r.Context()
+	if kc == nil {
+		kc = &secretKeychain{}
+	}
+	auth, err := authn.Resolve(ctx, kc, repo)
+	var cfg *authn.AuthConfig
+	if err == nil {
+		cfg, err = auth.Authorization()
+	}
+	if err != nil {
+		// The keychain's error text may hold anything: do not quote it.
+		return Middleware{}, &AuthError{Ref: ref, Registry: repo.RegistryStr(), Err: err,
+			detail: "the keychain failed to resolve credentials"}
+	}
+	if cfg == nil {
+		cfg = &authn.AuthConfig{}
+	}
+	ec := newErrContext(ref, repo.RegistryStr(), cfg)
+
+	p, key, err := i.puller(repo, cfg)
+	if err != nil {
+		return Middleware{}, ec.invalid(ReasonRequestFailed, err, "invalid registry client options: %v", err)
+	}
+
+	var top v1.Hash
+	var desc *remote.Descriptor
+	if d, ok := r.(name.Digest); ok {
+		if top, err = v1.NewHash(d.DigestStr()); err != nil {
+			return Middleware{}, ec.invalid(ReasonInvalidReference, err, "invalid digest: %v", err)
+		}
+	} else {
+		top, desc, err = i.resolveTag(ctx, p, r, ec)
+		if err != nil {
+			i.pullers.Remove(key)
+			return Middleware{}, err
+		}
+		if m, ok := i.cached(top.String()); ok {
+			return m, nil
+		}
+	}
+
+	m, err := i.inspectOnce(ctx, top.String(), ec, func() (Middleware, error) {
+		return i.inspect(ctx, p, repo, top, desc, ec)
+	})
+	if err != nil {
+		i.pullers.Remove(key)
+	}
+	return m, err
+}
+
+// resolveTag finds the digest a tag points to with one HEAD request; when
+// HEAD fails for another reason than auth or reachability (some registries
+// do not answer HEAD properly) it falls back to GET, whose descriptor is then
+// reused.
+func (i *Inspector) resolveTag(ctx context.Context, p *remote.Puller, r name.Reference, ec *errContext) (v1.Hash, *remote.Descriptor, error) {
+	what := "manifest " + r.String()
+	hd, err := p.Head(ctx, r)
+	if err == nil {
+		return hd.Digest, nil, nil
+	}
+	switch ec.classify(err, ReasonBadManifest, what).(type) {
+	case *AuthError, *UnreachableError:
+		return v1.Hash{}, nil, ec.classify(err, ReasonBadManifest, what)
+	}
+	desc, err := p.Get(ctx, r)
+	if err != nil {
+		return v1.Hash{}, nil, ec.classify(err, ReasonBadManifest, what)
+	}
+	return desc.Digest, desc, nil
+}
+
+func (i *Inspector) cached(digest string) (Middleware, bool) {
+	v, ok := i.results.Get(digest)
+	if !ok {
+		return Middleware{}, false
+	}
+	i.cacheHits.Add(1)
+	return v.(Middleware), true
+}
+
+// inspectOnce runs fn for digest unless the result is cached or another
+// call is already inspecting it, in which case it waits for that result.
+// When that other call fails, the waiter tries itself (errors are not shared
+// between callers, whose references and credentials may differ).
+func (i *Inspector) inspectOnce(ctx context.Context, digest string, ec *errContext, fn func() (Middleware, error)) (Middleware, error) {
+	for {
+		i.mu.Lock()
+		if v, ok := i.results.Get(digest); ok {
+			i.mu.Unlock()
+			i.cacheHits.Add(1)
+			return v.(Middleware), nil
+		}
+		c, running := i.inflight[digest]
+		if !running {
+			c = &inflightCall{done: make(chan struct{})}
+			i.inflight[digest] = c
+			i.mu.Unlock()
+
+			c.m, c.err = fn()
+			i.mu.Lock()
+			if c.err == nil {
+				i.results.Add(digest, c.m)
+				if c.m.Digest != "" && c.m.Digest != digest {
+					i.results.Add(c.m.Digest, c.m)
+				}
+			}
+			delete(i.inflight, digest)
+			i.mu.Unlock()
+			close(c.done)
+			return c.m, c.err
+		}
+		i.mu.Unlock()
+		select {
+		case <-c.done:
+			if c.err == nil {
+				i.cacheHits.Add(1)
+				return c.m, nil
+			}
+		case <-ctx.Done():
+			return Middleware{}, ec.classify(ctx.Err(), ReasonRequestFailed, "image "+digest)
+		}
+	}
+}
+
+// puller returns the cached remote.Puller for repo and credentials cfg, or a
+// new one. A Puller keeps the authenticated transport of each repository.
+func (i *Inspector) puller(repo name.Repository, cfg *authn.AuthConfig) (*remote.Puller, string, error) {
+	h := sha256.New()
+	_ = json.NewEncoder(h).Encode(cfg)
+	key := repo.Scheme() + "://" + repo.String() + "#" + hex.EncodeToString(h.Sum(nil))
+	if v, ok := i.pullers.Get(key); ok {
+		return v.(*remote.Puller), key, nil
+	}
+	var auth authn.Authenticator = authn.Anonymous
+	if *cfg != (authn.AuthConfig{}) {
+		auth = authn.FromConfig(*cfg)
+	}
+	opts := append(append([]remote.Option(nil), i.opts...), remote.WithAuth(auth))
+	p, err := remote.NewPuller(opts...)
+	if err != nil {
+		return nil, "", err
+	}
+	i.pullers.Add(key, p)
+	return p, key, nil
+}
+
+// inspect reads the manifest, config and, when needed, the layers of the
+// image (or of its linux/amd64 member) whose manifest has digest top.
+func (i *Inspector) inspect(ctx context.Context, p *remote.Puller, repo name.Repository, top v1.Hash, desc *remote.Descriptor, ec *errContext) (Middleware, error) {
+	i.inspections.Add(1)
+	what := "manifest " + top.String()
+	if desc == nil {
+		var err error
+		desc, err = p.Get(ctx, repo.Digest(top.String()))
+		if err != nil {
+			return Middleware{}, ec.classify(err, ReasonBadManifest, what)
+		}
+	}
+
+	var img v1.Image
+	digest := top
+	switch {
+	case desc.MediaType.IsIndex():
+		idx, err := desc.ImageIndex()
+		if err != nil {
+			return Middleware{}, ec.classify(err, ReasonBadManifest, "index "+top.String())
+		}
+		img, digest, what, err = pickImage(idx, top, ec)
+		if err != nil {
+			return Middleware{}, err
+		}
+	case desc.MediaType.IsSchema1():
+		return Middleware{}, ec.invalid(ReasonBadManifest, nil,
+			"%s is a Docker schema 1 manifest (%s), which is not supported", what, desc.MediaType)
+	default:
+		// Images, and manifests whose Content-Type a registry got wrong.
+		var err error
+		if img, err = desc.Image(); err != nil {
+			return Middleware{}, ec.classify(err, ReasonBadManifest, what)
+		}
+		what = "image " + top.String()
+	}
+
+	m := Middleware{Digest: digest.String()}
+	if _, err := img.Manifest(); err != nil {
+		return Middleware{}, ec.classify(err, ReasonBadManifest, "manifest of "+what)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return Middleware{}, ec.classify(err, ReasonBadManifest, "config of "+what)
+	}
+	if v := strings.TrimSpace(cf.Config.Labels[LabelMiddlewareVersion]); v != "" {
+		m.Version, m.Source = v, SourceLabel
+		return m, nil
+	}
+
+	v, err := i.scanLayers(ctx, img, what, ec)
+	if err != nil {
+		return Middleware{}, err
+	}
+	if v != "" {
+		m.Version, m.Source = v, SourceBuildInfo
+	}
+	return m, nil
+}
+
+// pickImage chooses the linux/amd64 image of an index, else its first image
+// (attestation manifests are passed over), following nested indexes.
+func pickImage(idx v1.ImageIndex, top v1.Hash, ec *errContext) (v1.Image, v1.Hash, string, error) {
+	path := "index " + top.String()
+	for depth := 0; depth < 4; depth++ {
+		im, err := idx.IndexManifest()
+		if err != nil {
+			return nil, v1.Hash{}, "", ec.classify(err, ReasonBadManifest, path)
+		}
+		child, which, ok := choosePlatform(im.Manifests)
+		if !ok {
+			return nil, v1.Hash{}, "", ec.invalid(ReasonBadManifest, nil, "%s lists no image manifest", path)
+		}
+		path = fmt.Sprintf("%s manifest %s of %s", which, child.Digest, path)
+		if child.MediaType.IsIndex() {
+			if idx, err = idx.ImageIndex(child.Digest); err != nil {
+				return nil, v1.Hash{}, "", ec.classify(err, ReasonBadManifest, path)
+			}
+			continue
+		}
+		img, err := idx.Image(child.Digest)
+		if err != nil {
+			return nil, v1.Hash{}, "", ec.classify(err, ReasonBadManifest, path)
+		}
+		return img, child.Digest, path, nil
+	}
+	return nil, v1.Hash{}, "", ec.invalid(ReasonBadManifest, nil, "%s: indexes nested too deeply", path)
+}
+
+func choosePlatform(manifests []v1.Descriptor) (v1.Descriptor, string, bool) {
+	for _, d := range manifests {
+		if d.Platform != nil && d.Platform.OS == "linux" && d.Platform.Architecture == "amd64" &&
+			(d.MediaType.IsImage() || d.MediaType.IsIndex()) {
+			return d, "linux/amd64", true
+		}
+	}
+	for _, d := range manifests {
+		if !(d.MediaType.IsImage() || d.MediaType.IsIndex()) || isAttestation(d) {
+			continue
+		}
+		plat := "no platform"
+		if d.Platform != nil {
+			plat = d.Platform.String()
+		}
+		return d, fmt.Sprintf("first (%s; the index has no linux/amd64)", plat), true
+	}
+	return v1.Descriptor{}, "", false
+}
+
+// isAttestation recognises BuildKit's attestation manifests, which are
+// listed in indexes with platform unknown/unknown.
+func isAttestation(d v1.Descriptor) bool {
+	if d.Annotations["vnd.docker.reference.type"] == "attestation-manifest" {
+		return true
+	}
+	return d.Platform != nil && d.Platform.OS == "unknown" && d.Platform.Architecture == "unknown"
+}
