@@ -1,25 +1,29 @@
 #!/usr/bin/env bash
-# Copies the Knative Serving and Tekton Pipelines CRDs from the module versions go.mod
-# pins into third_party/, with the projects' licenses. With --verify it fails when the
+# Copies the Knative Serving, Knative Eventing (Trigger) and Tekton Pipelines CRDs from
+# the module versions go.mod pins into third_party/, with the projects' licenses. With --verify it fails when the
 # copies differ from the pinned modules.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "${ROOT}"
 
 copy() { # $1: output root
-  local out="$1" serving tekton
-  go mod download knative.dev/serving github.com/tektoncd/pipeline
+  local out="$1" serving eventing tekton
+  go mod download knative.dev/serving knative.dev/eventing github.com/tektoncd/pipeline
   serving="$(go list -m -f '{{.Dir}}' knative.dev/serving)"
+  eventing="$(go list -m -f '{{.Dir}}' knative.dev/eventing)"
   tekton="$(go list -m -f '{{.Dir}}' github.com/tektoncd/pipeline)"
-  rm -rf "${out}/knative-serving" "${out}/tekton-pipeline"
-  mkdir -p "${out}/knative-serving" "${out}/tekton-pipeline"
+  rm -rf "${out}/knative-serving" "${out}/knative-eventing" "${out}/tekton-pipeline"
+  mkdir -p "${out}/knative-serving" "${out}/knative-eventing" "${out}/tekton-pipeline"
+  cp "${eventing}/config/core/resources/trigger.yaml" "${out}/knative-eventing/"
+  cp "${eventing}/LICENSE" "${out}/knative-eventing/LICENSE"
+  go list -m -f '{{.Path}} {{.Version}}' knative.dev/eventing > "${out}/knative-eventing/VERSION"
   cp "${serving}"/config/core/300-resources/*.yaml "${out}/knative-serving/"
   cp "${serving}/LICENSE" "${out}/knative-serving/LICENSE"
   go list -m -f '{{.Path}} {{.Version}}' knative.dev/serving > "${out}/knative-serving/VERSION"
   cp "${tekton}"/config/300-crds/300-*.yaml "${out}/tekton-pipeline/"
   cp "${tekton}/LICENSE" "${out}/tekton-pipeline/LICENSE"
   go list -m -f '{{.Path}} {{.Version}}' github.com/tektoncd/pipeline > "${out}/tekton-pipeline/VERSION"
-  chmod -R u+w,go-w "${out}/knative-serving" "${out}/tekton-pipeline"
+  chmod -R u+w,go-w "${out}/knative-serving" "${out}/knative-eventing" "${out}/tekton-pipeline"
 }
 
 if [[ "${1:-}" != "--verify" ]]; then
@@ -29,7 +33,7 @@ fi
 scratch="$(mktemp -d)"
 trap 'rm -rf "${scratch}"' EXIT
 copy "${scratch}"
-for d in knative-serving tekton-pipeline; do
+for d in knative-serving knative-eventing tekton-pipeline; do
   if ! diff -r "${ROOT}/third_party/${d}" "${scratch}/${d}" >/dev/null; then
     echo "third_party/${d} differs from the module go.mod pins: run 'make third-party'" >&2
     exit 1

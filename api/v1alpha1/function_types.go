@@ -225,6 +225,23 @@ type ServiceStatus struct {
 	// LatestReadyRevision is the Knative Revision that last became ready.
 	// +optional
 	LatestReadyRevision string `json:"latestReadyRevision,omitempty"`
+
+	// Subscriptions are the Knative Eventing Triggers that deliver events to the
+	// function, when Knative Eventing is installed.
+	// +optional
+	Subscriptions []Subscription `json:"subscriptions,omitempty"`
+}
+
+// Subscription is a Knative Eventing Trigger that delivers events to the function.
+type Subscription struct {
+	// Broker the Trigger receives events from.
+	Broker string `json:"broker"`
+	// Source is the CloudEvents source attribute the Trigger filters on, if any.
+	// +optional
+	Source string `json:"source,omitempty"`
+	// Type is the CloudEvents type attribute the Trigger filters on, if any.
+	// +optional
+	Type string `json:"type,omitempty"`
 }
 
 // HistoryEntry is one notable event in a function's life.

@@ -3,9 +3,14 @@ package knative
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	eventingv1 "knative.dev/eventing/pkg/apis/eventing/v1"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -40,7 +45,61 @@ func (s *Source) Instance(ctx context.Context, name, namespace string) (funclib.
 			in.Routes = append(in.Routes, t.URL.String())
 		}
 	}
+	if in.Subscriptions, err = s.subscriptions(ctx, svc); err != nil {
+		return funclib.Instance{}, err
+	}
 	return in, nil
+}
+
+// subscriptions returns the Triggers that deliver events to svc, as func's own
+// describer matches them. Without Knative Eventing on the cluster there are none.
+func (s *Source) subscriptions(ctx context.Context, svc *servingv1.Service) ([]funclib.Subscription, error) {
+	var triggers eventingv1.TriggerList
+	err := s.Reader.List(ctx, &triggers, client.InNamespace(svc.Namespace))
+	switch {
+	case meta.IsNoMatchError(err), runtime.IsNotRegisteredError(err):
+		return nil, nil // no Knative Eventing
+	case err != nil:
+		return nil, fmt.Errorf("listing the Triggers of namespace %s: %w", svc.Namespace, err)
+	}
+	var subs []funclib.Subscription
+	for _, t := range triggers.Items {
+		if !SubscribesTo(&t, svc) {
+			continue
+		}
+		sub := funclib.Subscription{Broker: t.Spec.Broker}
+		if t.Spec.Filter != nil {
+			sub.Source, sub.Type = t.Spec.Filter.Attributes["source"], t.Spec.Filter.Attributes["type"]
+		}
+		subs = append(subs, sub)
+	}
+	// A stable order, so that the status does not change with the order of a list.
+	sort.Slice(subs, func(i, j int) bool {
+		a, b := subs[i], subs[j]
+		if a.Broker != b.Broker {
+			return a.Broker < b.Broker
+		}
+		if a.Type != b.Type {
+			return a.Type < b.Type
+		}
+		return a.Source < b.Source
+	})
+	return subs, nil
+}
+
+// SubscribesTo reports whether trigger delivers events to svc: by reference, or by a
+// URI naming the Service's address. (func's own describer compares only the paths,
+// which are usually both empty, and so matches every Trigger with a URI.)
+func SubscribesTo(t *eventingv1.Trigger, svc *servingv1.Service) bool {
+	if ref := t.Spec.Subscriber.Ref; ref != nil {
+		return ref.Name == svc.Name && (ref.Kind == "" || ref.Kind == "Service")
+	}
+	uri := t.Spec.Subscriber.URI
+	if uri == nil || svc.Status.Address == nil || svc.Status.Address.URL == nil {
+		return false
+	}
+	addr := svc.Status.Address.URL
+	return uri.Host == addr.Host && strings.TrimSuffix(uri.Path, "/") == strings.TrimSuffix(addr.Path, "/")
 }
 
 // Service returns the Knative Service named name in namespace, or funclib.ErrNotDeployed.

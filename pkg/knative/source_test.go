@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	eventingv1 "knative.dev/eventing/pkg/apis/eventing/v1"
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
@@ -53,7 +54,7 @@ func TestMain(m *testing.M) {
 // operator's manager has.
 func setup(env *envtest.Environment) error {
 	scheme := runtime.NewScheme()
-	if err := errors.Join(clientgoscheme.AddToScheme(scheme), servingv1.AddToScheme(scheme)); err != nil {
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), servingv1.AddToScheme(scheme), eventingv1.AddToScheme(scheme)); err != nil {
 		return err
 	}
 	var err error
@@ -139,6 +140,8 @@ func describeEventually(t *testing.T, ns, name string, done func(funclib.Instanc
 	}
 }
 
+// TestSource_Describe runs on a control plane without Knative Eventing: describing
+// works, with no subscriptions.
 func TestSource_Describe(t *testing.T) {
 	ns := newNamespace(t)
 	deploy(t, ns, "hello", "hello-00001")

@@ -15,8 +15,9 @@ const AssetsEnv = "KUBEBUILDER_ASSETS"
 
 // Third-party CRDs, copied from the modules go.mod pins by hack/update-third-party.sh.
 const (
-	KnativeServingCRDs = "third_party/knative-serving"
-	TektonCRDs         = "third_party/tekton-pipeline"
+	KnativeServingCRDs  = "third_party/knative-serving"
+	KnativeEventingCRDs = "third_party/knative-eventing"
+	TektonCRDs          = "third_party/tekton-pipeline"
 )
 
 // Environment is a running control plane.

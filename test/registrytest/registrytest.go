@@ -2,6 +2,8 @@
 package registrytest
 
 import (
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -29,7 +31,7 @@ type Registry struct {
 func Start(t testing.TB) *Registry {
 	t.Helper()
 	r := &Registry{}
-	inner := ggcrregistry.New()
+	inner := ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.requests.Add(1)
 		inner.ServeHTTP(w, req)

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	eventingv1 "knative.dev/eventing/pkg/apis/eventing/v1"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,9 +50,16 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 	r.policyChanged = make(chan event.GenericEvent, 1024)
 	b := builder.ControllerManagedBy(mgr).
 		WatchesRawSource(source.Channel(r.policyChanged, &handler.EnqueueRequestForObject{}))
-	servingInstalled, err := knativeServingInstalled(mgr)
+	servingInstalled, err := installed(mgr, servingv1.SchemeGroupVersion.WithKind("Service"))
 	if err != nil {
 		return err
+	}
+	eventingInstalled, err := installed(mgr, eventingv1.SchemeGroupVersion.WithKind("Trigger"))
+	if err != nil {
+		return err
+	}
+	if eventingInstalled {
+		b = b.Watches(&eventingv1.Trigger{}, handler.EnqueueRequestsFromMapFunc(r.functionsForTrigger))
 	}
 	if servingInstalled {
 		b = b.Watches(&servingv1.Service{}, handler.EnqueueRequestsFromMapFunc(r.functionsForService))
@@ -102,17 +110,26 @@ func (r *Reconciler) functionsForSecret(ctx context.Context, o client.Object) []
 	return reqs
 }
 
-// knativeServingInstalled reports whether the cluster serves serving.knative.dev/v1 Services.
-func knativeServingInstalled(mgr manager.Manager) (bool, error) {
-	_, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: servingv1.SchemeGroupVersion.Group, Kind: "Service"},
-		servingv1.SchemeGroupVersion.Version)
+// installed reports whether the cluster serves the kind gvk.
+func installed(mgr manager.Manager, gvk schema.GroupVersionKind) (bool, error) {
+	_, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	switch {
 	case meta.IsNoMatchError(err):
 		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("looking up the Knative Serving API: %w", err)
+		return false, fmt.Errorf("looking up the API of %s: %w", gvk, err)
 	}
 	return true, nil
+}
+
+// functionsForTrigger maps a Trigger that names its subscriber to the Functions of
+// that function name. (Triggers with a URI subscriber are seen at the next check.)
+func (r *Reconciler) functionsForTrigger(ctx context.Context, o client.Object) []reconcile.Request {
+	t, ok := o.(*eventingv1.Trigger)
+	if !ok || t.Spec.Subscriber.Ref == nil {
+		return nil
+	}
+	return r.functionsNamed(ctx, t.Namespace, t.Spec.Subscriber.Ref.Name)
 }
 
 // functionName returns the function name a Function's status reports.
@@ -127,10 +144,15 @@ func functionName(o client.Object) []string {
 // functionsForService maps a Knative Service to the Functions of its namespace whose
 // function has its name.
 func (r *Reconciler) functionsForService(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.functionsNamed(ctx, o.GetNamespace(), o.GetName())
+}
+
+// functionsNamed returns the Functions of namespace whose func.yaml names function name.
+func (r *Reconciler) functionsNamed(ctx context.Context, namespace, name string) []reconcile.Request {
 	var list v1alpha1.FunctionList
-	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()),
-		client.MatchingFields{functionNameIndex: o.GetName()}); err != nil {
-		log.FromContext(ctx).Error(err, "listing the Functions of a Knative Service", "service", o.GetName())
+	if err := r.Client.List(ctx, &list, client.InNamespace(namespace),
+		client.MatchingFields{functionNameIndex: name}); err != nil {
+		log.FromContext(ctx).Error(err, "listing the Functions of a function name", "function", name)
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))

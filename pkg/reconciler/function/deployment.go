@@ -48,6 +48,11 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, fn *v1alpha1.Funct
 		fn.Status.Service = &v1alpha1.ServiceStatus{}
 	}
 	fn.Status.Service.URL = in.Route
+	fn.Status.Service.Subscriptions = nil
+	for _, sub := range in.Subscriptions {
+		fn.Status.Service.Subscriptions = append(fn.Status.Service.Subscriptions,
+			v1alpha1.Subscription{Broker: sub.Broker, Source: sub.Source, Type: sub.Type})
+	}
 	fn.Status.MarkDeployed(name, in.Image)
 	return nil
 }

@@ -49,6 +49,7 @@ func (k knativeService) create(t *testing.T, ns, name string) {
 		svc.Status.ObservedGeneration = svc.Generation - 1
 	}
 	svc.Status.URL = apis.HTTP(name + "." + ns + ".example.com")
+	svc.Status.Address = &duckv1.Addressable{URL: apis.HTTP(name + "." + ns + ".svc.cluster.local")}
 	svc.Status.LatestReadyRevisionName = k.readyRevision
 	if k.ready != nil {
 		svc.Status.Conditions = duckv1.Conditions{*k.ready}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	eventingv1 "knative.dev/eventing/pkg/apis/eventing/v1"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,13 +23,13 @@ import (
 var k8sClient client.Client
 
 func TestMain(m *testing.M) {
-	env, err := envtest.Start(envtest.KnativeServingCRDs)
+	env, err := envtest.Start(envtest.KnativeServingCRDs, envtest.KnativeEventingCRDs)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	scheme := runtime.NewScheme()
-	err = errors.Join(clientgoscheme.AddToScheme(scheme), v1alpha1.AddToScheme(scheme), servingv1.AddToScheme(scheme))
+	err = errors.Join(clientgoscheme.AddToScheme(scheme), v1alpha1.AddToScheme(scheme), servingv1.AddToScheme(scheme), eventingv1.AddToScheme(scheme))
 	if err == nil {
 		k8sClient, err = client.New(env.Config, client.Options{Scheme: scheme})
 	}

@@ -1,0 +1,67 @@
+package function
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	eventingv1 "knative.dev/eventing/pkg/apis/eventing/v1"
+	"knative.dev/pkg/apis"
+	duckv1 "knative.dev/pkg/apis/duck/v1"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/test/gitserver"
+	"github.com/fnops/func-operator/test/registrytest"
+)
+
+// TestReconciler_Subscriptions describes the Knative Eventing Triggers that deliver
+// events to the function, matched by subscriber reference or by the Service's address.
+func TestReconciler_Subscriptions(t *testing.T) {
+	pin, err := funclib.AvailableMiddleware("go", "http")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registrytest.Start(t)
+	image := reg.Push(t, "fns/hello", pin.Version)
+	root := gitserver.NewRepoRoot(t)
+	srv := gitserver.StartHTTP(t, root)
+	gitserver.CreateRepo(t, root, "hello").Commit(t, "main", map[string]string{"func.yaml": funcYAML("hello", "go")}, "hello")
+
+	ns := newNamespace(t)
+	knativeService{ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionTrue},
+		readyRevision: "hello-00001", revisionDigest: image}.create(t, ns, "hello")
+	trigger := func(name, broker string, attrs map[string]string, dest duckv1.Destination) *eventingv1.Trigger {
+		return &eventingv1.Trigger{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec:       eventingv1.TriggerSpec{Broker: broker, Filter: &eventingv1.TriggerFilter{Attributes: attrs}, Subscriber: dest},
+		}
+	}
+	mustCreate(t,
+		trigger("by-ref", "default", map[string]string{"type": "order.created", "source": "shop"},
+			duckv1.Destination{Ref: &duckv1.KReference{APIVersion: "serving.knative.dev/v1", Kind: "Service", Name: "hello"}}),
+		trigger("by-uri", "audit", map[string]string{"type": "order.audited"},
+			duckv1.Destination{URI: apis.HTTP("hello." + ns + ".svc.cluster.local")}),
+		trigger("other-service", "default", map[string]string{"type": "x"},
+			duckv1.Destination{Ref: &duckv1.KReference{APIVersion: "serving.knative.dev/v1", Kind: "Service", Name: "other"}}),
+		trigger("other-uri", "default", map[string]string{"type": "y"},
+			duckv1.Destination{URI: apis.HTTP("other." + ns + ".svc.cluster.local")}),
+	)
+	mustCreate(t, newFunction(ns, "fn", v1alpha1.Repository{URL: srv.URL("hello")}))
+	r, _ := newTestReconciler(t, 10)
+	if _, err := reconcileOnce(t, r, ns, "fn"); err != nil {
+		t.Fatal(err)
+	}
+	got := getFunction(t, ns, "fn")
+	if got.Status.Service == nil {
+		t.Fatalf("status.service is empty; status: %+v", got.Status)
+	}
+	want := []v1alpha1.Subscription{
+		{Broker: "audit", Type: "order.audited"},
+		{Broker: "default", Source: "shop", Type: "order.created"},
+	}
+	if diff := cmp.Diff(want, got.Status.Service.Subscriptions); diff != "" {
+		t.Errorf("status.service.subscriptions (-want +got):\n%s", diff)
+	}
+}
