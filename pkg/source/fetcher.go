@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"golang.org/x/sync/singleflight"
 	"k8s.io/utils/lru"
 
@@ -45,12 +46,24 @@ type Result struct {
 	// Cloned is true when this call cloned the repository, false when the result
 	// came from the cache.
 	Cloned bool
+	// SourceMiddleware is the middleware version the function's own source pins, for
+	// runtimes whose middleware lives there.
+	SourceMiddleware SourceMiddleware
+}
+
+// SourceMiddleware is what the function's source says of its middleware.
+type SourceMiddleware struct {
+	// Version as the source pins it; empty when not found.
+	Version string
+	// Problem says why Version is empty, when the runtime has source-managed middleware.
+	Problem string
 }
 
 // cached is a cache entry: a result, or the stalling error reading the commit gave.
 type cached struct {
 	commit   string
 	metadata funclib.Metadata
+	source   SourceMiddleware
 	err      *Error
 }
 
@@ -95,7 +108,7 @@ func (f *Fetcher) Read(ctx context.Context, url string, head Head, fnPath string
 func cacheKey(url, commit, fnPath string) string { return url + "\x00" + commit + "\x00" + fnPath }
 
 func (f *Fetcher) result(head Head, c cached, cloned bool) (Result, error) {
-	r := Result{Head: Head{Branch: head.Branch, Commit: c.commit}, Metadata: c.metadata, Cloned: cloned}
+	r := Result{Head: Head{Branch: head.Branch, Commit: c.commit}, Metadata: c.metadata, Cloned: cloned, SourceMiddleware: c.source}
 	if c.err != nil {
 		return r, c.err
 	}
@@ -116,7 +129,7 @@ func (f *Fetcher) clone(ctx context.Context, url string, head Head, fnPath strin
 	defer os.RemoveAll(dir)
 
 	f.clones.Add(1)
-	commit, content, err := readFuncYAML(ctx, url, head.Branch, dir, fnPath, auth)
+	commit, content, fnDir, err := readFuncYAML(ctx, url, head.Branch, dir, fnPath, auth)
 	if commit == "" {
 		commit = head.Commit
 	}
@@ -135,7 +148,27 @@ func (f *Fetcher) clone(ctx context.Context, url string, head Head, fnPath strin
 	case err != nil:
 		return cached{}, fmt.Errorf("loading func.yaml: %w", err)
 	}
-	return cached{commit: commit, metadata: md}, nil
+	return cached{commit: commit, metadata: md, source: sourceMiddleware(fnDir, md)}, nil
+}
+
+// sourceMiddleware reads the middleware version from the function's own manifest
+// (package.json, pom.xml, requirements.txt), for runtimes whose middleware lives there.
+func sourceMiddleware(fnDir *object.Tree, md funclib.Metadata) SourceMiddleware {
+	names := funclib.SourceMiddlewareFiles(md.Runtime)
+	if len(names) == 0 {
+		return SourceMiddleware{}
+	}
+	files := map[string][]byte{}
+	for _, name := range names {
+		if content, ok := readOptional(fnDir, name); ok {
+			files[name] = content
+		}
+	}
+	v, err := funclib.SourceMiddleware(md.Runtime, md.Invoke, files)
+	if err != nil {
+		return SourceMiddleware{Problem: err.Error()}
+	}
+	return SourceMiddleware{Version: v}
 }
 
 // Clones returns how many clones the Fetcher has made.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -27,6 +28,9 @@ const (
 	rightPassword = "right-Pa55word-13579"
 	wrongPassword = "wrong-Pa55word-24680"
 )
+
+// ignoreSourceMiddleware leaves out what TestFetcher_SourceMiddleware checks.
+var ignoreSourceMiddleware = cmpopts.IgnoreFields(Result{}, "SourceMiddleware")
 
 func funcYAML(name, runtime string) string {
 	return "specVersion: 0.36.0\nname: " + name + "\nruntime: " + runtime + "\n"
@@ -426,7 +430,7 @@ func TestFetcher_Read(t *testing.T) {
 			checkError(t, tt.wantErr, err)
 			// Errors about what the commit holds still say which commit it was.
 			want := Result{Head: head, Metadata: tt.want, Cloned: true}
-			if diff := cmp.Diff(want, got); diff != "" {
+			if diff := cmp.Diff(want, got, ignoreSourceMiddleware); diff != "" {
 				t.Errorf("Result (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff([2]int{before[0] + 1, before[1] + 1}, g.counts("mono")); diff != "" {
@@ -438,7 +442,7 @@ func TestFetcher_Read(t *testing.T) {
 			// the same outcome and no request to the server.
 			again, err2 := f.Read(context.Background(), url, head, tt.fnPath, anonymous(t, url), gitTimeout)
 			want.Cloned = false
-			if diff := cmp.Diff(want, again); diff != "" {
+			if diff := cmp.Diff(want, again, ignoreSourceMiddleware); diff != "" {
 				t.Errorf("second Result (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(errString(err), errString(err2)); diff != "" {
@@ -528,7 +532,7 @@ func TestFetcher_ReadCache(t *testing.T) {
 		got, err := f.Read(ctx, url, s.head(), s.fnPath, auth, gitTimeout)
 		t.Run(s.name, func(t *testing.T) {
 			checkError(t, s.wantErr, err)
-			if diff := cmp.Diff(s.want(), got); diff != "" {
+			if diff := cmp.Diff(s.want(), got, ignoreSourceMiddleware); diff != "" {
 				t.Errorf("Result (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(s.wantUpload, g.srv.UploadPacks("cached")); diff != "" {
@@ -592,7 +596,7 @@ func TestFetcher_ReadFailuresNotCached(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Read with the right token: %v", err)
 			}
-			if diff := cmp.Diff(good, got); diff != "" {
+			if diff := cmp.Diff(good, got, ignoreSourceMiddleware); diff != "" {
 				t.Errorf("Result with the right token (-want +got):\n%s", diff)
 			}
 			testfs.AssertEmptyDir(t, tmp)
@@ -760,5 +764,38 @@ func TestFetcher_CacheSize(t *testing.T) {
 	// One entry: reading b evicts a.
 	if diff := cmp.Diff([]bool{true, false, true, false, true}, cloned); diff != "" {
 		t.Errorf("Cloned of each Read (-want +got):\n%s", diff)
+	}
+}
+
+// TestFetcher_SourceMiddleware reads the middleware version the function's own source
+// pins, in the same clone as func.yaml, for runtimes whose middleware lives there.
+func TestFetcher_SourceMiddleware(t *testing.T) {
+	g := newHTTPGit(t)
+	_, commit := g.repo(t, "sources", map[string]string{
+		"node/func.yaml":           funcYAML("node", "node"),
+		"node/package.json":        `{"dependencies": {"faas-js-runtime": "^2.3.0"}}`,
+		"bare/func.yaml":           funcYAML("bare", "node"),
+		"quarkus/func.yaml":        funcYAML("q", "quarkus"),
+		"quarkus/pom.xml":          "<project><properties><quarkus.platform.version>3.10.0</quarkus.platform.version></properties></project>",
+		"go/func.yaml":             funcYAML("g", "go"),
+		"linked/func.yaml":         funcYAML("linked", "node"),
+		"linked/package.json/x.md": "a directory named package.json is no manifest",
+	})
+	f := NewFetcher(t.TempDir(), 0)
+	tests := map[string]SourceMiddleware{
+		"node":    {Version: "^2.3.0"},
+		"quarkus": {Version: "3.10.0"},
+		"go":      {},
+		"bare":    {Problem: "the function has no package.json, where node functions pin faas-js-runtime"},
+		"linked":  {Problem: "the function has no package.json, where node functions pin faas-js-runtime"},
+	}
+	for dir, want := range tests {
+		got, err := f.Read(context.Background(), g.srv.URL("sources"), Head{Branch: "main", Commit: commit}, dir, &Auth{}, time.Minute)
+		if err != nil {
+			t.Fatalf("Read %s: %v", dir, err)
+		}
+		if diff := cmp.Diff(want, got.SourceMiddleware); diff != "" {
+			t.Errorf("%s: SourceMiddleware (-want +got):\n%s", dir, diff)
+		}
 	}
 }

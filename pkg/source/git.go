@@ -69,7 +69,7 @@ func remoteHead(ctx context.Context, url, branch string, auth *Auth) (Head, erro
 
 // readFuncYAML clones branch shallowly, single-branch and bare into dir (no work tree
 // is written) and returns the commit it got and the content of dir/func.yaml in it.
-func readFuncYAML(ctx context.Context, url, branch, dir, fnPath string, auth *Auth) (string, []byte, error) {
+func readFuncYAML(ctx context.Context, url, branch, dir, fnPath string, auth *Auth) (string, []byte, *object.Tree, error) {
 	repo, err := git.PlainCloneContext(ctx, dir, true, &git.CloneOptions{
 		URL:           url,
 		Auth:          auth.Method,
@@ -80,28 +80,46 @@ func readFuncYAML(ctx context.Context, url, branch, dir, fnPath string, auth *Au
 	})
 	if err != nil {
 		if errors.Is(err, plumbing.ErrReferenceNotFound) || isNoMatchingRef(err) {
-			return "", nil, stalling(v1alpha1.ReasonBranchNotFound, "branch %q not found in repository %s", branch, scrub(url, auth.secrets))
+			return "", nil, nil, stalling(v1alpha1.ReasonBranchNotFound, "branch %q not found in repository %s", branch, scrub(url, auth.secrets))
 		}
-		return "", nil, remoteError(ctx, "cloning", url, auth, err)
+		return "", nil, nil, remoteError(ctx, "cloning", url, auth, err)
 	}
 	ref, err := repo.Reference(plumbing.NewBranchReferenceName(branch), true)
 	if err != nil {
-		return "", nil, transient(v1alpha1.ReasonGitCloneFailed, "reading branch %q of the clone: %s", branch, err)
+		return "", nil, nil, transient(v1alpha1.ReasonGitCloneFailed, "reading branch %q of the clone: %s", branch, err)
 	}
 	commit, err := repo.CommitObject(ref.Hash())
 	if err != nil {
-		return "", nil, transient(v1alpha1.ReasonGitCloneFailed, "reading commit %s of the clone: %s", ref.Hash(), err)
+		return "", nil, nil, transient(v1alpha1.ReasonGitCloneFailed, "reading commit %s of the clone: %s", ref.Hash(), err)
 	}
 	tree, err := commit.Tree()
 	if err != nil {
-		return "", nil, transient(v1alpha1.ReasonGitCloneFailed, "reading the tree of commit %s: %s", ref.Hash(), err)
+		return "", nil, nil, transient(v1alpha1.ReasonGitCloneFailed, "reading the tree of commit %s: %s", ref.Hash(), err)
 	}
-	content, err := fileIn(tree, fnPath, ref.Hash().String())
-	return ref.Hash().String(), content, err
+	fnDir, content, err := fileIn(tree, fnPath, ref.Hash().String())
+	return ref.Hash().String(), content, fnDir, err
 }
 
-// fileIn returns func.yaml of directory fnPath ("" is the root) in tree.
-func fileIn(tree *object.Tree, fnPath, commit string) ([]byte, error) {
+// readOptional returns the regular file name of the function's directory, or false
+// when there is none (or it is a link, or larger than a func.yaml may be).
+func readOptional(dir *object.Tree, name string) ([]byte, bool) {
+	entry, err := dir.FindEntry(name)
+	if err != nil || (entry.Mode != filemode.Regular && entry.Mode != filemode.Executable) {
+		return nil, false
+	}
+	f, err := dir.TreeEntryFile(entry)
+	if err != nil || f.Size > maxFuncYAMLSize {
+		return nil, false
+	}
+	content, err := f.Contents()
+	if err != nil {
+		return nil, false
+	}
+	return []byte(content), true
+}
+
+// fileIn returns directory fnPath ("" is the root) of tree and its func.yaml.
+func fileIn(tree *object.Tree, fnPath, commit string) (*object.Tree, []byte, error) {
 	short := commit
 	if len(short) > 12 {
 		short = short[:12]
@@ -110,45 +128,45 @@ func fileIn(tree *object.Tree, fnPath, commit string) ([]byte, error) {
 	if fnPath != "" {
 		entry, err := tree.FindEntry(fnPath)
 		if err != nil {
-			return nil, stalling(v1alpha1.ReasonPathNotFound, "path %q does not exist at commit %s", fnPath, short)
+			return nil, nil, stalling(v1alpha1.ReasonPathNotFound, "path %q does not exist at commit %s", fnPath, short)
 		}
 		if entry.Mode != filemode.Dir {
-			return nil, stalling(v1alpha1.ReasonPathNotFound, "path %q is not a directory at commit %s", fnPath, short)
+			return nil, nil, stalling(v1alpha1.ReasonPathNotFound, "path %q is not a directory at commit %s", fnPath, short)
 		}
 		if dir, err = tree.Tree(fnPath); err != nil {
-			return nil, stalling(v1alpha1.ReasonPathNotFound, "path %q cannot be read at commit %s: %s", fnPath, short, err)
+			return nil, nil, stalling(v1alpha1.ReasonPathNotFound, "path %q cannot be read at commit %s: %s", fnPath, short, err)
 		}
 	}
 	where := path.Join(fnPath, funclib.FuncYAML)
 	entry, err := dir.FindEntry(funclib.FuncYAML)
 	if err != nil {
-		return nil, stalling(v1alpha1.ReasonFuncYamlNotFound, "%s does not exist at commit %s: the directory is not a function", where, short)
+		return nil, nil, stalling(v1alpha1.ReasonFuncYamlNotFound, "%s does not exist at commit %s: the directory is not a function", where, short)
 	}
 	switch entry.Mode {
 	case filemode.Regular, filemode.Executable, filemode.Deprecated:
 	case filemode.Symlink:
-		return nil, stalling(v1alpha1.ReasonFuncYamlInvalid, "%s is a symbolic link at commit %s: it must be a regular file", where, short)
+		return nil, nil, stalling(v1alpha1.ReasonFuncYamlInvalid, "%s is a symbolic link at commit %s: it must be a regular file", where, short)
 	default:
-		return nil, stalling(v1alpha1.ReasonFuncYamlNotFound, "%s is not a file at commit %s", where, short)
+		return nil, nil, stalling(v1alpha1.ReasonFuncYamlNotFound, "%s is not a file at commit %s", where, short)
 	}
 	f, err := dir.TreeEntryFile(entry)
 	if err != nil {
-		return nil, transient(v1alpha1.ReasonGitCloneFailed, "reading %s at commit %s: %s", where, short, err)
+		return nil, nil, transient(v1alpha1.ReasonGitCloneFailed, "reading %s at commit %s: %s", where, short, err)
 	}
 	if f.Size > maxFuncYAMLSize {
-		return nil, stalling(v1alpha1.ReasonFuncYamlInvalid, "%s is %d bytes at commit %s: more than the %d a func.yaml may have",
+		return nil, nil, stalling(v1alpha1.ReasonFuncYamlInvalid, "%s is %d bytes at commit %s: more than the %d a func.yaml may have",
 			where, f.Size, short, maxFuncYAMLSize)
 	}
 	r, err := f.Reader()
 	if err != nil {
-		return nil, transient(v1alpha1.ReasonGitCloneFailed, "reading %s at commit %s: %s", where, short, err)
+		return nil, nil, transient(v1alpha1.ReasonGitCloneFailed, "reading %s at commit %s: %s", where, short, err)
 	}
 	defer r.Close()
 	content, err := io.ReadAll(io.LimitReader(r, maxFuncYAMLSize+1))
 	if err != nil {
-		return nil, transient(v1alpha1.ReasonGitCloneFailed, "reading %s at commit %s: %s", where, short, err)
+		return nil, nil, transient(v1alpha1.ReasonGitCloneFailed, "reading %s at commit %s: %s", where, short, err)
 	}
-	return content, nil
+	return dir, content, nil
 }
 
 // remoteError turns a go-git transport error into a GitCloneFailed error that

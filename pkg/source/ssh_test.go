@@ -120,7 +120,7 @@ func TestFetcher_SSH(t *testing.T) {
 			}
 			checkError(t, wantReadErr, err)
 			assertNoSecretValues(t, errString(err), tt.data)
-			if diff := cmp.Diff(tt.want, got); diff != "" {
+			if diff := cmp.Diff(tt.want, got, ignoreSourceMiddleware); diff != "" {
 				t.Errorf("Result (-want +got):\n%s", diff)
 			}
 			testfs.AssertEmptyDir(t, tmp)

@@ -17,6 +17,9 @@ import (
 	"github.com/fnops/func-operator/pkg/registry"
 )
 
+// currentFromSource marks a current middleware version read from the function's own source.
+const currentFromSource = "source"
+
 // Where the auto-update setting of a Function comes from.
 const (
 	autoUpdateFromFunction = "Function"
@@ -58,9 +61,12 @@ func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Funct
 	if pin.SourceManaged {
 		mw.PendingRebuild = false
 		fn.Status.MarkMiddlewareTrueWithReason(v1alpha1.ReasonSourceManaged,
-			"the %s middleware (%s) lives in the function's own source: func %s templates pin %s %s; a rebuild cannot change it",
-			runtime, pin.Module, mw.FuncVersion, pin.Module, pin.Version)
+			"the %s middleware lives in the function's own source, which pins %s %s%s; func %s templates pin %s; a rebuild cannot change it",
+			runtime, pin.Module, sourceVersion(mw), olderHint(mw.Current, pin.Version), mw.FuncVersion, pin.Version)
 		return nil
+	}
+	if mw.CurrentSource == currentFromSource {
+		mw.Current, mw.CurrentSource = "", "" // the runtime changed: the image tells now
 	}
 
 	kc, err := r.registryKeychain(ctx, fn)
@@ -157,4 +163,20 @@ func (r *Reconciler) inspectFailed(fn *v1alpha1.Function, err error) error {
 	}
 	fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonImageInspectFailed, "%s", err)
 	return &stallingError{reason: v1alpha1.ReasonImageInspectFailed, message: err.Error()}
+}
+
+// sourceVersion is the version the function's source pins, for a message.
+func sourceVersion(mw *v1alpha1.MiddlewareStatus) string {
+	if mw.CurrentSource == currentFromSource && mw.Current != "" {
+		return mw.Current
+	}
+	return "(a version that could not be read)"
+}
+
+// olderHint says when the source's version is older than the template's.
+func olderHint(current, available string) string {
+	if c, err := middleware.Compare(current, available); err == nil && c == middleware.Outdated {
+		return " (older: update it in the source)"
+	}
+	return ""
 }

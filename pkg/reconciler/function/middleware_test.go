@@ -32,7 +32,10 @@ func TestReconciler_Middleware(t *testing.T) {
 	goRepo := gitserver.CreateRepo(t, root, "gofn")
 	goRepo.Commit(t, "main", map[string]string{"func.yaml": funcYAML("hello", "go")}, "go")
 	nodeRepo := gitserver.CreateRepo(t, root, "nodefn")
-	nodeRepo.Commit(t, "main", map[string]string{"func.yaml": funcYAML("hello", "node")}, "node")
+	nodeRepo.Commit(t, "main", map[string]string{
+		"func.yaml":    funcYAML("hello", "node"),
+		"package.json": `{"name": "hello", "dependencies": {"faas-js-runtime": "^2.3.0"}}`,
+	}, "node")
 
 	on, off := true, false
 	type want struct {
@@ -87,8 +90,9 @@ func TestReconciler_Middleware(t *testing.T) {
 		cfg:  func(c *config.Config) { c.UnknownMiddlewarePolicy = config.UnknownMiddlewareUpToDate },
 		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonMiddlewareUpToDate, autoUpdate: operatorOn},
 	}, {
-		name: "node: middleware in the user's source", repo: "nodefn", image: older,
-		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonSourceManaged, message: "a rebuild cannot change it", autoUpdate: operatorOn},
+		name: "node: middleware in the user's source, which pins an older one", repo: "nodefn", image: older,
+		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonSourceManaged,
+			message: "source, which pins faas-js-runtime ^2.3.0 (older: update it in the source)", current: "^2.3.0", currentSource: "source", autoUpdate: operatorOn},
 	}, {
 		name: "registry Secret missing", repo: "gofn", image: current, ref: "regcred",
 		want: want{status: corev1.ConditionUnknown, reason: v1alpha1.ReasonRegistrySecretNotFound, message: `"regcred"`, autoUpdate: operatorOn},

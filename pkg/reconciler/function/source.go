@@ -50,6 +50,13 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function)
 	}
 	fn.Status.Deployment.Runtime = res.Metadata.Runtime
 	fn.Status.Deployment.Invoke = res.Metadata.Invoke
+	if sm := res.SourceMiddleware; sm.Version != "" || sm.Problem != "" {
+		// The middleware of this runtime lives in the function's own source.
+		if fn.Status.Middleware == nil {
+			fn.Status.Middleware = &v1alpha1.MiddlewareStatus{}
+		}
+		fn.Status.Middleware.Current, fn.Status.Middleware.CurrentSource = sm.Version, currentFromSource
+	}
 	fn.Status.MarkSourceReady(res.Branch, res.Commit)
 	return nil
 }
