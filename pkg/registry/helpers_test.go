@@ -41,7 +41,13 @@ var (
 	binBuildTime time.Duration
 	funcBinary   []byte // requires knative.dev/func-go testFuncGoVersion
 	helloBinary  []byte // a Go binary without func-go
+	// olderBinary requires knative.dev/func-go olderFuncGoVersion, which the module
+	// proxy does not verify, replaced by the source of testFuncGoVersion: its build
+	// info names the older version, as a function built long ago would.
+	olderBinary []byte
 )
+
+const olderFuncGoVersion = "v0.20.0"
 
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -128,7 +134,38 @@ func main() { fmt.Println("hello") }
 	if funcBinary, binErr = os.ReadFile(filepath.Join(out, "fn")); binErr != nil {
 		return
 	}
-	helloBinary, binErr = os.ReadFile(filepath.Join(out, "hello"))
+	if helloBinary, binErr = os.ReadFile(filepath.Join(out, "hello")); binErr != nil {
+		return
+	}
+	olderBinary, binErr = buildOlder(dir, files["fn/main.go"], cmd.Env)
+}
+
+// buildOlder builds the function again in a module that requires olderFuncGoVersion
+// and replaces it with the source of testFuncGoVersion in the module cache.
+func buildOlder(dir, mainGo string, env []string) ([]byte, error) {
+	list := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "knative.dev/func-go")
+	list.Dir, list.Env = dir, env
+	src, err := list.Output()
+	if err != nil {
+		return nil, fmt.Errorf("locating knative.dev/func-go: %w", err)
+	}
+	old := filepath.Join(dir, "older")
+	goMod := "module example.com/olderfn\n\ngo 1.21\n\nrequire knative.dev/func-go " + olderFuncGoVersion +
+		"\n\nreplace knative.dev/func-go " + olderFuncGoVersion + " => " + strings.TrimSpace(string(src)) + "\n"
+	if err := os.MkdirAll(old, 0o755); err != nil {
+		return nil, err
+	}
+	for name, content := range map[string]string{"go.mod": goMod, "main.go": mainGo} {
+		if err := os.WriteFile(filepath.Join(old, name), []byte(content), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	build := exec.Command("go", "build", "-trimpath", "-o", "fn", ".")
+	build.Dir, build.Env = old, env
+	if output, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("go build of the older function: %v\n%s", err, output)
+	}
+	return os.ReadFile(filepath.Join(old, "fn"))
 }
 
 // ---------------------------------------------------------------------------

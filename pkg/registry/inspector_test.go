@@ -1,6 +1,9 @@
 package registry
 
 import (
+	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/middleware"
+
 	"archive/tar"
 	"context"
 	"crypto/sha256"
@@ -70,6 +73,25 @@ func TestInspectBuildInfo(t *testing.T) {
 	want := Middleware{Digest: d.String(), Version: testFuncGoVersion, Source: SourceBuildInfo}
 	if m != want {
 		t.Errorf("got %+v, want %+v", m, want)
+	}
+}
+
+// TestInspectBuildInfoOlder reads the older func-go a function binary was built with,
+// and that version counts as outdated against what the linked func would build.
+func TestInspectBuildInfoOlder(t *testing.T) {
+	tr := newTestRegistry(t)
+	goBinaries(t)
+	d := tr.push(t, "fn/old:v1", image(t, "amd64", nil, baseLayer(t), functionLayer(t, olderBinary)))
+	m := mustInspect(t, NewInspector(10), tr.ref("fn/old:v1"), nil)
+	if want := (Middleware{Digest: d.String(), Version: olderFuncGoVersion, Source: SourceBuildInfo}); m != want {
+		t.Fatalf("got %+v, want %+v", m, want)
+	}
+	pin, err := funclib.AvailableMiddleware("go", "http")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := middleware.Compare(m.Version, pin.Version); err != nil || c != middleware.Outdated {
+		t.Errorf("Compare(%s, %s) = %s, %v; want Outdated", m.Version, pin.Version, c, err)
 	}
 }
 
@@ -492,6 +514,7 @@ func TestFuncGoVersionOf(t *testing.T) {
 		{"dependency", debug.BuildInfo{Deps: []*debug.Module{mod("github.com/rs/zerolog", "v1.32.0", nil), mod(FuncGoModule, "v0.21.3", nil)}}, "v0.21.3"},
 		{"replaced by a fork version", debug.BuildInfo{Deps: []*debug.Module{mod(FuncGoModule, "v0.21.3", mod("github.com/fork/func-go", "v0.21.4-fork", nil))}}, "v0.21.4-fork"},
 		{"replaced by a local directory", debug.BuildInfo{Deps: []*debug.Module{mod(FuncGoModule, "v0.21.3", mod("../func-go", "", nil))}}, "v0.21.3"},
+		{"replaced by a directory, as go build records it", debug.BuildInfo{Deps: []*debug.Module{mod(FuncGoModule, "v0.20.0", mod("/src/func-go", "(devel)", nil))}}, "v0.20.0"},
 		{"another module replaced by func-go", debug.BuildInfo{Deps: []*debug.Module{mod("example.com/mw", "v1.0.0", mod(FuncGoModule, "v0.22.0", nil))}}, "v0.22.0"},
 		{"main module is func-go", debug.BuildInfo{Main: *mod(FuncGoModule, "v0.22.0", nil)}, "v0.22.0"},
 		{"main module func-go in development", debug.BuildInfo{Main: *mod(FuncGoModule, "(devel)", nil)}, ""},

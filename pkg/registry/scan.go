@@ -191,12 +191,15 @@ func funcGoVersionOf(bi *debug.BuildInfo) string {
 		if d == nil {
 			continue
 		}
+		// A replacement by a directory is recorded with version "(devel)": the
+		// required version is then the best the binary tells.
+		replaced := d.Replace != nil && d.Replace.Version != "" && d.Replace.Version != "(devel)"
 		switch {
-		case d.Path == FuncGoModule && d.Replace != nil && d.Replace.Version != "":
+		case d.Path == FuncGoModule && replaced:
 			return d.Replace.Version
 		case d.Path == FuncGoModule:
 			return d.Version
-		case d.Replace != nil && d.Replace.Path == FuncGoModule && d.Replace.Version != "":
+		case replaced && d.Replace.Path == FuncGoModule:
 			return d.Replace.Version
 		}
 	}
