@@ -33,17 +33,7 @@ func funcYAML(name, runtime string) string {
 // sourceReady returns "" when the Function's SourceReady condition has the status and
 // reason wanted, else what it has.
 func sourceReady(ns, name string, status corev1.ConditionStatus, reason string) func() string {
-	return func() string {
-		fn := &v1alpha1.Function{}
-		if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, fn); err != nil {
-			return err.Error()
-		}
-		c := fn.Status.GetCondition(v1alpha1.FunctionConditionSourceReady)
-		if c == nil || c.Status != status || c.Reason != reason {
-			return fmt.Sprintf("SourceReady = %+v, want %s/%s", c, status, reason)
-		}
-		return ""
-	}
+	return condition(ns, name, v1alpha1.FunctionConditionSourceReady, status, reason)
 }
 
 func getFunction(t *testing.T, ns, name string) *v1alpha1.Function {
