@@ -2,6 +2,7 @@
 package registrytest
 
 import (
+	"encoding/base64"
 	"io"
 	"log"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -25,15 +27,28 @@ type Registry struct {
 	// Host is host:port of the registry, to prefix repositories with.
 	Host     string
 	requests atomic.Int64
+	// user and password, when set, are required of every request (HTTP basic auth).
+	user, password string
 }
 
 // Start starts a registry for the test's lifetime.
 func Start(t testing.TB) *Registry {
+	return StartPrivate(t, "", "")
+}
+
+// StartPrivate starts a registry that requires HTTP basic auth with user and
+// password on every request, as a private registry does; none when user is empty.
+func StartPrivate(t testing.TB, user, password string) *Registry {
 	t.Helper()
-	r := &Registry{}
+	r := &Registry{user: user, password: password}
 	inner := ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.requests.Add(1)
+		if u, p, ok := req.BasicAuth(); user != "" && (!ok || u != user || p != password) {
+			w.Header().Set("WWW-Authenticate", `Basic realm="registrytest"`)
+			http.Error(w, "authentication required", http.StatusUnauthorized)
+			return
+		}
 		inner.ServeHTTP(w, req)
 	}))
 	t.Cleanup(srv.Close)
@@ -66,7 +81,11 @@ func (r *Registry) Push(t testing.TB, repo, label string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := remote.Write(ref, img); err != nil {
+	auth := authn.Anonymous
+	if r.user != "" {
+		auth = &authn.Basic{Username: r.user, Password: r.password}
+	}
+	if err := remote.Write(ref, img, remote.WithAuth(auth)); err != nil {
 		t.Fatalf("pushing %s: %v", ref, err)
 	}
 	d, err := img.Digest()
@@ -74,4 +93,15 @@ func (r *Registry) Push(t testing.TB, repo, label string) string {
 		t.Fatal(err)
 	}
 	return r.Host + "/" + repo + "@" + d.String()
+}
+
+// DockerConfigJSON returns the content of a kubernetes.io/dockerconfigjson Secret
+// with the registry's credentials.
+func (r *Registry) DockerConfigJSON() []byte { return r.DockerConfigJSONFor(r.Host) }
+
+// DockerConfigJSONFor returns a dockerconfigjson with this registry's credentials
+// written for host (another registry's, to test refused credentials).
+func (r *Registry) DockerConfigJSONFor(host string) []byte {
+	auth := base64.StdEncoding.EncodeToString([]byte(r.user + ":" + r.password))
+	return []byte(`{"auths":{"` + host + `":{"auth":"` + auth + `"}}}`)
 }

@@ -197,3 +197,55 @@ func TestReconciler_MiddlewareCachedByDigest(t *testing.T) {
 		t.Errorf("MiddlewareUpToDate = %+v, want True", c)
 	}
 }
+
+// TestReconciler_MiddlewarePrivateRegistry reads the image from a registry that needs
+// the credentials of the Function's dockerconfigjson Secret.
+func TestReconciler_MiddlewarePrivateRegistry(t *testing.T) {
+	const password = "registry-pa55-7f3e"
+	pin, err := funclib.AvailableMiddleware("go", "http")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registrytest.StartPrivate(t, "pusher", password)
+	image := reg.Push(t, "team/hello", pin.Version)
+	root := gitserver.NewRepoRoot(t)
+	srv := gitserver.StartHTTP(t, root)
+	gitserver.CreateRepo(t, root, "gofn").Commit(t, "main", map[string]string{"func.yaml": funcYAML("hello", "go")}, "go")
+
+	for _, tc := range []struct {
+		name       string
+		secret     []byte // nil: no Secret referenced
+		wantReason string
+	}{
+		{name: "with the Secret", secret: reg.DockerConfigJSON(), wantReason: v1alpha1.ReasonMiddlewareUpToDate},
+		{name: "anonymous", wantReason: v1alpha1.ReasonImageInspectFailed},
+		{name: "wrong password", secret: registrytest.StartPrivate(t, "pusher", "wrong-"+password).DockerConfigJSONFor(reg.Host),
+			wantReason: v1alpha1.ReasonImageInspectFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := newNamespace(t)
+			knativeService{ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionTrue},
+				readyRevision: "hello-00001", revisionDigest: image}.create(t, ns, "hello")
+			fn := newFunction(ns, "fn", v1alpha1.Repository{URL: srv.URL("gofn")})
+			if tc.secret != nil {
+				mustCreate(t, &corev1.Secret{
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello-registry-auth"},
+					Type:       corev1.SecretTypeDockerConfigJson,
+					Data:       map[string][]byte{corev1.DockerConfigJsonKey: tc.secret},
+				})
+				fn.Spec.Registry.AuthSecretRef = secretRef("hello-registry-auth")
+			}
+			mustCreate(t, fn)
+			r, _ := newTestReconciler(t, 10)
+			_, err := reconcileOnce(t, r, ns, "fn")
+			got := getFunction(t, ns, "fn")
+			c := got.Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate)
+			if c == nil || c.Reason != tc.wantReason {
+				t.Fatalf("MiddlewareUpToDate = %+v, want reason %s", c, tc.wantReason)
+			}
+			if strings.Contains(c.Message, password) || (err != nil && strings.Contains(err.Error(), password)) {
+				t.Errorf("the registry password shows in %q / %v", c.Message, err)
+			}
+		})
+	}
+}
