@@ -93,6 +93,7 @@ func startControlPlane() (*rest.Config, func(), error) {
 		CRDDirectoryPaths: []string{
 			filepath.Join(root, "config", "300-function.yaml"),
 			filepath.Join(root, "third_party", "knative-serving"),
+			filepath.Join(root, "third_party", "knative-eventing"),
 			filepath.Join(root, "third_party", "tekton-pipeline"),
 		},
 		ErrorIfCRDPathMissing: true,
