@@ -27,6 +27,7 @@ import (
 	"github.com/fnops/func-operator/pkg/operator"
 	"github.com/fnops/func-operator/test/envtest"
 	"github.com/fnops/func-operator/test/gitserver"
+	"github.com/fnops/func-operator/test/syncbuffer"
 )
 
 // TestBinary builds cmd/func-operator and runs it as a user would, against a real
@@ -79,7 +80,7 @@ func TestBinary(t *testing.T) {
 	metrics, probes := freeAddr(t), freeAddr(t)
 	cmd := exec.Command(bin, "--metrics-bind-address="+metrics, "--health-probe-bind-address="+probes, "--leader-elect")
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "WATCH_NAMESPACE=team-a", "SYSTEM_NAMESPACE=func-system")
-	logs := &strings.Builder{}
+	logs := &syncbuffer.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

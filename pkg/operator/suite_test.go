@@ -1,11 +1,9 @@
 package operator
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,32 +16,15 @@ import (
 
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/test/envtest"
+	"github.com/fnops/func-operator/test/syncbuffer"
 )
 
 var (
 	restConfig *rest.Config
 	k8sClient  client.Client
 	// logs holds everything the operators of the tests log.
-	logs = &syncBuffer{}
+	logs = &syncbuffer.Buffer{}
 )
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(logs), zap.UseDevMode(true)))
