@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"golang.org/x/mod/modfile"
 	fn "knative.dev/func/pkg/functions"
@@ -263,7 +264,7 @@ func requirementsPin(data []byte, module string) (string, error) {
 		if strings.HasPrefix(spec, "[") { // extras
 			i := strings.Index(spec, "]")
 			if i < 0 {
-				return "", fmt.Errorf("malformed requirement %q", line)
+				return "", fmt.Errorf("malformed requirement %q", excerpt(line))
 			}
 			spec = strings.TrimSpace(spec[i+1:])
 		}
@@ -272,7 +273,7 @@ func requirementsPin(data []byte, module string) (string, error) {
 		case spec == "":
 			return "", fmt.Errorf("%s is required without a version", module)
 		case strings.Contains(spec, ","):
-			return "", fmt.Errorf("%s is required as %q, more than one version specifier", module, spec)
+			return "", fmt.Errorf("%s is required as %q, more than one version specifier", module, excerpt(spec))
 		case strings.HasPrefix(spec, "==="):
 			return spec[3:], nil
 		case strings.HasPrefix(spec, "=="):
@@ -309,10 +310,27 @@ func pomProperty(name string) func([]byte, string) (string, error) {
 			case v == "":
 				return "", fmt.Errorf("property %s is empty", name)
 			case strings.Contains(v, "${"):
-				return "", fmt.Errorf("property %s is %q, a reference", name, v)
+				return "", fmt.Errorf("property %s is %q, a reference", name, excerpt(v))
 			}
 			return v, nil
 		}
 		return "", fmt.Errorf("no property %s", name)
 	}
+}
+
+// maxExcerpt bounds how much of a file's content an error quotes: the files come
+// from the user's source, and messages end up in status conditions.
+const maxExcerpt = 64
+
+// excerpt returns s, shortened to about maxExcerpt bytes (on a rune boundary) with
+// "..." when longer.
+func excerpt(s string) string {
+	if len(s) <= maxExcerpt {
+		return s
+	}
+	i := maxExcerpt
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "..."
 }
