@@ -64,7 +64,7 @@ func (s *Source) subscriptions(ctx context.Context, svc *servingv1.Service) ([]f
 	}
 	var subs []funclib.Subscription
 	for _, t := range triggers.Items {
-		if !SubscribesTo(&t, svc) {
+		if !subscribesTo(&t, svc) {
 			continue
 		}
 		sub := funclib.Subscription{Broker: t.Spec.Broker}
@@ -87,10 +87,10 @@ func (s *Source) subscriptions(ctx context.Context, svc *servingv1.Service) ([]f
 	return subs, nil
 }
 
-// SubscribesTo reports whether trigger delivers events to svc: by reference, or by a
+// subscribesTo reports whether trigger delivers events to svc: by reference, or by a
 // URI naming the Service's address. (func's own describer compares only the paths,
 // which are usually both empty, and so matches every Trigger with a URI.)
-func SubscribesTo(t *eventingv1.Trigger, svc *servingv1.Service) bool {
+func subscribesTo(t *eventingv1.Trigger, svc *servingv1.Service) bool {
 	if ref := t.Spec.Subscriber.Ref; ref != nil {
 		return ref.Name == svc.Name && (ref.Kind == "" || ref.Kind == "Service")
 	}

@@ -103,11 +103,7 @@ func (r *Reconciler) functionsForSecret(ctx context.Context, o client.Object) []
 		log.FromContext(ctx).Error(err, "listing the Functions that reference a Secret", "secret", o.GetName())
 		return nil
 	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for _, fn := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: fn.Namespace, Name: fn.Name}})
-	}
-	return reqs
+	return requestsFor(list)
 }
 
 // installed reports whether the cluster serves the kind gvk.
@@ -155,11 +151,7 @@ func (r *Reconciler) functionsNamed(ctx context.Context, namespace, name string)
 		log.FromContext(ctx).Error(err, "listing the Functions of a function name", "function", name)
 		return nil
 	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for _, fn := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: fn.Namespace, Name: fn.Name}})
-	}
-	return reqs
+	return requestsFor(list)
 }
 
 // OperatorPolicyChanged re-enqueues the Functions that follow the operator-wide
@@ -181,4 +173,13 @@ func (r *Reconciler) OperatorPolicyChanged(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// requestsFor returns a reconcile request for each Function of list.
+func requestsFor(list v1alpha1.FunctionList) []reconcile.Request {
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, fn := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: fn.Namespace, Name: fn.Name}})
+	}
+	return reqs
 }

@@ -3,12 +3,9 @@ package function
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
@@ -42,7 +39,7 @@ func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Funct
 	mw.FuncVersion = funclib.Version()
 	mw.AutoUpdate = autoUpdate(fn, cfg)
 
-	runtime, invoke := fn.Status.Deployment.Runtime, r.invoke(fn)
+	runtime, invoke := fn.Status.Deployment.Runtime, fn.Status.Deployment.Invoke
 	pin, err := funclib.AvailableMiddleware(runtime, invoke)
 	if errors.Is(err, funclib.ErrNoMiddleware) {
 		mw.Available, mw.PendingRebuild = "", false
@@ -116,11 +113,6 @@ func autoUpdate(fn *v1alpha1.Function, cfg config.Config) *v1alpha1.AutoUpdateSt
 	return &v1alpha1.AutoUpdateStatus{Enabled: cfg.AutoUpdateMiddleware, Source: autoUpdateFromOperator}
 }
 
-// invoke is the function's invocation type, as the source step read it.
-func (r *Reconciler) invoke(fn *v1alpha1.Function) string {
-	return fn.Status.Deployment.Invoke
-}
-
 // registryKeychain reads the kubernetes.io/dockerconfigjson Secret named by
 // spec.registry.authSecretRef; without one, the registry is read anonymously.
 func (r *Reconciler) registryKeychain(ctx context.Context, fn *v1alpha1.Function) (authn.Keychain, error) {
@@ -128,15 +120,14 @@ func (r *Reconciler) registryKeychain(ctx context.Context, fn *v1alpha1.Function
 	if ref == nil || ref.Name == "" {
 		return authn.NewMultiKeychain(), nil
 	}
-	secret := &corev1.Secret{}
-	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: fn.Namespace, Name: ref.Name}, secret)
+	secret, err := r.secret(ctx, fn, ref.Name)
 	switch {
-	case apierrors.IsNotFound(err):
+	case err != nil:
+		return nil, err
+	case secret == nil:
 		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonRegistrySecretNotFound,
 			"Secret %q named by spec.registry.authSecretRef does not exist in namespace %q", ref.Name, fn.Namespace)
 		return nil, &stallingError{reason: v1alpha1.ReasonRegistrySecretNotFound, message: "registry Secret not found"}
-	case err != nil:
-		return nil, fmt.Errorf("reading Secret %s/%s: %w", fn.Namespace, ref.Name, err)
 	}
 	content, ok := secret.Data[corev1.DockerConfigJsonKey]
 	if !ok {

@@ -2,12 +2,8 @@ package function
 
 import (
 	"context"
-	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/source"
@@ -80,14 +76,13 @@ func (r *Reconciler) repositoryAuth(ctx context.Context, fn *v1alpha1.Function) 
 	if ref.Name == "" {
 		return nil, source.NewStallingError(v1alpha1.ReasonAuthSecretNotFound, "spec.repository.authSecretRef has no name")
 	}
-	secret := &corev1.Secret{}
-	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: fn.Namespace, Name: ref.Name}, secret)
+	secret, err := r.secret(ctx, fn, ref.Name)
 	switch {
-	case apierrors.IsNotFound(err):
+	case err != nil:
+		return nil, err
+	case secret == nil:
 		return nil, source.NewStallingError(v1alpha1.ReasonAuthSecretNotFound,
 			"Secret %q named by spec.repository.authSecretRef does not exist in namespace %q", ref.Name, fn.Namespace)
-	case err != nil:
-		return nil, fmt.Errorf("reading Secret %s/%s: %w", fn.Namespace, ref.Name, err)
 	}
 	return source.AuthFromSecret(fn.Spec.Repository.URL, secret)
 }

@@ -1,0 +1,27 @@
+package function
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+)
+
+// secret reads the Secret name of the Function's own namespace straight from the API
+// server, so that no Secret value is ever held in the operator's cache. It returns
+// nil and no error when the Secret does not exist.
+func (r *Reconciler) secret(ctx context.Context, fn *v1alpha1.Function, name string) (*corev1.Secret, error) {
+	secret := &corev1.Secret{}
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: fn.Namespace, Name: name}, secret)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading Secret %s/%s: %w", fn.Namespace, name, err)
+	}
+	return secret, nil
+}
