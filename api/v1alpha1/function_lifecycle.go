@@ -67,6 +67,15 @@ const (
 	ReasonUnsupportedRuntime     = "UnsupportedRuntime"
 	ReasonRegistrySecretNotFound = "RegistryAuthSecretNotFound"
 	ReasonRegistrySecretInvalid  = "RegistryAuthSecretInvalid"
+	// ReasonRebuildQueued is a False MiddlewareUpToDate whose rebuild waits for the budget.
+	ReasonRebuildQueued = "RebuildQueued"
+	// ReasonRebuilding is an Unknown MiddlewareUpToDate while a rebuild runs.
+	ReasonRebuilding = "Rebuilding"
+	// ReasonBuildFailed is a False MiddlewareUpToDate whose last rebuild failed.
+	ReasonBuildFailed = "BuildFailed"
+	// ReasonRebuildNotPossible is a False MiddlewareUpToDate that the operator cannot
+	// rebuild: no Tekton on the cluster, or a function the func pipeline cannot build.
+	ReasonRebuildNotPossible = "RebuildNotPossible"
 )
 
 // Reasons shared by several conditions.
@@ -199,6 +208,27 @@ func (fs *FunctionStatus) MarkMiddlewareOutdated(messageFormat string, messageA 
 // cannot change.
 func (fs *FunctionStatus) MarkMiddlewareTrueWithReason(reason, messageFormat string, messageA ...interface{}) {
 	functionCondSet.Manage(fs).MarkTrueWithReason(FunctionConditionMiddlewareUpToDate, reason, messageFormat, messageA...)
+}
+
+// MarkRebuildQueued records an outdated function whose rebuild waits for a slot.
+func (fs *FunctionStatus) MarkRebuildQueued(messageFormat string, messageA ...interface{}) {
+	functionCondSet.Manage(fs).MarkFalse(FunctionConditionMiddlewareUpToDate, ReasonRebuildQueued, messageFormat, messageA...)
+}
+
+// MarkRebuilding records that a rebuild runs: whether the middleware is up to date is
+// known when it ends.
+func (fs *FunctionStatus) MarkRebuilding(messageFormat string, messageA ...interface{}) {
+	functionCondSet.Manage(fs).MarkUnknown(FunctionConditionMiddlewareUpToDate, ReasonRebuilding, messageFormat, messageA...)
+}
+
+// MarkBuildFailed records that the last rebuild failed; the old image keeps serving.
+func (fs *FunctionStatus) MarkBuildFailed(messageFormat string, messageA ...interface{}) {
+	functionCondSet.Manage(fs).MarkFalse(FunctionConditionMiddlewareUpToDate, ReasonBuildFailed, messageFormat, messageA...)
+}
+
+// MarkRebuildNotPossible records outdated middleware the operator cannot rebuild.
+func (fs *FunctionStatus) MarkRebuildNotPossible(messageFormat string, messageA ...interface{}) {
+	functionCondSet.Manage(fs).MarkFalse(FunctionConditionMiddlewareUpToDate, ReasonRebuildNotPossible, messageFormat, messageA...)
 }
 
 // MaxHistory is how many entries status.history keeps.

@@ -609,3 +609,56 @@ func TestFunction_KRShaped(t *testing.T) {
 		t.Errorf("condition order (-want +got):\n%s", diff)
 	}
 }
+
+func TestFunctionStatus_RebuildMarks(t *testing.T) {
+	deployed := cond{Status: corev1.ConditionTrue, Reason: ReasonDeployed, Message: "Knative Service hello runs img"}
+	serviceReady := cond{Status: corev1.ConditionTrue, Reason: ReasonServiceReady, Message: "Knative Service hello is ready"}
+	tests := []struct {
+		name      string
+		mark      func(fs *FunctionStatus)
+		wantMw    cond
+		wantReady cond
+	}{{
+		name:      "queued: outdated, so Ready is False with the queue's reason",
+		mark:      func(fs *FunctionStatus) { fs.MarkRebuildQueued("position %d of %d", 3, 7) },
+		wantMw:    cond{Status: corev1.ConditionFalse, Reason: ReasonRebuildQueued, Message: "position 3 of 7"},
+		wantReady: cond{Status: corev1.ConditionFalse, Reason: ReasonRebuildQueued, Message: "position 3 of 7"},
+	}, {
+		name:      "rebuilding: Unknown until the PipelineRun ends, and Ready with it",
+		mark:      func(fs *FunctionStatus) { fs.MarkRebuilding("PipelineRun %s runs", "hello-run-x") },
+		wantMw:    cond{Status: corev1.ConditionUnknown, Reason: ReasonRebuilding, Message: "PipelineRun hello-run-x runs"},
+		wantReady: cond{Status: corev1.ConditionUnknown, Reason: ReasonRebuilding, Message: "PipelineRun hello-run-x runs"},
+	}, {
+		name:      "build failed: False, the old revision serves",
+		mark:      func(fs *FunctionStatus) { fs.MarkBuildFailed("task %s failed", "build") },
+		wantMw:    cond{Status: corev1.ConditionFalse, Reason: ReasonBuildFailed, Message: "task build failed"},
+		wantReady: cond{Status: corev1.ConditionFalse, Reason: ReasonBuildFailed, Message: "task build failed"},
+	}, {
+		name:      "not possible: False with why",
+		mark:      func(fs *FunctionStatus) { fs.MarkRebuildNotPossible("Tekton is not installed") },
+		wantMw:    cond{Status: corev1.ConditionFalse, Reason: ReasonRebuildNotPossible, Message: "Tekton is not installed"},
+		wantReady: cond{Status: corev1.ConditionFalse, Reason: ReasonRebuildNotPossible, Message: "Tekton is not installed"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := initialized()
+			fs.MarkSourceReady("main", testCommit)
+			fs.MarkDeployed("hello", "img")
+			fs.MarkServiceReady("hello")
+			fs.MarkMiddlewareOutdated("v2 is available")
+			tt.mark(fs)
+			got := conds(fs)
+			if diff := cmp.Diff(tt.wantMw, got[FunctionConditionMiddlewareUpToDate]); diff != "" {
+				t.Errorf("MiddlewareUpToDate (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantReady, got[FunctionConditionReady]); diff != "" {
+				t.Errorf("Ready (-want +got):\n%s", diff)
+			}
+			for _, c := range []apis.ConditionType{FunctionConditionSourceReady, FunctionConditionDeployed, FunctionConditionServiceReady} {
+				if want := map[apis.ConditionType]cond{FunctionConditionDeployed: deployed, FunctionConditionServiceReady: serviceReady}[c]; want.Reason != "" && got[c] != want {
+					t.Errorf("%s changed: %+v", c, got[c])
+				}
+			}
+		})
+	}
+}

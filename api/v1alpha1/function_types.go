@@ -19,6 +19,7 @@ import (
 // +kubebuilder:printcolumn:name="Runtime",type=string,JSONPath=`.status.deployment.runtime`
 // +kubebuilder:printcolumn:name="Middleware",type=string,JSONPath=`.status.middleware.current`
 // +kubebuilder:printcolumn:name="Pending Rebuild",type=boolean,JSONPath=`.status.middleware.pendingRebuild`
+// +kubebuilder:printcolumn:name="Build",type=string,JSONPath=`.status.build.phase`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.service.url`
 // +kubebuilder:printcolumn:name="Commit",type=string,JSONPath=`.status.git.observedCommit`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -119,6 +120,10 @@ type FunctionStatus struct {
 	// +optional
 	Service *ServiceStatus `json:"service,omitempty"`
 
+	// Build is the operator's latest rebuild of the function: queued, running or finished.
+	// +optional
+	Build *BuildStatus `json:"build,omitempty"`
+
 	// History lists notable events in the function's life, newest first, at most 20.
 	// +optional
 	// +kubebuilder:validation:MaxItems=20
@@ -210,6 +215,90 @@ type AutoUpdateStatus struct {
 	// +optional
 	// +kubebuilder:validation:Enum=Function;OperatorConfig
 	Source string `json:"source,omitempty"`
+}
+
+// Phases of a rebuild.
+const (
+	// BuildPhaseQueued: the rebuild waits for a slot of the fleet-wide budget.
+	BuildPhaseQueued = "Queued"
+	// BuildPhaseStarting: the operator is creating the build's Tekton objects.
+	BuildPhaseStarting = "Starting"
+	// BuildPhaseRunning: the build's PipelineRun runs.
+	BuildPhaseRunning = "Running"
+	// BuildPhaseSucceeded: the PipelineRun succeeded and deployed the new image.
+	BuildPhaseSucceeded = "Succeeded"
+	// BuildPhaseFailed: the build failed; it is retried after RetryAfter.
+	BuildPhaseFailed = "Failed"
+)
+
+// BuildStatus is a rebuild of the function on the cluster, through Tekton.
+type BuildStatus struct {
+	// ID of the build. Every object the build creates carries it in the label
+	// functions.dev/build-id.
+	// +optional
+	ID string `json:"id,omitempty"`
+
+	// Phase of the build: Queued, Starting, Running, Succeeded or Failed.
+	// +kubebuilder:validation:Enum=Queued;Starting;Running;Succeeded;Failed
+	Phase string `json:"phase"`
+
+	// PipelineRun is the name of the build's Tekton PipelineRun, once it exists.
+	// +optional
+	PipelineRun string `json:"pipelineRun,omitempty"`
+
+	// QueuePosition is the build's place in the queue (1 is next) while it is Queued,
+	// as of the last check of the Function.
+	// +optional
+	QueuePosition int32 `json:"queuePosition,omitempty"`
+
+	// QueuedAt is when the build joined the queue; the queue is served oldest first,
+	// fewest running builds per namespace first.
+	// +optional
+	QueuedAt *metav1.Time `json:"queuedAt,omitempty"`
+
+	// StartTime is when the build was started.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// CompletionTime is when the build ended.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// Commit of the repository the build clones.
+	// +optional
+	Commit string `json:"commit,omitempty"`
+
+	// FromImage is the image the Knative Service ran when the build started.
+	// +optional
+	FromImage string `json:"fromImage,omitempty"`
+
+	// FromMiddleware is the middleware version the function ran when the build started.
+	// +optional
+	FromMiddleware string `json:"fromMiddleware,omitempty"`
+
+	// ToMiddleware is the middleware version the build is to bring.
+	// +optional
+	ToMiddleware string `json:"toMiddleware,omitempty"`
+
+	// FailedTask is the pipeline task that failed, when the build failed.
+	// +optional
+	FailedTask string `json:"failedTask,omitempty"`
+
+	// FailedStep is the step of FailedTask that failed, when known.
+	// +optional
+	FailedStep string `json:"failedStep,omitempty"`
+
+	// Message says how the build ended, or why it failed.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// Failures counts the consecutive failed builds; a success resets it.
+	// +optional
+	Failures int32 `json:"failures,omitempty"`
+
+	// RetryAfter is when a failed build may be retried (exponential backoff).
+	// +optional
+	RetryAfter *metav1.Time `json:"retryAfter,omitempty"`
 }
 
 // ServiceStatus is the Knative Service serving the function.

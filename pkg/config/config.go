@@ -9,7 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // ConfigMapName is the name of the operator's ConfigMap, in its system namespace.
@@ -27,6 +29,26 @@ const (
 	// KeyUnknownMiddlewarePolicy says how a function whose image tells no middleware
 	// version counts: "Outdated" (as upstream func does) or "UpToDate".
 	KeyUnknownMiddlewarePolicy = "unknownMiddlewarePolicy"
+	// KeyMaxConcurrentBuilds is how many rebuilds may run at once, cluster-wide; the
+	// others wait in a fair queue. 0 pauses rebuilds.
+	KeyMaxConcurrentBuilds = "maxConcurrentBuilds"
+	// KeyBuildBackoff is how long a failed rebuild waits before its first retry; the
+	// wait doubles with every further failure.
+	KeyBuildBackoff = "buildBackoff"
+	// KeyBuildBackoffMax caps the wait between retries of a failing rebuild.
+	KeyBuildBackoffMax = "buildBackoffMax"
+	// KeyPipelineServiceAccount is the ServiceAccount the build PipelineRuns run as in
+	// each function namespace. func v0.44 sets none on its PipelineRuns, so Tekton uses
+	// its default-service-account (config-defaults), which is "default" unless changed:
+	// keep the two equal.
+	KeyPipelineServiceAccount = "pipelineServiceAccount"
+	// KeyDeployerImage is the image of the pipeline's scaffold and deploy steps
+	// (func-utils). It is read when the operator starts.
+	KeyDeployerImage = "deployerImage"
+	// KeyBuilderImagePrefix prefixes the keys builderImage.<builder>.<runtime> (builder
+	// pack or s2i) that pin the builder image of a runtime. A builder image that the
+	// function's func.yaml names (build.builderImages) wins.
+	KeyBuilderImagePrefix = "builderImage."
 )
 
 // Values of KeyUnknownMiddlewarePolicy.
@@ -41,6 +63,11 @@ const (
 	DefaultGitTimeout    = 60 * time.Second
 	// MinCheckInterval keeps a typo from hammering every git server.
 	MinCheckInterval = 10 * time.Second
+
+	DefaultMaxConcurrentBuilds    = 2
+	DefaultBuildBackoff           = time.Minute
+	DefaultBuildBackoffMax        = time.Hour
+	DefaultPipelineServiceAccount = "default"
 )
 
 // Config is the operator-wide configuration.
@@ -53,6 +80,32 @@ type Config struct {
 	AutoUpdateMiddleware bool
 	// UnknownMiddlewarePolicy is UnknownMiddlewareOutdated or UnknownMiddlewareUpToDate.
 	UnknownMiddlewarePolicy string
+	// MaxConcurrentBuilds is how many rebuilds may run at once, cluster-wide.
+	MaxConcurrentBuilds int
+	// BuildBackoff is the wait before the first retry of a failed rebuild.
+	BuildBackoff time.Duration
+	// BuildBackoffMax caps the wait between retries.
+	BuildBackoffMax time.Duration
+	// PipelineServiceAccount is the ServiceAccount build PipelineRuns run as.
+	PipelineServiceAccount string
+	// DeployerImage overrides the func-utils image of the pipeline; empty keeps the
+	// func library's.
+	DeployerImage string
+	// BuilderImages pins builder images by "<builder>/<runtime>"; a runtime without an
+	// entry keeps the func library's default.
+	BuilderImages map[string]string
+}
+
+// BuildRetryDelay is the backoff after the given number of consecutive failures.
+func (c Config) BuildRetryDelay(failures int32) time.Duration {
+	d := c.BuildBackoff
+	for i := int32(1); i < failures && d < c.BuildBackoffMax; i++ {
+		d *= 2
+	}
+	if d > c.BuildBackoffMax {
+		d = c.BuildBackoffMax
+	}
+	return d
 }
 
 // Defaults returns the configuration used when the ConfigMap is absent.
@@ -62,6 +115,10 @@ func Defaults() Config {
 		GitTimeout:              DefaultGitTimeout,
 		AutoUpdateMiddleware:    true,
 		UnknownMiddlewarePolicy: UnknownMiddlewareOutdated,
+		MaxConcurrentBuilds:     DefaultMaxConcurrentBuilds,
+		BuildBackoff:            DefaultBuildBackoff,
+		BuildBackoffMax:         DefaultBuildBackoffMax,
+		PipelineServiceAccount:  DefaultPipelineServiceAccount,
 	}
 }
 
@@ -77,8 +134,10 @@ func FromConfigMap(cm *corev1.ConfigMap) (Config, error) {
 		into *time.Duration
 		min  time.Duration
 	}{
-		KeyCheckInterval: {&c.CheckInterval, MinCheckInterval},
-		KeyGitTimeout:    {&c.GitTimeout, time.Second},
+		KeyCheckInterval:   {&c.CheckInterval, MinCheckInterval},
+		KeyGitTimeout:      {&c.GitTimeout, time.Second},
+		KeyBuildBackoff:    {&c.BuildBackoff, time.Second},
+		KeyBuildBackoffMax: {&c.BuildBackoffMax, time.Second},
 	}
 	keys := make([]string, 0, len(durations))
 	for k := range durations {
@@ -117,7 +176,59 @@ func FromConfigMap(cm *corev1.ConfigMap) (Config, error) {
 				KeyUnknownMiddlewarePolicy, v, UnknownMiddlewareOutdated, UnknownMiddlewareUpToDate))
 		}
 	}
+	if v, ok := cm.Data[KeyMaxConcurrentBuilds]; ok {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 0 {
+			errs = append(errs, fmt.Errorf("key %s: %q is not a whole number of 0 or more", KeyMaxConcurrentBuilds, v))
+		} else {
+			c.MaxConcurrentBuilds = n
+		}
+	}
+	if c.BuildBackoffMax < c.BuildBackoff {
+		errs = append(errs, fmt.Errorf("key %s: %s is shorter than %s %s", KeyBuildBackoffMax, c.BuildBackoffMax, KeyBuildBackoff, c.BuildBackoff))
+		c.BuildBackoffMax = c.BuildBackoff
+	}
+	if v, ok := cm.Data[KeyPipelineServiceAccount]; ok {
+		if sa := strings.TrimSpace(v); validation.IsDNS1123Subdomain(sa) == nil {
+			c.PipelineServiceAccount = sa
+		} else {
+			errs = append(errs, fmt.Errorf("key %s: %q is not a ServiceAccount name", KeyPipelineServiceAccount, v))
+		}
+	}
+	if v, ok := cm.Data[KeyDeployerImage]; ok {
+		if img := strings.TrimSpace(v); validImage(img) {
+			c.DeployerImage = img
+		} else {
+			errs = append(errs, fmt.Errorf("key %s: %q is not an image reference", KeyDeployerImage, v))
+		}
+	}
+	for k, v := range cm.Data {
+		rest, ok := strings.CutPrefix(k, KeyBuilderImagePrefix)
+		if !ok {
+			continue
+		}
+		builder, runtime, ok := strings.Cut(rest, ".")
+		img := strings.TrimSpace(v)
+		switch {
+		case !ok || (builder != "pack" && builder != "s2i") || runtime == "":
+			errs = append(errs, fmt.Errorf("key %s: name it %s<pack|s2i>.<runtime>", k, KeyBuilderImagePrefix))
+		case !validImage(img):
+			errs = append(errs, fmt.Errorf("key %s: %q is not an image reference", k, v))
+		default:
+			if c.BuilderImages == nil {
+				c.BuilderImages = map[string]string{}
+			}
+			c.BuilderImages[builder+"/"+runtime] = img
+		}
+	}
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
 	return c, errors.Join(errs...)
+}
+
+// validImage is true for an image reference such as registry/repo:tag or repo@sha256:....
+func validImage(s string) bool {
+	_, err := name.ParseReference(s)
+	return s != "" && err == nil
 }
 
 // Store holds the current configuration; it is safe for concurrent use.

@@ -3,6 +3,7 @@ package config
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -34,7 +35,8 @@ func durations(check, git time.Duration) Config {
 
 func TestDefaults(t *testing.T) {
 	want := Config{CheckInterval: 5 * time.Minute, GitTimeout: 60 * time.Second,
-		AutoUpdateMiddleware: true, UnknownMiddlewarePolicy: "Outdated"}
+		AutoUpdateMiddleware: true, UnknownMiddlewarePolicy: "Outdated",
+		MaxConcurrentBuilds: 2, BuildBackoff: time.Minute, BuildBackoffMax: time.Hour, PipelineServiceAccount: "default"}
 	if diff := cmp.Diff(want, Defaults()); diff != "" {
 		t.Errorf("Defaults() (-want +got):\n%s", diff)
 	}
@@ -68,6 +70,49 @@ func TestFromConfigMap(t *testing.T) {
 			c.UnknownMiddlewarePolicy = "UpToDate"
 			return c
 		}(),
+	}, {
+		name: "build settings",
+		cm: configMap(map[string]string{
+			KeyMaxConcurrentBuilds: "5", KeyBuildBackoff: "30s", KeyBuildBackoffMax: "10m",
+			KeyPipelineServiceAccount: "builder", KeyDeployerImage: "ghcr.io/knative/func-utils@sha256:" + strings.Repeat("a", 64),
+			"builderImage.pack.go": "ghcr.io/knative/builder-jammy-tiny:0.0.1", "builderImage.s2i.node": "registry.example/node:20",
+		}),
+		want: func() Config {
+			c := Defaults()
+			c.MaxConcurrentBuilds, c.BuildBackoff, c.BuildBackoffMax = 5, 30*time.Second, 10*time.Minute
+			c.PipelineServiceAccount = "builder"
+			c.DeployerImage = "ghcr.io/knative/func-utils@sha256:" + strings.Repeat("a", 64)
+			c.BuilderImages = map[string]string{"pack/go": "ghcr.io/knative/builder-jammy-tiny:0.0.1", "s2i/node": "registry.example/node:20"}
+			return c
+		}(),
+	}, {
+		name: "zero builds pauses rebuilds",
+		cm:   configMap(map[string]string{KeyMaxConcurrentBuilds: "0"}),
+		want: func() Config { c := Defaults(); c.MaxConcurrentBuilds = 0; return c }(),
+	}, {
+		name: "invalid build settings keep their defaults",
+		cm: configMap(map[string]string{
+			KeyMaxConcurrentBuilds: "-1", KeyBuildBackoff: "soon", KeyPipelineServiceAccount: "Not_A_Name",
+			KeyDeployerImage: "UPPER CASE", "builderImage.docker.go": "x:1", "builderImage.pack.go": "::",
+		}),
+		want: Defaults(),
+		wantErrs: []string{
+			`key buildBackoff: "soon" is not a duration such as 5m or 90s`,
+			`key builderImage.docker.go: name it builderImage.<pack|s2i>.<runtime>`,
+			`key builderImage.pack.go: "::" is not an image reference`,
+			`key deployerImage: "UPPER CASE" is not an image reference`,
+			`key maxConcurrentBuilds: "-1" is not a whole number of 0 or more`,
+			`key pipelineServiceAccount: "Not_A_Name" is not a ServiceAccount name`,
+		},
+	}, {
+		name: "a backoff cap below the backoff is raised to it",
+		cm:   configMap(map[string]string{KeyBuildBackoff: "10m", KeyBuildBackoffMax: "1m"}),
+		want: func() Config {
+			c := Defaults()
+			c.BuildBackoff, c.BuildBackoffMax = 10*time.Minute, 10*time.Minute
+			return c
+		}(),
+		wantErrs: []string{`key buildBackoffMax: 1m0s is shorter than buildBackoff 10m0s`},
 	}, {
 		name: "invalid middleware policy keeps the defaults",
 		cm:   configMap(map[string]string{KeyAutoUpdateMiddleware: "sometimes", KeyUnknownMiddlewarePolicy: "rebuild"}),
@@ -185,7 +230,7 @@ func TestStore_Concurrent(t *testing.T) {
 			defer wg.Done()
 			for j := 0; j < 200; j++ {
 				// Every Load is one whole configuration, never a mix of two.
-				if got := s.Load(); got != a && got != b && got != Defaults() {
+				if got := s.Load(); !reflect.DeepEqual(got, a) && !reflect.DeepEqual(got, b) && !reflect.DeepEqual(got, Defaults()) {
 					t.Errorf("Load() = %+v, a torn configuration", got)
 					return
 				}
@@ -288,4 +333,14 @@ func (r *configMapReader) Get(_ context.Context, key client.ObjectKey, obj clien
 
 func (r *configMapReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
 	return errors.New("List is not supported")
+}
+
+func TestConfig_BuildRetryDelay(t *testing.T) {
+	c := Defaults()
+	c.BuildBackoff, c.BuildBackoffMax = time.Minute, 10*time.Minute
+	for failures, want := range map[int32]time.Duration{0: time.Minute, 1: time.Minute, 2: 2 * time.Minute, 3: 4 * time.Minute, 4: 8 * time.Minute, 5: 10 * time.Minute, 40: 10 * time.Minute} {
+		if got := c.BuildRetryDelay(failures); got != want {
+			t.Errorf("BuildRetryDelay(%d) = %s, want %s", failures, got, want)
+		}
+	}
 }

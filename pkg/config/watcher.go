@@ -3,6 +3,7 @@ package config
 import (
 	"context"
 	"fmt"
+	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -47,8 +48,10 @@ func (w *Watcher) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile
 	old := w.Store.Load()
 	w.Store.Set(c)
 	log.FromContext(ctx).Info("operator configuration loaded", "checkInterval", c.CheckInterval, "gitTimeout", c.GitTimeout,
-		"autoUpdateMiddleware", c.AutoUpdateMiddleware, "unknownMiddlewarePolicy", c.UnknownMiddlewarePolicy)
-	if w.OnChange != nil && old != c {
+		"autoUpdateMiddleware", c.AutoUpdateMiddleware, "unknownMiddlewarePolicy", c.UnknownMiddlewarePolicy,
+		"maxConcurrentBuilds", c.MaxConcurrentBuilds, "buildBackoff", c.BuildBackoff, "buildBackoffMax", c.BuildBackoffMax,
+		"pipelineServiceAccount", c.PipelineServiceAccount, "deployerImage", c.DeployerImage, "builderImages", c.BuilderImages)
+	if w.OnChange != nil && !reflect.DeepEqual(old, c) {
 		w.OnChange(ctx, old, c)
 	}
 	return reconcile.Result{}, nil

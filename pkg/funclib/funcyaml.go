@@ -35,6 +35,14 @@ type Metadata struct {
 	Namespace string
 	// SpecVersion is the func.yaml schema version after migration.
 	SpecVersion string
+	// BuildEnvs are the build environment variables, as NAME=value.
+	BuildEnvs []string
+	// BuilderImages are the builder images func.yaml pins, by builder (pack, s2i).
+	BuilderImages map[string]string
+	// Buildpacks are extra buildpacks func.yaml asks for.
+	Buildpacks []string
+	// ServiceAccountName is the ServiceAccount the function runs as; empty means default.
+	ServiceAccountName string
 }
 
 // InvalidError says that func.yaml cannot be used: it does not parse, migrate or validate.
@@ -111,7 +119,31 @@ func LoadFuncYAML(content []byte, tmpDir string) (Metadata, error) {
 		Registry:    f.Registry,
 		Namespace:   f.Namespace,
 		SpecVersion: f.SpecVersion,
+
+		BuildEnvs:          buildEnvs(f.Build.BuildEnvs),
+		BuilderImages:      nonEmpty(f.Build.BuilderImages),
+		Buildpacks:         f.Build.Buildpacks,
+		ServiceAccountName: f.Deploy.ServiceAccountName,
 	}, nil
+}
+
+// nonEmpty returns m, or nil when it is empty.
+func nonEmpty(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+// buildEnvs returns envs as NAME=value, as func's pipelines pass them.
+func buildEnvs(envs fn.Envs) []string {
+	var out []string
+	for _, e := range envs {
+		if kv := e.KeyValuePair(); kv != "" {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // newFunction loads the function at root. The func library panics on some content,

@@ -86,6 +86,7 @@ run:
     value: hello
 deploy:
   namespace: fns
+  serviceAccountName: hello-runner
   labels:
   - key: team
     value: blue
@@ -96,6 +97,8 @@ deploy:
 			Name: "hello", Runtime: "go", Invoke: "http", Builder: "pack",
 			Image: "registry.example.com/alice/hello:latest", Registry: "registry.example.com/alice",
 			Namespace: "fns", SpecVersion: "0.36.0",
+			BuildEnvs: []string{"BP_GO_TARGETS=./cmd/hello"}, Buildpacks: []string{"paketo-buildpacks/go"},
+			ServiceAccountName: "hello-runner",
 		},
 	}, {
 		name: "cloudevent function built with s2i",
@@ -135,7 +138,9 @@ labels:
 invocation:
   format: cloudevent
 `,
-		want: Metadata{Name: "legacy", Runtime: "node", Invoke: "cloudevent", Builder: "pack", Namespace: "legacy-ns", SpecVersion: "0.36.0"},
+		want: Metadata{Name: "legacy", Runtime: "node", Invoke: "cloudevent", Builder: "pack", Namespace: "legacy-ns", SpecVersion: "0.36.0",
+			// As func's migration leaves them.
+			BuilderImages: map[string]string{"pack": "pack"}, Buildpacks: []string{"paketo-buildpacks/nodejs"}},
 	}, {
 		name:    "secret and configMap templates are allowed",
 		content: "specVersion: 0.36.0\nname: tmpl\nruntime: go\nrun:\n  envs:\n  - name: B\n    value: '{{ secret:foo:bar }}'\n  - name: C\n    value: '{{ configMap:x:y }}'\n  - value: '{{ secret:whole }}'\n",

@@ -6,9 +6,14 @@ import (
 	"os"
 	"strings"
 
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -18,14 +23,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/buildqueue"
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/knative"
 	"github.com/fnops/func-operator/pkg/reconciler/function"
+	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 	"github.com/fnops/func-operator/pkg/registry"
 	"github.com/fnops/func-operator/pkg/source"
 )
@@ -71,7 +79,7 @@ func ParseNamespaces(s string) []string {
 // NewScheme returns the scheme with every type the operator reads or writes.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, servingv1.AddToScheme, eventingv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, servingv1.AddToScheme, eventingv1.AddToScheme, pipelinev1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("building the scheme: %w", err)
 		}
@@ -105,6 +113,16 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (manager.Manag
 			}}},
 		},
 	}
+	tekton, err := tektonInstalled(restConfig)
+	if err != nil {
+		return nil, err
+	}
+	if tekton {
+		// Only the PipelineRuns of the operator's builds are cached.
+		cacheOpts.ByObject[&pipelinev1.PipelineRun{}] = cache.ByObject{
+			Label: labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy}),
+		}
+	}
 	if len(o.WatchNamespaces) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range o.WatchNamespaces {
@@ -137,6 +155,9 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (manager.Manag
 	if store == nil {
 		store = config.NewStore()
 	}
+	if err := setUpFuncLibrary(ctx, restConfig, mgr.GetAPIReader(), o); err != nil {
+		return nil, err
+	}
 	services := &knative.Source{Reader: mgr.GetClient()}
 	r := &function.Reconciler{
 		Describer: funclib.NewDescriber(services),
@@ -147,6 +168,15 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (manager.Manag
 		Recorder:  mgr.GetEventRecorderFor("func-operator"),
 		Config:    store,
 		Fetcher:   source.NewFetcher(o.WorkDir, source.DefaultCacheSize),
+		Tekton:    tekton,
+		WorkDir:   o.WorkDir,
+	}
+	queue := buildqueue.New(func() int { return store.Load().MaxConcurrentBuilds }, r.Enqueue, r.SeedQueue)
+	r.Launcher = function.NewLauncher(funclib.RunPipeline, queue)
+	r.Launcher.Log = mgr.GetLogger().WithName("builds")
+	if !tekton {
+		log.FromContext(ctx).Info("Tekton Pipelines is not installed: outdated Functions report MiddlewareUpToDate False, reason " +
+			v1alpha1.ReasonRebuildNotPossible + "; restart the operator after installing it")
 	}
 	if err := r.SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
 		return nil, fmt.Errorf("setting up the Function controller: %w", err)
@@ -160,10 +190,66 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (manager.Manag
 			if old.AutoUpdateMiddleware != new.AutoUpdateMiddleware || old.UnknownMiddlewarePolicy != new.UnknownMiddlewarePolicy {
 				r.OperatorPolicyChanged(ctx)
 			}
+			if new.MaxConcurrentBuilds > old.MaxConcurrentBuilds {
+				queue.Kick()
+			}
+			if old.DeployerImage != new.DeployerImage {
+				log.FromContext(ctx).Info("the deployer image is read when the operator starts: restart it to use the new one",
+					"running", funclib.DeployerImage(), "configured", new.DeployerImage)
+			}
 		},
 	}
 	if err := watcher.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the config watcher: %w", err)
 	}
 	return mgr, nil
+}
+
+// tektonInstalled reports whether the cluster serves Tekton's v1 PipelineRuns.
+func tektonInstalled(cfg *rest.Config) (bool, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, fmt.Errorf("creating the discovery client: %w", err)
+	}
+	list, err := dc.ServerResourcesForGroupVersion(pipelinev1.SchemeGroupVersion.String())
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("looking up the Tekton Pipelines API: %w", err)
+	}
+	for _, r := range list.APIResources {
+		if r.Name == "pipelineruns" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// setUpFuncLibrary points the func library at the operator's cluster and pins the
+// image its pipelines run, from the ConfigMap as it is when the operator starts.
+func setUpFuncLibrary(ctx context.Context, restConfig *rest.Config, reader client.Reader, o Options) error {
+	dir := o.WorkDir
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	path, err := funclib.UseCluster(restConfig, dir)
+	if err != nil {
+		return fmt.Errorf("pointing the func library at the operator's cluster: %w", err)
+	}
+	cm := &corev1.ConfigMap{}
+	err = reader.Get(ctx, types.NamespacedName{Namespace: o.SystemNamespace, Name: config.ConfigMapName}, cm)
+	switch {
+	case apierrors.IsNotFound(err):
+		cm = nil
+	case err != nil:
+		return fmt.Errorf("reading ConfigMap %s/%s: %w", o.SystemNamespace, config.ConfigMapName, err)
+	}
+	c, _ := config.FromConfigMap(cm) // the watcher reports invalid keys
+	if c.DeployerImage != "" {
+		funclib.SetDeployerImage(c.DeployerImage)
+	}
+	log.FromContext(ctx).Info("func library ready", "version", funclib.Version(), "kubeconfig", path,
+		"deployerImage", funclib.DeployerImage())
+	return nil
 }

@@ -23,11 +23,15 @@ func TestOperator_PolicyChangeReconcilesOnlyFunctionsWithoutOverride(t *testing.
 	root := gitserver.NewRepoRoot(t)
 	srv := gitserver.StartHTTP(t, root)
 	for _, name := range []string{"follows", "overrides"} {
-		gitserver.CreateRepo(t, root, name).Commit(t, "main", map[string]string{"func.yaml": funcYAML(name, "go")}, name)
+		gitserver.CreateRepo(t, root, name).Commit(t, "main", map[string]string{"func.yaml": funcYAML(name, "go") + "registry: " + reg.Host + "/fns\n"}, name)
 	}
 
 	ns := newNamespace(t)
-	system, _ := startOperator(t, time.Hour, ns) // no periodic check within the test
+	// No periodic check within the test, and a budget of 0 builds: the outdated
+	// Functions wait in the rebuild queue.
+	cfg := config.Defaults()
+	cfg.CheckInterval, cfg.GitTimeout, cfg.MaxConcurrentBuilds = time.Hour, 10*time.Second, 0
+	system, _, _ := startOperatorWith(t, cfg, ns)
 	ctx := context.Background()
 	yes := true
 	for _, name := range []string{"follows", "overrides"} {
@@ -52,13 +56,13 @@ func TestOperator_PolicyChangeReconcilesOnlyFunctionsWithoutOverride(t *testing.
 		}
 	}
 	for _, name := range []string{"follows", "overrides"} {
-		eventually(t, 20*time.Second, condition(ns, name, v1alpha1.FunctionConditionMiddlewareUpToDate, corev1.ConditionFalse, v1alpha1.ReasonMiddlewareOutdated))
+		eventually(t, 20*time.Second, condition(ns, name, v1alpha1.FunctionConditionMiddlewareUpToDate, corev1.ConditionFalse, v1alpha1.ReasonRebuildQueued))
 	}
 	checksOfOverride := srv.RefAdvertisements("overrides")
 
 	if err := k8sClient.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: system, Name: config.ConfigMapName},
-		Data:       map[string]string{config.KeyAutoUpdateMiddleware: "false"},
+		Data:       map[string]string{config.KeyAutoUpdateMiddleware: "false", config.KeyMaxConcurrentBuilds: "0"},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +75,11 @@ func TestOperator_PolicyChangeReconcilesOnlyFunctionsWithoutOverride(t *testing.
 	if got := srv.RefAdvertisements("overrides"); got != checksOfOverride {
 		t.Errorf("the Function with spec.autoUpdateMiddleware was checked %d more times after the policy change, want 0", got-checksOfOverride)
 	}
-	if c := getFunction(t, ns, "overrides").Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate); c.Reason != v1alpha1.ReasonMiddlewareOutdated {
-		t.Errorf("MiddlewareUpToDate of the Function with its own setting = %+v, want MiddlewareOutdated", c)
+	if c := getFunction(t, ns, "overrides").Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate); c.Reason != v1alpha1.ReasonRebuildQueued {
+		t.Errorf("MiddlewareUpToDate of the Function with its own setting = %+v, want RebuildQueued", c)
+	}
+	// The Function that no longer auto-updates left the queue.
+	if b := fn.Status.Build; b != nil {
+		t.Errorf("status.build of the Function with auto-update off = %+v, want none", b)
 	}
 }

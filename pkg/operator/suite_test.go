@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,7 +29,7 @@ var (
 
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(logs), zap.UseDevMode(true)))
-	env, err := envtest.Start(envtest.KnativeServingCRDs)
+	env, err := envtest.Start(envtest.KnativeServingCRDs, envtest.TektonCRDs)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -63,9 +64,17 @@ func newNamespace(t *testing.T) string {
 // namespaces, with its own system namespace and the check interval given.
 func startOperator(t *testing.T, checkInterval time.Duration, watch ...string) (systemNamespace string, store *config.Store) {
 	t.Helper()
-	store = config.NewStore()
 	cfg := config.Defaults()
 	cfg.CheckInterval, cfg.GitTimeout = checkInterval, 10*time.Second
+	systemNamespace, store, _ = startOperatorWith(t, cfg, watch...)
+	return systemNamespace, store
+}
+
+// startOperatorWith runs the operator with the configuration given, watching the
+// given namespaces, until stop is called or the test ends.
+func startOperatorWith(t *testing.T, cfg config.Config, watch ...string) (systemNamespace string, store *config.Store, stop func()) {
+	t.Helper()
+	store = config.NewStore()
 	store.Set(cfg)
 	systemNamespace = newNamespace(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -85,13 +94,17 @@ func startOperator(t *testing.T, checkInterval time.Duration, watch ...string) (
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("operator stopped with an error: %v", err)
-		}
-	})
-	return systemNamespace, store
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("operator stopped with an error: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return systemNamespace, store, stop
 }
 
 // eventually polls check until it returns "" or the timeout passes, then fails

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
 )
 
 // dockerHubHost is how go-containerregistry names Docker Hub in
@@ -239,4 +240,31 @@ func splitPort(hostport string) (host, port string) {
 		return hostport[:i], hostport[i+1:]
 	}
 	return hostport, ""
+}
+
+// Login returns the username and password kc holds for the registry of image; both
+// are empty when it holds none (anonymous access). A token credential is returned as
+// the password of the user "<token>", as Docker does.
+func Login(kc authn.Keychain, image string) (username, password string, err error) {
+	ref, err := name.ParseReference(image)
+	if err != nil {
+		return "", "", fmt.Errorf("parsing image %q: %w", image, err)
+	}
+	a, err := kc.Resolve(ref.Context())
+	if err != nil {
+		return "", "", fmt.Errorf("resolving the credentials of %s: %w", ref.Context().RegistryStr(), err)
+	}
+	cfg, err := a.Authorization()
+	if err != nil {
+		return "", "", fmt.Errorf("reading the credentials of %s: %w", ref.Context().RegistryStr(), err)
+	}
+	switch {
+	case cfg.Username != "" || cfg.Password != "":
+		return cfg.Username, cfg.Password, nil
+	case cfg.IdentityToken != "":
+		return "<token>", cfg.IdentityToken, nil
+	case cfg.RegistryToken != "":
+		return "<token>", cfg.RegistryToken, nil
+	}
+	return "", "", nil
 }

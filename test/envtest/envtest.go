@@ -6,8 +6,10 @@ import (
 	"path/filepath"
 	"runtime"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 )
 
 // AssetsEnv names the directory holding etcd, kube-apiserver and kubectl.
@@ -43,15 +45,30 @@ func Start(extraCRDs ...string) (*Environment, error) {
 	}
 	root := RepoRoot()
 	crds := []string{filepath.Join(root, "config", "300-function.yaml")}
+	var unconverted []string
 	for _, p := range extraCRDs {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(root, p)
 		}
+		if filepath.Base(p) == filepath.Base(TektonCRDs) {
+			unconverted = append(unconverted, p)
+			continue
+		}
 		crds = append(crds, p)
+	}
+	// Tekton's CRDs convert between v1beta1 and v1 through the Tekton webhook, which
+	// does not run here: without a webhook only the storage version (v1) could be
+	// served, and func v0.44 creates v1beta1 Pipelines and PipelineRuns. With the
+	// conversion strategy None the API server serves both versions of one stored
+	// object, changing only apiVersion — enough for the fields func and the operator use.
+	extra, err := crdsWithoutConversion(unconverted...)
+	if err != nil {
+		return nil, err
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     crds,
+		CRDs:                  extra,
 		ErrorIfCRDPathMissing: true,
 	}
 	cfg, err := env.Start()
@@ -59,6 +76,34 @@ func Start(extraCRDs ...string) (*Environment, error) {
 		return nil, fmt.Errorf("starting the control plane from %s: %w", assets, err)
 	}
 	return &Environment{env: env, Config: cfg}, nil
+}
+
+// crdsWithoutConversion reads the CRDs of the directories given with their
+// conversion strategy set to None.
+func crdsWithoutConversion(dirs ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, dir := range dirs {
+		files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		if err != nil {
+			return nil, fmt.Errorf("listing CRDs in %s: %w", dir, err)
+		}
+		if len(files) == 0 {
+			return nil, fmt.Errorf("no CRDs in %s", dir)
+		}
+		for _, f := range files {
+			content, err := os.ReadFile(f)
+			if err != nil {
+				return nil, fmt.Errorf("reading CRD: %w", err)
+			}
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := yaml.UnmarshalStrict(content, crd); err != nil {
+				return nil, fmt.Errorf("decoding CRD %s: %w", f, err)
+			}
+			crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
+			crds = append(crds, crd)
+		}
+	}
+	return crds, nil
 }
 
 // AddUser adds a user to the control plane, for a kubeconfig of its own.

@@ -60,13 +60,32 @@ kind: PipelineRun
 metadata: {name: hello-build, namespace: default}
 spec:
   pipelineRef: {name: hello-pipeline}
+`, `
+apiVersion: tekton.dev/v1beta1
+kind: PipelineRun
+metadata: {name: hello-build-v1beta1, namespace: default}
+spec:
+  pipelineRef: {name: hello-pipeline}
+  params: [{name: imageName, value: registry.example/hello:latest}]
 `} {
 		u := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
 			t.Fatal(err)
 		}
 		if err := c.Create(ctx, u); err != nil {
-			t.Errorf("creating %s: %v", u.GetKind(), err)
+			t.Errorf("creating %s %s: %v", u.GetAPIVersion(), u.GetKind(), err)
 		}
+	}
+	// func v0.44 creates v1beta1 PipelineRuns; the operator reads them as v1 (the
+	// conversion strategy is None here, as no Tekton webhook runs).
+	v1 := &unstructured.Unstructured{}
+	v1.SetAPIVersion("tekton.dev/v1")
+	v1.SetKind("PipelineRun")
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "hello-build-v1beta1"}, v1); err != nil {
+		t.Fatalf("reading the v1beta1 PipelineRun as v1: %v", err)
+	}
+	params, _, _ := unstructured.NestedSlice(v1.Object, "spec", "params")
+	if len(params) != 1 {
+		t.Errorf("params of the v1beta1 PipelineRun read as v1 = %v, want the imageName param", params)
 	}
 }

@@ -3,6 +3,7 @@ package registrytest
 
 import (
 	"encoding/base64"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -104,4 +105,40 @@ func (r *Registry) DockerConfigJSON() []byte { return r.DockerConfigJSONFor(r.Ho
 func (r *Registry) DockerConfigJSONFor(host string) []byte {
 	auth := base64.StdEncoding.EncodeToString([]byte(r.user + ":" + r.password))
 	return []byte(`{"auths":{"` + host + `":{"auth":"` + auth + `"}}}`)
+}
+
+// PushImage pushes a linux/amd64 image to ref with the middleware-version label
+// (none when label is empty) and returns its reference by digest. Unlike Push it
+// reports errors instead of failing a test, for use off the test goroutine.
+func (r *Registry) PushImage(ref, label string) (string, error) {
+	parsed, err := name.ParseReference(ref)
+	if err != nil {
+		return "", fmt.Errorf("parsing image reference %q: %w", ref, err)
+	}
+	cfg, err := empty.Image.ConfigFile()
+	if err != nil {
+		return "", fmt.Errorf("reading the empty image's config: %w", err)
+	}
+	cfg = cfg.DeepCopy()
+	cfg.OS, cfg.Architecture = "linux", "amd64"
+	cfg.Config.Labels = map[string]string{"org.opencontainers.image.title": parsed.Context().RepositoryStr()}
+	if label != "" {
+		cfg.Config.Labels[MiddlewareLabel] = label
+	}
+	img, err := mutate.ConfigFile(empty.Image, cfg)
+	if err != nil {
+		return "", fmt.Errorf("setting the image config: %w", err)
+	}
+	auth := authn.Anonymous
+	if r.user != "" {
+		auth = &authn.Basic{Username: r.user, Password: r.password}
+	}
+	if err := remote.Write(parsed, img, remote.WithAuth(auth)); err != nil {
+		return "", fmt.Errorf("pushing %s: %w", parsed, err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return "", fmt.Errorf("computing the digest of %s: %w", parsed, err)
+	}
+	return parsed.Context().Name() + "@" + d.String(), nil
 }

@@ -3,9 +3,12 @@ package function
 import (
 	"context"
 	"fmt"
+	"time"
 
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	eventingv1 "knative.dev/eventing/pkg/apis/eventing/v1"
@@ -22,6 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/buildqueue"
+	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 )
 
 // Indexes of Functions.
@@ -48,8 +53,17 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 		return fmt.Errorf("indexing Functions by function name: %w", err)
 	}
 	r.policyChanged = make(chan event.GenericEvent, 1024)
+	r.wakeups = make(chan event.GenericEvent, 1024)
 	b := builder.ControllerManagedBy(mgr).
-		WatchesRawSource(source.Channel(r.policyChanged, &handler.EnqueueRequestForObject{}))
+		WatchesRawSource(source.Channel(r.policyChanged, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(r.wakeups, &handler.EnqueueRequestForObject{}))
+	if r.Tekton {
+		// Builds are followed through their PipelineRuns, mapped back by label.
+		b = b.Watches(&pipelinev1.PipelineRun{}, handler.EnqueueRequestsFromMapFunc(functionForPipelineRun))
+	}
+	if r.Launcher != nil {
+		r.Launcher.done = r.Enqueue
+	}
 	servingInstalled, err := installed(mgr, servingv1.SchemeGroupVersion.WithKind("Service"))
 	if err != nil {
 		return err
@@ -173,6 +187,58 @@ func (r *Reconciler) OperatorPolicyChanged(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// functionForPipelineRun maps a build's PipelineRun to its Function, by label.
+func functionForPipelineRun(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[resources.LabelFunction]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// Enqueue brings a Function back to the reconciler: its build's launch returned, or
+// the fleet budget has a slot for it. It never blocks.
+func (r *Reconciler) Enqueue(key types.NamespacedName) {
+	if r.wakeups == nil {
+		return
+	}
+	ev := event.GenericEvent{Object: &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}
+	select {
+	case r.wakeups <- ev:
+	default:
+		go func() { r.wakeups <- ev }()
+	}
+}
+
+// SeedQueue lists what the cluster says of builds: the PipelineRuns that run, and
+// the Functions that wait in the queue. It rebuilds the fleet budget after a restart.
+func (r *Reconciler) SeedQueue() (running []buildqueue.Key, waiting map[buildqueue.Key]time.Time, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	waiting = map[buildqueue.Key]time.Time{}
+	if r.Tekton {
+		var runs pipelinev1.PipelineRunList
+		if err := r.Client.List(ctx, &runs, client.MatchingLabels{resources.LabelManagedBy: resources.ManagedBy}); err != nil {
+			return nil, nil, fmt.Errorf("listing build PipelineRuns: %w", err)
+		}
+		for _, pr := range runs.Items {
+			if name := pr.Labels[resources.LabelFunction]; name != "" && !pr.IsDone() {
+				running = append(running, buildqueue.Key{Namespace: pr.Namespace, Name: name})
+			}
+		}
+	}
+	var fns v1alpha1.FunctionList
+	if err := r.Client.List(ctx, &fns); err != nil {
+		return nil, nil, fmt.Errorf("listing Functions: %w", err)
+	}
+	for _, fn := range fns.Items {
+		if b := fn.Status.Build; b != nil && b.Phase == v1alpha1.BuildPhaseQueued && b.QueuedAt != nil {
+			waiting[keyOf(&fn)] = b.QueuedAt.Time
+		}
+	}
+	return running, waiting, nil
 }
 
 // requestsFor returns a reconcile request for each Function of list.

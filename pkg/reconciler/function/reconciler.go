@@ -43,9 +43,17 @@ type Reconciler struct {
 	Inspector ImageInspector
 	// Now returns the current time; time.Now when nil.
 	Now func() time.Time
+	// Tekton is true when the cluster serves Tekton's PipelineRuns: rebuilds are possible.
+	Tekton bool
+	// Launcher starts rebuilds under the fleet budget; nil disables rebuilds.
+	Launcher *Launcher
+	// WorkDir holds scratch directories of builds.
+	WorkDir string
 
 	// policyChanged feeds the Functions to re-check after an operator policy change.
 	policyChanged chan event.GenericEvent
+	// wakeups feeds the Functions whose build launch returned or whose turn came.
+	wakeups chan event.GenericEvent
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
@@ -57,10 +65,12 @@ type step func(ctx context.Context, fn *v1alpha1.Function) error
 // steps are run in order, stopping at the first error.
 func (r *Reconciler) steps() []step {
 	return []step{
+		r.observeBuild,
 		r.reconcileSource,
 		r.reconcileDeployment,
 		r.reconcileServiceReady,
 		r.reconcileMiddleware,
+		r.reconcileRebuild,
 	}
 }
 
@@ -68,33 +78,51 @@ func (r *Reconciler) steps() []step {
 // when it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (result reconcile.Result, retErr error) {
 	fn := &v1alpha1.Function{}
-	if err := r.Client.Get(ctx, req.NamespacedName, fn); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	if !fn.DeletionTimestamp.IsZero() {
+	err := r.Client.Get(ctx, req.NamespacedName, fn)
+	if apierrors.IsNotFound(err) || (err == nil && !fn.DeletionTimestamp.IsZero()) {
+		// Deleted: stop its build (func's provider deletes the PipelineRun) and free
+		// its place in the fleet budget. Nothing requeues it.
+		if r.Launcher != nil {
+			r.Launcher.Cancel(req.NamespacedName)
+		}
+		if r.Tekton {
+			// Retried with backoff until nothing of its builds is left.
+			return reconcile.Result{}, r.deleteBuildObjects(ctx, req.NamespacedName)
+		}
 		return reconcile.Result{}, nil
+	}
+	if err != nil {
+		return reconcile.Result{}, err
 	}
 	orig := fn.DeepCopy()
 	fn.Status.InitializeConditions()
+	ctx, st := withState(ctx)
 
 	defer func() {
 		// observedGeneration, and transition times that move only for conditions
 		// that really changed, as every Knative reconciler does.
 		kreconciler.PostProcessReconcile(ctx, fn, orig)
-		if err := r.patchStatus(ctx, orig, fn); err != nil {
+		written, err := r.patchStatus(ctx, orig, fn)
+		for _, after := range st.after {
+			after(written)
+		}
+		if err != nil {
 			result, retErr = reconcile.Result{}, errors.Join(retErr, err)
 			return
 		}
 		r.recordEvents(orig, fn)
 	}()
 
-	var err error
 	for _, s := range r.steps() {
 		if err = s(ctx, fn); err != nil {
 			break
 		}
 	}
-	return r.result(ctx, err)
+	result, err = r.result(ctx, err)
+	if st.requeueAfter > 0 && err == nil && (result.RequeueAfter == 0 || st.requeueAfter < result.RequeueAfter) {
+		result.RequeueAfter = st.requeueAfter
+	}
+	return result, err
 }
 
 // result turns the outcome of the steps into a requeue: a success or a stalling
@@ -115,23 +143,28 @@ func (r *Reconciler) result(ctx context.Context, err error) (reconcile.Result, e
 
 // patchStatus writes the status when it differs from what was read. Transition
 // times are compared semantically, so an unchanged condition never causes a write.
-func (r *Reconciler) patchStatus(ctx context.Context, orig, fn *v1alpha1.Function) error {
+// It reports whether the status now on the server is fn's.
+func (r *Reconciler) patchStatus(ctx context.Context, orig, fn *v1alpha1.Function) (bool, error) {
 	if equality.Semantic.DeepEqual(orig.Status, fn.Status) {
-		return nil
+		return true, nil
 	}
-	err := r.Client.Status().Patch(ctx, fn, client.MergeFrom(orig))
+	// Optimistic locking: a status computed from a stale read (the cache lags behind
+	// the operator's own writes) must not overwrite a newer one — it would forget a
+	// build. A conflict is retried with backoff, from a fresh read.
+	err := r.Client.Status().Patch(ctx, fn, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil // deleted while it was reconciled: nothing to report on
+		return false, nil // deleted while it was reconciled: nothing to report on
 	case err != nil:
-		return fmt.Errorf("patching status of Function %s: %w", fn, err)
+		return false, fmt.Errorf("patching status of Function %s: %w", fn, err)
 	}
-	return nil
+	return true, nil
 }
 
-// recordEvents emits Events for transitions of the source, never for a reconcile
-// that changed nothing.
+// recordEvents emits Events for transitions of the source and of builds, never for a
+// reconcile that changed nothing.
 func (r *Reconciler) recordEvents(orig, fn *v1alpha1.Function) {
+	r.recordBuildEvents(orig, fn)
 	before := orig.Status.GetCondition(v1alpha1.FunctionConditionSourceReady)
 	after := fn.Status.GetCondition(v1alpha1.FunctionConditionSourceReady)
 	if after == nil {
@@ -157,4 +190,27 @@ func (r *Reconciler) now() time.Time {
 		return r.Now()
 	}
 	return time.Now()
+}
+
+// recordBuildEvents emits an Event when a build is queued, starts, is adopted or fails.
+// (Rebuilt is emitted when the new image is seen serving.)
+func (r *Reconciler) recordBuildEvents(orig, fn *v1alpha1.Function) {
+	before, after := orig.Status.Build, fn.Status.Build
+	if after == nil || (before != nil && before.Phase == after.Phase && before.ID == after.ID) {
+		return
+	}
+	switch after.Phase {
+	case v1alpha1.BuildPhaseQueued:
+		if before == nil || before.Phase != v1alpha1.BuildPhaseQueued {
+			r.Recorder.Eventf(fn, corev1.EventTypeNormal, "RebuildQueued", "rebuild queued at position %d: the fleet budget is in use", after.QueuePosition)
+		}
+	case v1alpha1.BuildPhaseStarting:
+		r.Recorder.Eventf(fn, corev1.EventTypeNormal, "Rebuilding", "build %s started: rebuilding commit %s to bring middleware %s", after.ID, shortCommit(after.Commit), after.ToMiddleware)
+	case v1alpha1.BuildPhaseRunning:
+		if before == nil || before.ID != after.ID {
+			r.Recorder.Eventf(fn, corev1.EventTypeNormal, "BuildAdopted", "following build %s already running in PipelineRun %s", after.ID, after.PipelineRun)
+		}
+	case v1alpha1.BuildPhaseFailed:
+		r.Recorder.Eventf(fn, corev1.EventTypeWarning, "BuildFailed", "%s", failureSummary(after))
+	}
 }

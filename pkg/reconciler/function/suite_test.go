@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"os"
 	"testing"
 
@@ -23,13 +24,13 @@ import (
 var k8sClient client.Client
 
 func TestMain(m *testing.M) {
-	env, err := envtest.Start(envtest.KnativeServingCRDs, envtest.KnativeEventingCRDs)
+	env, err := envtest.Start(envtest.KnativeServingCRDs, envtest.KnativeEventingCRDs, envtest.TektonCRDs)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	scheme := runtime.NewScheme()
-	err = errors.Join(clientgoscheme.AddToScheme(scheme), v1alpha1.AddToScheme(scheme), servingv1.AddToScheme(scheme), eventingv1.AddToScheme(scheme))
+	err = errors.Join(clientgoscheme.AddToScheme(scheme), v1alpha1.AddToScheme(scheme), servingv1.AddToScheme(scheme), eventingv1.AddToScheme(scheme), pipelinev1.AddToScheme(scheme))
 	if err == nil {
 		k8sClient, err = client.New(env.Config, client.Options{Scheme: scheme})
 	}

@@ -1,0 +1,213 @@
+package funclib
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"knative.dev/func/pkg/builders"
+	"knative.dev/func/pkg/builders/buildpacks"
+	"knative.dev/func/pkg/builders/s2i"
+	"knative.dev/func/pkg/docker"
+	fn "knative.dev/func/pkg/functions"
+	"knative.dev/func/pkg/pipelines/tekton"
+)
+
+// Builders the func pipelines know.
+const (
+	BuilderPack = builders.Pack
+	BuilderS2I  = builders.S2I
+)
+
+// BuildRequest is one on-cluster build of a function from git, as
+// `func deploy --remote` with a git URL runs it.
+type BuildRequest struct {
+	// Namespace the pipeline runs in and the function is deployed to.
+	Namespace string
+	// Function is what its func.yaml says.
+	Function Metadata
+	// GitURL, Revision (a commit) and ContextDir (the function's path in the
+	// repository) are what the pipeline clones.
+	GitURL, Revision, ContextDir string
+	// Labels are put on every object the pipeline creates, besides func's own.
+	Labels map[string]string
+	// BuilderImage is used when func.yaml pins no builder image; empty keeps func's default.
+	BuilderImage string
+	// Credentials returns the registry credentials for an image, for the pipeline's
+	// push Secret. Empty credentials push anonymously.
+	Credentials func(ctx context.Context, image string) (username, password string, err error)
+	// WorkDir holds the empty scratch directory func's provider needs as the function root.
+	WorkDir string
+}
+
+// RunPipeline runs the build through func's Tekton pipelines provider and returns
+// when its PipelineRun ends. Cancelling ctx deletes the PipelineRun (func's provider
+// does so): never pass a context that a routine event cancels.
+func RunPipeline(ctx context.Context, req BuildRequest) error {
+	f, err := buildFunction(req)
+	if err != nil {
+		return err
+	}
+	// func's provider reads .tekton/ from the function root and would apply the files it
+	// finds there: the root is an empty scratch directory, never the user's source.
+	root, err := os.MkdirTemp(req.WorkDir, "build-")
+	if err != nil {
+		return fmt.Errorf("creating the build's scratch directory: %w", err)
+	}
+	defer os.RemoveAll(root)
+	f.Root = root
+
+	creds := func(ctx context.Context, image string) (docker.Credentials, error) {
+		if req.Credentials == nil {
+			return docker.Credentials{}, nil
+		}
+		u, p, err := req.Credentials(ctx, image)
+		return docker.Credentials{Username: u, Password: p}, err
+	}
+	pp := tekton.NewPipelinesProvider(
+		tekton.WithCredentialsProvider(creds),
+		tekton.WithPipelineDecorator(labels(req.Labels)),
+		tekton.WithPacURLCallback(func() (string, error) {
+			return "", errors.New("pipelines-as-code is not used by func-operator")
+		}),
+	)
+	if _, _, err := pp.Run(ctx, f); err != nil {
+		return fmt.Errorf("func pipeline: %w", err)
+	}
+	return nil
+}
+
+// CheckBuildable says why func's pipelines cannot build the function, if they cannot.
+func CheckBuildable(m Metadata) error {
+	switch m.Builder {
+	case "", BuilderPack:
+		if len(m.Buildpacks) > 0 {
+			return errors.New("func.yaml adds buildpacks (build.buildpacks), which func's on-cluster pipeline does not support")
+		}
+	case BuilderS2I:
+		if _, err := s2i.BuilderImage(fn.Function{Runtime: m.Runtime, Build: fn.BuildSpec{Builder: BuilderS2I, BuilderImages: m.BuilderImages}}, BuilderS2I); err != nil {
+			return fmt.Errorf("s2i cannot build runtime %q: %w", m.Runtime, err)
+		}
+	default:
+		return fmt.Errorf("func.yaml names builder %q; func's on-cluster pipeline builds with pack or s2i", m.Builder)
+	}
+	if _, err := TargetImage(m); err != nil {
+		return err
+	}
+	return nil
+}
+
+// BuilderOf returns the builder func uses for the function: func.yaml's, else pack.
+func BuilderOf(m Metadata) string {
+	if m.Builder == "" {
+		return BuilderPack
+	}
+	return m.Builder
+}
+
+// TargetImage is the image the build pushes: func.yaml's image, else registry/name:latest.
+func TargetImage(m Metadata) (string, error) {
+	f := fn.Function{Name: m.Name, Registry: m.Registry, Image: m.Image}
+	img := f.Image
+	if img == "" {
+		var err error
+		if img, err = f.ImageName(); err != nil {
+			return "", fmt.Errorf("func.yaml sets neither image nor registry: the build has nowhere to push (%w)", err)
+		}
+	}
+	if _, err := name.ParseReference(img); err != nil {
+		return "", fmt.Errorf("func.yaml's image %q is not an image reference: %w", img, err)
+	}
+	return img, nil
+}
+
+// BuilderImage returns the builder image func uses for runtime by default.
+func BuilderImage(builder, runtime string) string {
+	if builder == BuilderS2I {
+		return s2i.DefaultBuilderImages[runtime]
+	}
+	return buildpacks.DefaultBuilderImages[runtime]
+}
+
+var deployerMu sync.Mutex
+
+// SetDeployerImage pins the func-utils image the pipeline's scaffold and deploy steps
+// run. func keeps it in a package variable: call this once, before any build.
+func SetDeployerImage(image string) {
+	deployerMu.Lock()
+	defer deployerMu.Unlock()
+	tekton.DeployerImage = image
+}
+
+// DeployerImage returns the func-utils image the pipelines run.
+func DeployerImage() string {
+	deployerMu.Lock()
+	defer deployerMu.Unlock()
+	return tekton.DeployerImage
+}
+
+// PipelineObjectNames are the names of the PersistentVolumeClaim, Secret and Pipeline
+// func's provider creates for a git build of the function; its PipelineRuns are named
+// after the Pipeline.
+func PipelineObjectNames(m Metadata) (pvc, secret, pipeline string) {
+	pipeline = fmt.Sprintf("%s-%s-git-pipeline", m.Name, BuilderOf(m))
+	return pipeline + "-pvc", pipeline + "-secret", pipeline
+}
+
+// buildFunction is the function func's provider builds.
+func buildFunction(req BuildRequest) (fn.Function, error) {
+	m := req.Function
+	if err := CheckBuildable(m); err != nil {
+		return fn.Function{}, err
+	}
+	img, _ := TargetImage(m)
+	builderImages := maps.Clone(m.BuilderImages)
+	builder := BuilderOf(m)
+	if builderImages[builder] == "" && req.BuilderImage != "" {
+		if builderImages == nil {
+			builderImages = map[string]string{}
+		}
+		builderImages[builder] = req.BuilderImage
+	}
+	var envs fn.Envs
+	for _, kv := range m.BuildEnvs {
+		k, v, _ := strings.Cut(kv, "=")
+		envs = append(envs, fn.Env{Name: &k, Value: &v})
+	}
+	return fn.Function{
+		SpecVersion: m.SpecVersion,
+		Name:        m.Name,
+		Runtime:     m.Runtime,
+		Invoke:      m.Invoke,
+		Registry:    m.Registry,
+		Image:       img,
+		Namespace:   req.Namespace,
+		Build: fn.BuildSpec{
+			Git:           fn.Git{URL: req.GitURL, Revision: req.Revision, ContextDir: req.ContextDir},
+			Builder:       builder,
+			BuilderImages: builderImages,
+			BuildEnvs:     envs,
+		},
+		Deploy: fn.DeploySpec{Namespace: req.Namespace, ServiceAccountName: m.ServiceAccountName},
+	}, nil
+}
+
+// labels is the pipeline decorator: func's labels plus the operator's.
+type labels map[string]string
+
+var _ tekton.PipelineDecorator = labels(nil)
+
+// UpdateLabels returns func's labels with the operator's added.
+func (l labels) UpdateLabels(_ fn.Function, in map[string]string) map[string]string {
+	out := maps.Clone(in)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, l)
+	return out
+}

@@ -1,0 +1,136 @@
+package funclib
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	fn "knative.dev/func/pkg/functions"
+)
+
+func TestCheckBuildable(t *testing.T) {
+	tests := []struct {
+		name    string
+		m       Metadata
+		wantErr string
+	}{
+		{name: "pack with a registry", m: Metadata{Name: "hello", Runtime: "go", Builder: "pack", Registry: "registry.example/fns"}},
+		{name: "no builder means pack", m: Metadata{Name: "hello", Runtime: "go", Image: "registry.example/fns/hello:v1"}},
+		{name: "s2i node", m: Metadata{Name: "hello", Runtime: "node", Builder: "s2i", Registry: "registry.example/fns"}},
+		{name: "s2i rust has no builder image", m: Metadata{Name: "hello", Runtime: "rust", Builder: "s2i", Registry: "r.example/x"}, wantErr: `s2i cannot build runtime "rust"`},
+		{name: "host builder", m: Metadata{Name: "hello", Runtime: "go", Builder: "host", Registry: "r.example/x"}, wantErr: `builder "host"`},
+		{name: "extra buildpacks", m: Metadata{Name: "hello", Runtime: "go", Buildpacks: []string{"x"}, Registry: "r.example/x"}, wantErr: "build.buildpacks"},
+		{name: "nowhere to push", m: Metadata{Name: "hello", Runtime: "go"}, wantErr: "neither image nor registry"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckBuildable(tt.m)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("CheckBuildable() = %v, want nil", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("CheckBuildable() = %v, want an error saying %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestTargetImage(t *testing.T) {
+	for _, tt := range []struct {
+		m    Metadata
+		want string
+	}{
+		{Metadata{Name: "hello", Registry: "registry.example/fns"}, "registry.example/fns/hello:latest"},
+		{Metadata{Name: "hello", Registry: "registry.example/fns", Image: "other.example/fns/hello:1"}, "other.example/fns/hello:1"},
+	} {
+		got, err := TargetImage(tt.m)
+		if err != nil || got != tt.want {
+			t.Errorf("TargetImage(%+v) = %q, %v; want %q", tt.m, got, err, tt.want)
+		}
+	}
+}
+
+func TestBuildFunction(t *testing.T) {
+	req := BuildRequest{
+		Namespace: "team-a",
+		Function: Metadata{Name: "hello", Runtime: "go", Registry: "registry.example/fns", SpecVersion: "0.36.0",
+			BuildEnvs: []string{"BP_GO_TARGETS=./cmd=x", "EMPTY="}, ServiceAccountName: "runner"},
+		GitURL: "https://git.example/fns.git", Revision: "abc", ContextDir: "fns/hello",
+		BuilderImage: "builder:pinned",
+	}
+	got, err := buildFunction(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := func(k, v string) fn.Env { return fn.Env{Name: &k, Value: &v} }
+	want := fn.Function{
+		SpecVersion: "0.36.0", Name: "hello", Runtime: "go", Registry: "registry.example/fns",
+		Image: "registry.example/fns/hello:latest", Namespace: "team-a",
+		Build: fn.BuildSpec{
+			Git:           fn.Git{URL: "https://git.example/fns.git", Revision: "abc", ContextDir: "fns/hello"},
+			Builder:       "pack",
+			BuilderImages: map[string]string{"pack": "builder:pinned"},
+			BuildEnvs:     fn.Envs{env("BP_GO_TARGETS", "./cmd=x"), env("EMPTY", "")},
+		},
+		Deploy: fn.DeploySpec{Namespace: "team-a", ServiceAccountName: "runner"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("buildFunction (-want +got):\n%s", diff)
+	}
+
+	// A builder image func.yaml pins wins over the operator's.
+	req.Function.BuilderImages = map[string]string{"pack": "mine:1"}
+	got, _ = buildFunction(req)
+	if got.Build.BuilderImages["pack"] != "mine:1" || req.Function.BuilderImages["pack"] != "mine:1" {
+		t.Errorf("builder images = %v (request's %v), want func.yaml's", got.Build.BuilderImages, req.Function.BuilderImages)
+	}
+}
+
+func TestLabels_UpdateLabels(t *testing.T) {
+	in := map[string]string{"function.knative.dev/name": "hello", "shared": "func"}
+	got := labels{"functions.dev/build-id": "b1", "shared": "operator"}.UpdateLabels(fn.Function{}, in)
+	want := map[string]string{"function.knative.dev/name": "hello", "functions.dev/build-id": "b1", "shared": "operator"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("UpdateLabels (-want +got):\n%s", diff)
+	}
+	if in["shared"] != "func" {
+		t.Error("UpdateLabels changed its input")
+	}
+}
+
+func TestPipelineObjectNames(t *testing.T) {
+	pvc, secret, pipeline := PipelineObjectNames(Metadata{Name: "hello", Builder: "s2i"})
+	if pvc != "hello-s2i-git-pipeline-pvc" || secret != "hello-s2i-git-pipeline-secret" || pipeline != "hello-s2i-git-pipeline" {
+		t.Errorf("PipelineObjectNames = %s, %s, %s", pvc, secret, pipeline)
+	}
+}
+
+func TestUseCluster(t *testing.T) {
+	t.Setenv(clientcmd.RecommendedConfigPathEnvVar, "/nonexistent/kubeconfig")
+	dir := t.TempDir()
+	cfg := &rest.Config{Host: "https://127.0.0.1:6443", BearerToken: "tok-cluster-secret",
+		TLSClientConfig: rest.TLSClientConfig{CAData: []byte("ca")}}
+	cfg.Impersonate.UserName = "system:serviceaccount:func-operator:func-operator"
+	path, err := UseCluster(cfg, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if path != filepath.Join(dir, KubeconfigFile) || os.Getenv(clientcmd.RecommendedConfigPathEnvVar) != path {
+		t.Errorf("kubeconfig at %s, KUBECONFIG=%s", path, os.Getenv(clientcmd.RecommendedConfigPathEnvVar))
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("kubeconfig mode = %v, %v; want 0600", fi.Mode(), err)
+	}
+	got, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Host != cfg.Host || got.BearerToken != cfg.BearerToken || got.Impersonate.UserName != cfg.Impersonate.UserName {
+		t.Errorf("the func library would use host %s, impersonating %q", got.Host, got.Impersonate.UserName)
+	}
+}

@@ -1,0 +1,539 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/config"
+	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
+	"github.com/fnops/func-operator/test/gitserver"
+	"github.com/fnops/func-operator/test/registrytest"
+	"github.com/fnops/func-operator/test/tektonsim"
+)
+
+// oldMiddleware is the func-go version the deployed images of these tests run.
+const oldMiddleware = "v0.1.0"
+
+// pinnedBuilder is the builder image the tests pin in the operator's configuration.
+const pinnedBuilder = "registry.example/knative/builder-jammy-tiny:pinned"
+
+// rebuildFixture is a monorepo of Go functions served over git, an in-process
+// registry with their deployed (outdated) images, and their Knative Services.
+type rebuildFixture struct {
+	ns     string
+	reg    *registrytest.Registry
+	srv    *gitserver.HTTPServer
+	commit string
+	// oldImage is the image each function's Service ran before any rebuild.
+	oldImage map[string]string
+}
+
+func newRebuildFixture(t *testing.T, ns string, names ...string) *rebuildFixture {
+	t.Helper()
+	f := &rebuildFixture{ns: ns, reg: registrytest.Start(t), oldImage: map[string]string{}}
+	root := gitserver.NewRepoRoot(t)
+	f.srv = gitserver.StartHTTP(t, root)
+	files := map[string]string{}
+	for _, name := range names {
+		files["fns/"+name+"/func.yaml"] = funcYAML(name, "go") + "registry: " + f.reg.Host + "/fns\nbuild:\n  builder: pack\n"
+		files["fns/"+name+"/handle.go"] = "package function\n"
+	}
+	f.commit = gitserver.CreateRepo(t, root, "fleet").Commit(t, "main", files, "the fleet")
+	for _, name := range names {
+		f.oldImage[name] = f.reg.Push(t, "fns/"+name, oldMiddleware)
+		svc := &servingv1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"function.knative.dev/name": name}},
+			Spec: servingv1.ServiceSpec{ConfigurationSpec: servingv1.ConfigurationSpec{Template: servingv1.RevisionTemplateSpec{
+				Spec: servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: f.oldImage[name]}}}},
+			}}},
+		}
+		if err := k8sClient.Create(context.Background(), svc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+// createFunction creates the Function of function name, at its path in the monorepo.
+func (f *rebuildFixture) createFunction(t *testing.T, name string, autoUpdate *bool) {
+	t.Helper()
+	fn := &v1alpha1.Function{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name},
+		Spec: v1alpha1.FunctionSpec{
+			Repository:           v1alpha1.Repository{URL: f.srv.URL("fleet"), Branch: "main", Path: "fns/" + name},
+			AutoUpdateMiddleware: autoUpdate,
+		},
+	}
+	if err := k8sClient.Create(context.Background(), fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// succeed is the simulated outcome of a good build: an image with the newest middleware.
+func succeed(t *testing.T) func(*pipelinev1.PipelineRun) tektonsim.Outcome {
+	v := availableGoMiddleware(t)
+	return func(*pipelinev1.PipelineRun) tektonsim.Outcome { return tektonsim.Outcome{MiddlewareVersion: v} }
+}
+
+// rebuildConfig is the operator configuration of the rebuild tests: no periodic check
+// within a test (the watches drive everything), a short backoff, a pinned builder.
+func rebuildConfig(budget int) config.Config {
+	cfg := config.Defaults()
+	cfg.CheckInterval, cfg.GitTimeout = time.Hour, 10*time.Second
+	cfg.MaxConcurrentBuilds = budget
+	cfg.BuildBackoff, cfg.BuildBackoffMax = 2*time.Second, time.Minute
+	cfg.BuilderImages = map[string]string{"pack/go": pinnedBuilder}
+	return cfg
+}
+
+func pipelineRuns(t *testing.T, ns string) []pipelinev1.PipelineRun {
+	t.Helper()
+	var list pipelinev1.PipelineRunList
+	if err := k8sClient.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+func param(pr *pipelinev1.PipelineRun, name string) string {
+	for _, p := range pr.Spec.Params {
+		if p.Name == name {
+			return p.Value.StringVal
+		}
+	}
+	return ""
+}
+
+// rebuilt returns "" once the Function's build succeeded and the new middleware is seen.
+func rebuilt(t *testing.T, ns, name string) func() string {
+	return func() string {
+		fn := getFunction(t, ns, name)
+		c := fn.Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate)
+		if b := fn.Status.Build; b == nil || b.Phase != v1alpha1.BuildPhaseSucceeded || c == nil || !c.IsTrue() ||
+			fn.Status.Middleware.LastRebuild == nil {
+			return fmt.Sprintf("build = %+v, MiddlewareUpToDate = %+v", fn.Status.Build, c)
+		}
+		return ""
+	}
+}
+
+func eventsOf(t *testing.T, ns, name string) map[string][]string {
+	t.Helper()
+	var list corev1.EventList
+	if err := k8sClient.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind == "Function" && e.InvolvedObject.Name == name {
+			out[e.Reason] = append(out[e.Reason], e.Message)
+		}
+	}
+	return out
+}
+
+func TestOperator_RebuildOutdatedFunction(t *testing.T) {
+	ns := newNamespace(t)
+	f := newRebuildFixture(t, ns, "hello")
+	sim := tektonsim.Start(t, restConfig, tektonsim.Options{Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t)})
+	startOperatorWith(t, rebuildConfig(2), ns)
+	f.createFunction(t, "hello", nil)
+
+	eventually(t, 60*time.Second, rebuilt(t, ns, "hello"))
+	fn := getFunction(t, ns, "hello")
+	runs := pipelineRuns(t, ns)
+	if len(runs) != 1 {
+		t.Fatalf("%d PipelineRuns, want exactly 1", len(runs))
+	}
+	pr := &runs[0]
+	wantLabels := map[string]string{
+		resources.LabelFunction:     "hello",
+		resources.LabelBuildID:      fn.Status.Build.ID,
+		resources.LabelManagedBy:    resources.ManagedBy,
+		"function.knative.dev/name": "hello",
+	}
+	for k, v := range wantLabels {
+		if got := pr.Labels[k]; got != v {
+			t.Errorf("PipelineRun label %s = %q, want %q", k, got, v)
+		}
+	}
+	wantParams := map[string]string{
+		"gitRepository": f.srv.URL("fleet"),
+		"gitRevision":   f.commit, // the commit the operator observed, not the branch
+		"contextDir":    "fns/hello",
+		"builderImage":  pinnedBuilder,
+		"imageName":     f.reg.Host + "/fns/hello:latest",
+	}
+	for k, v := range wantParams {
+		if got := param(pr, k); got != v {
+			t.Errorf("PipelineRun param %s = %q, want %q", k, got, v)
+		}
+	}
+	if pr.Spec.PipelineRef == nil || pr.Spec.PipelineRef.Name != "hello-pack-git-pipeline" {
+		t.Errorf("pipelineRef = %+v, want the pack pipeline", pr.Spec.PipelineRef)
+	}
+
+	available := availableGoMiddleware(t)
+	b := fn.Status.Build
+	if b.PipelineRun != pr.Name || b.Commit != f.commit || b.FromImage != f.oldImage["hello"] ||
+		b.FromMiddleware != oldMiddleware || b.ToMiddleware != available || b.Failures != 0 {
+		t.Errorf("status.build = %+v", b)
+	}
+	mw := fn.Status.Middleware
+	if mw.Current != available || mw.PendingRebuild || !mw.LastRebuild.Equal(fn.Status.Deployment.ImageBuilt) {
+		t.Errorf("status.middleware = %+v, deployment = %+v", mw, fn.Status.Deployment)
+	}
+	if fn.Status.Deployment.Image == f.oldImage["hello"] || !strings.HasPrefix(fn.Status.Deployment.Image, f.reg.Host+"/fns/hello@sha256:") {
+		t.Errorf("status.deployment.image = %s, want the rebuilt image", fn.Status.Deployment.Image)
+	}
+	wantHistory := fmt.Sprintf("Middleware updated from %s to %s", oldMiddleware, available)
+	if len(fn.Status.History) == 0 || fn.Status.History[0].Message != wantHistory {
+		t.Errorf("history = %+v, want %q first", fn.Status.History, wantHistory)
+	}
+	ev := eventsOf(t, ns, "hello")
+	if len(ev["Rebuilding"]) != 1 || len(ev["Rebuilt"]) != 1 || !strings.Contains(ev["Rebuilt"][0], wantHistory) {
+		t.Errorf("events = %v, want one Rebuilding and one Rebuilt", ev)
+	}
+
+	// The pipeline's objects carry the build's labels; the namespace's RoleBinding lets
+	// the PipelineRuns' ServiceAccount deploy, and is owned by the Function.
+	secret := &corev1.Secret{}
+	if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "hello-pack-git-pipeline-secret"}, secret); err != nil {
+		t.Fatalf("the pipeline's registry Secret: %v", err)
+	}
+	if secret.Labels[resources.LabelBuildID] != b.ID {
+		t.Errorf("pipeline Secret labels = %v", secret.Labels)
+	}
+	rb := &rbacv1.RoleBinding{}
+	if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: resources.PipelineRoleBinding}, rb); err != nil {
+		t.Fatalf("pipeline RoleBinding: %v", err)
+	}
+	if rb.RoleRef.Name != resources.PipelineClusterRole || len(rb.Subjects) != 1 || rb.Subjects[0].Name != "default" ||
+		len(rb.OwnerReferences) != 1 || rb.OwnerReferences[0].UID != fn.UID || *rb.OwnerReferences[0].Controller {
+		t.Errorf("RoleBinding = %+v", rb)
+	}
+
+	// Nothing more is built: the function is up to date.
+	time.Sleep(time.Second)
+	if n := len(pipelineRuns(t, ns)); n != 1 || len(sim.Started()) != 1 {
+		t.Errorf("%d PipelineRuns, %d started, after the rebuild; want 1", n, len(sim.Started()))
+	}
+}
+
+func TestOperator_RebuildBudget(t *testing.T) {
+	const budget = 2
+	names := []string{"f1", "f2", "f3", "f4", "f5"}
+	ns := newNamespace(t)
+	f := newRebuildFixture(t, ns, names...)
+	var mu sync.Mutex
+	firstSeen := map[string]time.Time{}
+	sim := tektonsim.Start(t, restConfig, tektonsim.Options{
+		Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t),
+		// Each build runs for at least 700ms, so that the queue fills.
+		Hold: func(pr *pipelinev1.PipelineRun) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			if _, ok := firstSeen[pr.Name]; !ok {
+				firstSeen[pr.Name] = time.Now()
+			}
+			return time.Since(firstSeen[pr.Name]) > 700*time.Millisecond
+		},
+	})
+	startOperatorWith(t, rebuildConfig(budget), ns)
+	for _, name := range names {
+		f.createFunction(t, name, nil)
+	}
+
+	// Watch the cluster as the builds go: never more than the budget running, and the
+	// others shown queued with their position.
+	var maxRunning, maxPosition atomic.Int32
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			var runs pipelinev1.PipelineRunList
+			if err := k8sClient.List(context.Background(), &runs, client.InNamespace(ns)); err == nil {
+				n := int32(0)
+				for _, pr := range runs.Items {
+					if !pr.IsDone() {
+						n++
+					}
+				}
+				if n > maxRunning.Load() {
+					maxRunning.Store(n)
+				}
+			}
+			var fns v1alpha1.FunctionList
+			if err := k8sClient.List(context.Background(), &fns, client.InNamespace(ns)); err == nil {
+				for _, fn := range fns.Items {
+					if b := fn.Status.Build; b != nil && b.Phase == v1alpha1.BuildPhaseQueued && b.QueuePosition > maxPosition.Load() {
+						maxPosition.Store(b.QueuePosition)
+					}
+				}
+			}
+		}
+	}()
+	for _, name := range names {
+		eventually(t, 120*time.Second, rebuilt(t, ns, name))
+	}
+	close(stop)
+	<-done
+
+	if got := sim.MaxRunning(); got != budget {
+		t.Errorf("at most %d PipelineRuns ran at once, want exactly the budget %d", got, budget)
+	}
+	if got := maxRunning.Load(); got > budget {
+		t.Errorf("%d unfinished PipelineRuns seen at once, budget %d", got, budget)
+	}
+	if got := maxPosition.Load(); got < 2 {
+		t.Errorf("the highest queue position shown was %d, want at least 2 with %d Functions and a budget of %d", got, len(names), budget)
+	}
+	if runs := pipelineRuns(t, ns); len(runs) != len(names) {
+		t.Errorf("%d PipelineRuns, want one per Function (%d)", len(runs), len(names))
+	}
+	for _, name := range names {
+		if ev := eventsOf(t, ns, name); len(ev["Rebuilt"]) != 1 {
+			t.Errorf("Function %s: events %v, want one Rebuilt", name, ev)
+		}
+	}
+}
+
+func TestOperator_RebuildAdoptedAfterRestart(t *testing.T) {
+	ns := newNamespace(t)
+	f := newRebuildFixture(t, ns, "hello")
+	var release atomic.Bool
+	sim := tektonsim.Start(t, restConfig, tektonsim.Options{
+		Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t),
+		Hold: func(*pipelinev1.PipelineRun) bool { return release.Load() },
+	})
+	_, _, stopFirst := startOperatorWith(t, rebuildConfig(2), ns)
+	f.createFunction(t, "hello", nil)
+	eventually(t, 60*time.Second, func() string {
+		fn := getFunction(t, ns, "hello")
+		if b := fn.Status.Build; b == nil || b.Phase != v1alpha1.BuildPhaseRunning || b.PipelineRun == "" {
+			return fmt.Sprintf("status.build = %+v, want Running", fn.Status.Build)
+		}
+		return ""
+	})
+	running := getFunction(t, ns, "hello").Status.Build
+
+	// The operator restarts in the middle of the build.
+	stopFirst()
+	startOperatorWith(t, rebuildConfig(2), ns)
+	time.Sleep(2 * time.Second)
+	fn := getFunction(t, ns, "hello")
+	if b := fn.Status.Build; b == nil || b.ID != running.ID || b.Phase != v1alpha1.BuildPhaseRunning {
+		t.Errorf("after the restart status.build = %+v, want build %s still Running", b, running.ID)
+	}
+	if c := fn.Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate); c.Reason != v1alpha1.ReasonRebuilding {
+		t.Errorf("MiddlewareUpToDate = %+v, want Rebuilding", c)
+	}
+
+	release.Store(true)
+	eventually(t, 60*time.Second, rebuilt(t, ns, "hello"))
+	if runs := pipelineRuns(t, ns); len(runs) != 1 || len(sim.Started()) != 1 {
+		t.Errorf("%d PipelineRuns (%d started), want the one adopted across the restart", len(runs), len(sim.Started()))
+	}
+	if b := getFunction(t, ns, "hello").Status.Build; b.ID != running.ID {
+		t.Errorf("build %s finished, want the adopted %s", b.ID, running.ID)
+	}
+}
+
+func TestOperator_RebuildFailureBacksOff(t *testing.T) {
+	ns := newNamespace(t)
+	f := newRebuildFixture(t, ns, "hello")
+	sim := tektonsim.Start(t, restConfig, tektonsim.Options{
+		Namespaces: []string{ns}, Registry: f.reg,
+		Decide: func(*pipelinev1.PipelineRun) tektonsim.Outcome {
+			return tektonsim.Outcome{Fail: true, FailedTask: "build", FailedStep: "build", Message: `"step-build" exited with code 1`}
+		},
+	})
+	startOperatorWith(t, rebuildConfig(2), ns)
+	f.createFunction(t, "hello", nil)
+
+	failedTimes := func(n int32) func() string {
+		return func() string {
+			fn := getFunction(t, ns, "hello")
+			c := fn.Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate)
+			if b := fn.Status.Build; b == nil || b.Phase != v1alpha1.BuildPhaseFailed || b.Failures != n || c.Reason != v1alpha1.ReasonBuildFailed {
+				return fmt.Sprintf("build = %+v, MiddlewareUpToDate = %+v; want failure %d", fn.Status.Build, c, n)
+			}
+			return ""
+		}
+	}
+	eventually(t, 60*time.Second, failedTimes(1))
+	fn := getFunction(t, ns, "hello")
+	b := fn.Status.Build
+	if b.FailedTask != "build" || b.FailedStep != "build" || !strings.Contains(b.Message, "exited with code 1") {
+		t.Errorf("status.build = %+v, want the failing task, step and message", b)
+	}
+	if d := b.RetryAfter.Sub(b.CompletionTime.Time); d != 2*time.Second {
+		t.Errorf("first retry after %s, want the 2s backoff", d)
+	}
+	c := fn.Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate)
+	for _, want := range []string{"in task build, step build", "exited with code 1", "keeps serving"} {
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("MiddlewareUpToDate message %q does not say %q", c.Message, want)
+		}
+	}
+	svc := &servingv1.Service{}
+	if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "hello"}, svc); err != nil {
+		t.Fatal(err)
+	}
+	if img := svc.Spec.Template.Spec.Containers[0].Image; img != f.oldImage["hello"] {
+		t.Errorf("the Service runs %s after a failed build, want the old image %s", img, f.oldImage["hello"])
+	}
+	if ev := eventsOf(t, ns, "hello"); len(ev["BuildFailed"]) != 1 || !strings.Contains(ev["BuildFailed"][0], "in task build, step build") {
+		t.Errorf("events = %v, want one BuildFailed naming the task and step", ev)
+	}
+
+	// The retry waits for the backoff, and the next one waits twice as long.
+	eventually(t, 60*time.Second, failedTimes(2))
+	runs := pipelineRuns(t, ns)
+	if len(runs) != 2 {
+		t.Fatalf("%d PipelineRuns after two failures, want 2", len(runs))
+	}
+	first, second := runs[0], runs[1]
+	if second.CreationTimestamp.Before(&first.CreationTimestamp) {
+		first, second = second, first
+	}
+	// Timestamps have second precision.
+	if earliest := b.RetryAfter.Add(-time.Second); second.CreationTimestamp.Time.Before(earliest) {
+		t.Errorf("the retry started at %s, before its backoff ended at %s", second.CreationTimestamp, b.RetryAfter)
+	}
+	b2 := getFunction(t, ns, "hello").Status.Build
+	if d := b2.RetryAfter.Sub(b2.CompletionTime.Time); d != 4*time.Second {
+		t.Errorf("second retry after %s, want 4s", d)
+	}
+	if n := len(sim.Started()); n != 2 {
+		t.Errorf("%d runs started, want 2: no hot loop", n)
+	}
+}
+
+func TestOperator_NoRebuildWhenOffOrOutOfBudget(t *testing.T) {
+	ns := newNamespace(t)
+	f := newRebuildFixture(t, ns, "off", "paused")
+	sim := tektonsim.Start(t, restConfig, tektonsim.Options{Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t)})
+	system, _, _ := startOperatorWith(t, rebuildConfig(0), ns) // a budget of 0 pauses rebuilds
+	no := false
+	f.createFunction(t, "off", &no)
+	f.createFunction(t, "paused", nil)
+
+	eventually(t, 30*time.Second, condition(ns, "off", v1alpha1.FunctionConditionMiddlewareUpToDate, corev1.ConditionTrue, v1alpha1.ReasonAutoUpdateDisabled))
+	eventually(t, 30*time.Second, condition(ns, "paused", v1alpha1.FunctionConditionMiddlewareUpToDate, corev1.ConditionFalse, v1alpha1.ReasonRebuildQueued))
+	paused := getFunction(t, ns, "paused")
+	if b := paused.Status.Build; b == nil || b.Phase != v1alpha1.BuildPhaseQueued || b.QueuePosition != 1 || b.QueuedAt == nil {
+		t.Errorf("status.build = %+v, want Queued at position 1", b)
+	}
+	if c := paused.Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate); !strings.Contains(c.Message, "position 1 of 1; at most 0 rebuilds") {
+		t.Errorf("MiddlewareUpToDate message = %q", c.Message)
+	}
+	time.Sleep(time.Second)
+	if runs := pipelineRuns(t, ns); len(runs) != 0 {
+		t.Fatalf("%d PipelineRuns with auto-update off or no budget, want 0", len(runs))
+	}
+
+	// Raising the budget in the ConfigMap lets the queued Function through; the one
+	// with auto-update off stays as it is.
+	if err := k8sClient.Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: system, Name: config.ConfigMapName},
+		Data: map[string]string{
+			config.KeyMaxConcurrentBuilds: "1", config.KeyBuildBackoff: "2s",
+			config.KeyBuilderImagePrefix + "pack.go": pinnedBuilder,
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, rebuilt(t, ns, "paused"))
+	for _, pr := range pipelineRuns(t, ns) {
+		if pr.Labels[resources.LabelFunction] != "paused" {
+			t.Errorf("PipelineRun %s for %s, want none but the paused Function's", pr.Name, pr.Labels[resources.LabelFunction])
+		}
+	}
+	if n := len(sim.Started()); n != 1 {
+		t.Errorf("%d runs started, want 1", n)
+	}
+}
+
+func TestOperator_FunctionDeletedMidBuild(t *testing.T) {
+	ns := newNamespace(t)
+	f := newRebuildFixture(t, ns, "first", "second")
+	tektonsim.Start(t, restConfig, tektonsim.Options{
+		Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t),
+		// The first Function's build never ends on its own.
+		Hold: func(pr *pipelinev1.PipelineRun) bool { return pr.Labels[resources.LabelFunction] != "first" },
+	})
+	startOperatorWith(t, rebuildConfig(1), ns)
+	f.createFunction(t, "first", nil)
+	eventually(t, 60*time.Second, func() string {
+		if b := getFunction(t, ns, "first").Status.Build; b == nil || b.Phase != v1alpha1.BuildPhaseRunning {
+			return fmt.Sprintf("first: status.build = %+v", b)
+		}
+		return ""
+	})
+	f.createFunction(t, "second", nil)
+	eventually(t, 30*time.Second, condition(ns, "second", v1alpha1.FunctionConditionMiddlewareUpToDate, corev1.ConditionFalse, v1alpha1.ReasonRebuildQueued))
+
+	if err := k8sClient.Delete(context.Background(), &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "first"}}); err != nil {
+		t.Fatal(err)
+	}
+	// The build of the deleted Function is stopped (func's provider deletes its
+	// PipelineRun) and its slot goes to the queued one.
+	eventually(t, 60*time.Second, func() string {
+		for _, pr := range pipelineRuns(t, ns) {
+			if pr.Labels[resources.LabelFunction] == "first" {
+				return "the deleted Function's PipelineRun " + pr.Name + " still exists"
+			}
+		}
+		return ""
+	})
+	eventually(t, 60*time.Second, rebuilt(t, ns, "second"))
+
+	// Nothing of the deleted Function's builds is left; the other's objects stay.
+	for _, obj := range []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "first-pack-git-pipeline-secret"}},
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "first-pack-git-pipeline-pvc"}},
+		&pipelinev1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "first-pack-git-pipeline"}},
+	} {
+		eventually(t, 30*time.Second, func() string {
+			err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: obj.GetName()}, obj)
+			// A PVC keeps its kubernetes.io/pvc-protection finalizer here: no
+			// controller-manager runs to remove it, so deleted means being deleted.
+			if !apierrors.IsNotFound(err) && (err != nil || obj.GetDeletionTimestamp() == nil) {
+				return fmt.Sprintf("%T %s of the deleted Function: %v", obj, obj.GetName(), err)
+			}
+			return ""
+		})
+	}
+	if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "second-pack-git-pipeline-secret"}, &corev1.Secret{}); err != nil {
+		t.Errorf("the other Function's pipeline Secret: %v", err)
+	}
+	// The deleted Function is not reconciled back to life: no new build appears.
+	time.Sleep(time.Second)
+	for _, pr := range pipelineRuns(t, ns) {
+		if pr.Labels[resources.LabelFunction] == "first" {
+			t.Errorf("PipelineRun %s of the deleted Function", pr.Name)
+		}
+	}
+}

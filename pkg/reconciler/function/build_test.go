@@ -1,0 +1,231 @@
+package function
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"knative.dev/pkg/apis"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/buildqueue"
+	"github.com/fnops/func-operator/pkg/config"
+	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
+	"github.com/fnops/func-operator/test/gitserver"
+	"github.com/fnops/func-operator/test/registrytest"
+)
+
+// recordingRun stands in for func's pipelines provider in the step tests: it records
+// the requests and returns at once. The operator tests run the real provider.
+type recordingRun struct {
+	mu   sync.Mutex
+	reqs []funclib.BuildRequest
+}
+
+func (r *recordingRun) run(_ context.Context, req funclib.BuildRequest) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reqs = append(r.reqs, req)
+	return nil
+}
+
+func (r *recordingRun) requests() []funclib.BuildRequest {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]funclib.BuildRequest(nil), r.reqs...)
+}
+
+func TestReconciler_Rebuild(t *testing.T) {
+	reg := registrytest.Start(t)
+	outdated := reg.Push(t, "fns/hello", "v0.1.0")
+	root := gitserver.NewRepoRoot(t)
+	srv := gitserver.StartHTTP(t, root)
+	withRegistry := funcYAML("hello", "go") + "registry: " + reg.Host + "/fns\n"
+	commit := gitserver.CreateRepo(t, root, "fn").Commit(t, "main", map[string]string{
+		"fns/hello/func.yaml": withRegistry,
+	}, "hello")
+	gitserver.CreateRepo(t, root, "noregistry").Commit(t, "main", map[string]string{"func.yaml": funcYAML("hello", "go")}, "no registry")
+	gitserver.CreateRepo(t, root, "buildpacks").Commit(t, "main", map[string]string{
+		"func.yaml": "specVersion: 0.36.0\nname: hello\nruntime: go\nregistry: " + reg.Host + "/fns\nbuild:\n  builder: pack\n  buildpacks: [x]\n",
+	}, "host")
+	srv.RequireToken("private", testToken)
+	gitserver.CreateRepo(t, root, "private").Commit(t, "main", map[string]string{"func.yaml": withRegistry}, "private")
+
+	off := false
+	now := time.Now()
+	tests := []struct {
+		name       string
+		repo       v1alpha1.Repository
+		autoUpdate *bool
+		noTekton   bool
+		budget     int
+		build      *v1alpha1.BuildStatus // status.build before the reconcile
+		wantReason string
+		wantMsg    string // substring of the MiddlewareUpToDate message
+		wantPhase  string // of status.build; "" for none
+		wantLaunch bool
+		wantStall  bool
+		wantSoon   time.Duration // a RequeueAfter at most this, when not zero
+	}{{
+		name:       "outdated, a slot free: the build is recorded, then launched",
+		repo:       v1alpha1.Repository{URL: srv.URL("fn"), Path: "fns/hello"},
+		budget:     2,
+		wantReason: v1alpha1.ReasonRebuilding, wantMsg: "starting: rebuilding commit " + commit[:12],
+		wantPhase: v1alpha1.BuildPhaseStarting, wantLaunch: true, wantSoon: pollWhileWaiting,
+	}, {
+		name:       "auto-update off: no build",
+		repo:       v1alpha1.Repository{URL: srv.URL("fn"), Path: "fns/hello"},
+		autoUpdate: &off, budget: 2,
+		wantReason: v1alpha1.ReasonAutoUpdateDisabled,
+	}, {
+		name:       "no budget: queued, with the position",
+		repo:       v1alpha1.Repository{URL: srv.URL("fn"), Path: "fns/hello"},
+		budget:     0,
+		wantReason: v1alpha1.ReasonRebuildQueued, wantMsg: "position 1 of 1; at most 0 rebuilds run at once",
+		wantPhase: v1alpha1.BuildPhaseQueued,
+	}, {
+		name:       "no Tekton on the cluster",
+		repo:       v1alpha1.Repository{URL: srv.URL("fn"), Path: "fns/hello"},
+		noTekton:   true, budget: 2,
+		wantReason: v1alpha1.ReasonRebuildNotPossible, wantMsg: "no Tekton Pipelines API", wantStall: true,
+	}, {
+		name:       "private repository: func's pipeline cannot clone it",
+		repo:       v1alpha1.Repository{URL: srv.URL("private"), AuthSecretRef: secretRef("git")},
+		budget:     2,
+		wantReason: v1alpha1.ReasonRebuildNotPossible, wantMsg: "the repository is private", wantStall: true,
+	}, {
+		name:       "func.yaml without registry: nowhere to push",
+		repo:       v1alpha1.Repository{URL: srv.URL("noregistry")},
+		budget:     2,
+		wantReason: v1alpha1.ReasonRebuildNotPossible, wantMsg: "neither image nor registry", wantStall: true,
+	}, {
+		name:       "buildpacks func's pipeline does not support",
+		repo:       v1alpha1.Repository{URL: srv.URL("buildpacks")},
+		budget:     2,
+		wantReason: v1alpha1.ReasonRebuildNotPossible, wantMsg: "cannot build the function", wantStall: true,
+	}, {
+		name:   "failed, backoff not over: no build, back when it is",
+		repo:   v1alpha1.Repository{URL: srv.URL("fn"), Path: "fns/hello"},
+		budget: 2,
+		build: &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseFailed, Failures: 2, FailedTask: "build", Message: "exit 1",
+			RetryAfter: &metav1.Time{Time: now.Add(30 * time.Second)}},
+		wantReason: v1alpha1.ReasonBuildFailed, wantMsg: "build b1 failed in task build (2 in a row): exit 1; the running revision keeps serving; retry 3 at",
+		wantPhase: v1alpha1.BuildPhaseFailed, wantSoon: 31 * time.Second,
+	}, {
+		name:   "failed, backoff over: built again, the failures kept",
+		repo:   v1alpha1.Repository{URL: srv.URL("fn"), Path: "fns/hello"},
+		budget: 2,
+		build: &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseFailed, Failures: 2,
+			RetryAfter: &metav1.Time{Time: now.Add(-time.Second)}},
+		wantReason: v1alpha1.ReasonRebuilding, wantPhase: v1alpha1.BuildPhaseStarting, wantLaunch: true, wantSoon: pollWhileWaiting,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := newNamespace(t)
+			mustCreate(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "git"}, Data: map[string][]byte{"token": []byte(testToken)}})
+			knativeService{image: outdated, ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionTrue}}.create(t, ns, "hello")
+			fn := newFunction(ns, "hello", tt.repo)
+			fn.Spec.AutoUpdateMiddleware = tt.autoUpdate
+			mustCreate(t, fn)
+			if tt.build != nil {
+				fn.Status.Build = tt.build
+				if err := k8sClient.Status().Update(context.Background(), fn); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			r, _ := newTestReconciler(t, 100)
+			cfg := config.Defaults()
+			cfg.MaxConcurrentBuilds = tt.budget
+			cfg.BuilderImages = map[string]string{"pack/go": "builder:pinned"}
+			r.Config.Set(cfg)
+			rec := &recordingRun{}
+			r.Launcher = NewLauncher(rec.run, buildqueue.New(func() int { return r.Config.Load().MaxConcurrentBuilds }, nil, nil))
+			r.Tekton = !tt.noTekton
+			r.WorkDir = t.TempDir()
+
+			res, err := reconcileOnce(t, r, ns, "hello")
+			if err != nil {
+				t.Fatalf("Reconcile: %v", err)
+			}
+			r.Launcher.Wait()
+			got := getFunction(t, ns, "hello")
+			c := got.Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate)
+			if c.Reason != tt.wantReason || !strings.Contains(c.Message, tt.wantMsg) {
+				t.Errorf("MiddlewareUpToDate = %s %s %q, want reason %s and a message with %q", c.Status, c.Reason, c.Message, tt.wantReason, tt.wantMsg)
+			}
+			phase := ""
+			if got.Status.Build != nil {
+				phase = got.Status.Build.Phase
+			}
+			if phase != tt.wantPhase {
+				t.Errorf("status.build = %+v, want phase %q", got.Status.Build, tt.wantPhase)
+			}
+			if tt.wantSoon > 0 && (res.RequeueAfter <= 0 || res.RequeueAfter > tt.wantSoon) {
+				t.Errorf("RequeueAfter = %s, want at most %s", res.RequeueAfter, tt.wantSoon)
+			}
+			reqs := rec.requests()
+			if !tt.wantLaunch {
+				if len(reqs) != 0 {
+					t.Errorf("%d builds launched, want none", len(reqs))
+				}
+				return
+			}
+			if len(reqs) != 1 {
+				t.Fatalf("%d builds launched, want 1", len(reqs))
+			}
+			b := got.Status.Build
+			want := funclib.BuildRequest{
+				Namespace: ns,
+				GitURL:    tt.repo.URL, Revision: commit, ContextDir: "fns/hello",
+				Labels:       map[string]string{resources.LabelFunction: "hello", resources.LabelBuildID: b.ID, resources.LabelManagedBy: resources.ManagedBy},
+				BuilderImage: "builder:pinned",
+				WorkDir:      r.WorkDir,
+			}
+			gotReq := reqs[0]
+			gotReq.Function, gotReq.Credentials = funclib.Metadata{}, nil
+			if diff := cmp.Diff(want, gotReq); diff != "" {
+				t.Errorf("build request (-want +got):\n%s", diff)
+			}
+			if reqs[0].Function.Registry != reg.Host+"/fns" || reqs[0].Function.Name != "hello" {
+				t.Errorf("build request function = %+v", reqs[0].Function)
+			}
+			if b.Commit != commit || b.FromImage != outdated || b.FromMiddleware != "v0.1.0" || b.StartTime == nil || b.Failures != failuresBefore(tt.build) {
+				t.Errorf("status.build = %+v", b)
+			}
+			if !r.Launcher.Queue.IsRunning(types.NamespacedName{Namespace: ns, Name: "hello"}) {
+				t.Error("the launched build holds no slot of the budget")
+			}
+			rb := &rbacv1.RoleBinding{}
+			if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: resources.PipelineRoleBinding}, rb); err != nil {
+				t.Errorf("pipeline RoleBinding: %v", err)
+			} else if !resources.HasOwner(rb.OwnerReferences, got) {
+				t.Errorf("RoleBinding owners = %+v, want the Function among them", rb.OwnerReferences)
+			}
+
+			// The next reconcile, before any PipelineRun shows up, starts nothing more.
+			if _, err := reconcileOnce(t, r, ns, "hello"); err != nil {
+				t.Fatal(err)
+			}
+			r.Launcher.Wait()
+			if n := len(rec.requests()); n != 1 {
+				t.Errorf("%d builds after a second reconcile, want 1", n)
+			}
+		})
+	}
+}
+
+func failuresBefore(b *v1alpha1.BuildStatus) int32 {
+	if b == nil {
+		return 0
+	}
+	return b.Failures
+}

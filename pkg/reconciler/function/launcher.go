@@ -1,0 +1,142 @@
+package function
+
+import (
+	"context"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/fnops/func-operator/pkg/buildqueue"
+	"github.com/fnops/func-operator/pkg/funclib"
+)
+
+// RunPipelineFunc runs one build and returns when its PipelineRun ends.
+type RunPipelineFunc func(ctx context.Context, req funclib.BuildRequest) error
+
+// Launcher starts builds off the reconcile path and remembers the ones this process
+// launched until their outcome is recorded. The status of a build comes from its
+// PipelineRun; the Launcher only tells whether a launch is still under way and why
+// one failed before its PipelineRun existed.
+type Launcher struct {
+	// Run runs a build: funclib.RunPipeline, or a test's.
+	Run RunPipelineFunc
+	// Queue is the fleet-wide budget of running builds.
+	Queue *buildqueue.Queue
+	// Log receives a line per launch and per return.
+	Log logr.Logger
+
+	mu       sync.Mutex
+	launches map[types.NamespacedName]*launch
+	// done is called, off the lock, when a launch returns.
+	done func(types.NamespacedName)
+	wg   sync.WaitGroup
+}
+
+// launch is one build this process started.
+type launch struct {
+	id     string
+	cancel context.CancelFunc
+	ended  bool
+	err    error
+}
+
+// NewLauncher returns a Launcher that runs builds with run under the queue's budget.
+func NewLauncher(run RunPipelineFunc, queue *buildqueue.Queue) *Launcher {
+	return &Launcher{Run: run, Queue: queue, Log: logr.Discard(), launches: map[types.NamespacedName]*launch{}}
+}
+
+// Launch starts build id of key. The build's context is not derived from a reconcile
+// or the manager: func's provider deletes the PipelineRun when its context is
+// cancelled, so only Cancel (the Function was deleted) does that. A build that
+// outlives the operator process keeps running, and the next process adopts it.
+func (l *Launcher) Launch(key types.NamespacedName, id string, req funclib.BuildRequest) {
+	ctx, cancel := context.WithCancel(context.Background())
+	rec := &launch{id: id, cancel: cancel}
+	l.mu.Lock()
+	if old, ok := l.launches[key]; ok && !old.ended {
+		l.mu.Unlock()
+		cancel()
+		return // one build per Function
+	}
+	l.launches[key] = rec
+	l.mu.Unlock()
+	l.wg.Add(1)
+	log := l.Log.WithValues("function", key.String(), "build", id)
+	log.Info("launching build", "commit", req.Revision, "path", req.ContextDir)
+	go func() {
+		defer l.wg.Done()
+		err := l.Run(ctx, req)
+		if err != nil {
+			log.Info("build pipeline returned", "error", err.Error())
+		} else {
+			log.Info("build pipeline returned")
+		}
+		l.mu.Lock()
+		rec.ended, rec.err = true, err
+		l.mu.Unlock()
+		cancel()
+		if l.done != nil {
+			l.done(key)
+		}
+	}()
+}
+
+// Launched returns what this process knows of build id of key: whether it launched
+// it, whether the launch returned, and its error.
+func (l *Launcher) Launched(key types.NamespacedName, id string) (launched, ended bool, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rec, ok := l.launches[key]
+	if !ok || rec.id != id {
+		return false, false, nil
+	}
+	return true, rec.ended, rec.err
+}
+
+// Busy reports whether a build of key is being launched or runs in this process.
+func (l *Launcher) Busy(key types.NamespacedName) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rec, ok := l.launches[key]
+	return ok && !rec.ended
+}
+
+// Done forgets build id of key once its outcome is recorded.
+func (l *Launcher) Done(key types.NamespacedName, id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if rec, ok := l.launches[key]; ok && rec.id == id && rec.ended {
+		delete(l.launches, key)
+	}
+}
+
+// Cancel stops the build of a deleted Function: func's provider deletes its
+// PipelineRun. Its slot in the budget is freed.
+func (l *Launcher) Cancel(key types.NamespacedName) {
+	l.mu.Lock()
+	rec, ok := l.launches[key]
+	delete(l.launches, key)
+	l.mu.Unlock()
+	if ok {
+		l.Log.Info("cancelling the build of a deleted Function", "function", key.String(), "build", rec.id)
+		rec.cancel()
+	}
+	l.Queue.Forget(key)
+}
+
+// InFlight returns how many launches of this process have not returned.
+func (l *Launcher) InFlight() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, rec := range l.launches {
+		if !rec.ended {
+			n++
+		}
+	}
+	return n
+}
+
+// Wait waits for every launch to return, for tests.
+func (l *Launcher) Wait() { l.wg.Wait() }

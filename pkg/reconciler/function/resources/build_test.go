@@ -1,0 +1,87 @@
+package resources
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/funclib"
+)
+
+func testFunction() *v1alpha1.Function {
+	return &v1alpha1.Function{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "hello", UID: "uid-1"},
+		Spec: v1alpha1.FunctionSpec{Repository: v1alpha1.Repository{
+			URL: "https://git.example/org/fns.git", Branch: "main", Path: "/fns/hello/",
+		}},
+		Status: v1alpha1.FunctionStatus{Git: &v1alpha1.GitStatus{ResolvedBranch: "main", ObservedCommit: "0123456789abcdef0123456789abcdef01234567"}},
+	}
+}
+
+func TestRoleBinding(t *testing.T) {
+	want := &rbacv1.RoleBinding{}
+	if err := yaml.UnmarshalStrict([]byte(`
+metadata:
+  namespace: team-a
+  name: func-operator-pipeline
+  labels: {app.kubernetes.io/managed-by: func-operator}
+  ownerReferences:
+  - {apiVersion: functions.dev/v1alpha1, kind: Function, name: hello, uid: uid-1, controller: false, blockOwnerDeletion: false}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: func-operator-pipeline}
+subjects:
+- {kind: ServiceAccount, namespace: team-a, name: pipeline}
+`), want); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, RoleBinding(testFunction(), "pipeline")); diff != "" {
+		t.Errorf("RoleBinding (-want +got):\n%s", diff)
+	}
+}
+
+func TestHasOwner(t *testing.T) {
+	fn := testFunction()
+	other := testFunction()
+	other.UID = "uid-2"
+	refs := []metav1.OwnerReference{OwnerReference(other)}
+	if HasOwner(refs, fn) {
+		t.Error("HasOwner found a Function that is not among the owners")
+	}
+	if !HasOwner(append(refs, OwnerReference(fn)), fn) {
+		t.Error("HasOwner missed an owner")
+	}
+}
+
+func TestBuildRequest(t *testing.T) {
+	m := funclib.Metadata{Name: "hello", Runtime: "go", Builder: "pack", Registry: "registry.example/fns"}
+	tests := []struct {
+		name          string
+		m             funclib.Metadata
+		builderImages map[string]string
+		wantBuilder   string
+	}{
+		{name: "pinned builder image of the runtime", m: m, builderImages: map[string]string{"pack/go": "b:pinned", "s2i/go": "s2i:x"}, wantBuilder: "b:pinned"},
+		{name: "no pin: func's default", m: m, builderImages: map[string]string{"pack/node": "n:1"}, wantBuilder: ""},
+		{name: "empty builder means pack", m: funclib.Metadata{Name: "hello", Runtime: "go"}, builderImages: map[string]string{"pack/go": "b:pinned"}, wantBuilder: "b:pinned"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := BuildRequest(testFunction(), "b1", tt.m, tt.builderImages)
+			want := funclib.BuildRequest{
+				Namespace:    "team-a",
+				Function:     tt.m,
+				GitURL:       "https://git.example/org/fns.git",
+				Revision:     "0123456789abcdef0123456789abcdef01234567",
+				ContextDir:   "fns/hello",
+				Labels:       map[string]string{LabelFunction: "hello", LabelBuildID: "b1", LabelManagedBy: ManagedBy},
+				BuilderImage: tt.wantBuilder,
+			}
+			if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b func() error) bool { return true })); diff != "" {
+				t.Errorf("BuildRequest (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
