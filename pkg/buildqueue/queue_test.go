@@ -1124,26 +1124,32 @@ func TestQueue_ConcurrentLimitChanges(t *testing.T) {
 	}
 }
 
-// fillQueue queues n Keys across namespaces with limit 0, and returns them with
-// their queuedAt.
-func fillQueue(q *Queue, n, namespaces int) ([]Key, []time.Time) {
+// seeded returns n waiting Keys across namespaces, their queuedAt, and a Seed that
+// hands them out. The benchmarks fill their Queue through it: queuing n Keys by
+// Admit would sort the queue n times.
+func seeded(n, namespaces int, running ...Key) ([]Key, []time.Time, Seed) {
 	keys := make([]Key, n)
 	times := make([]time.Time, n)
 	for i := 0; i < n; i++ {
 		keys[i] = key(fmt.Sprintf("ns%02d", i%namespaces), fmt.Sprintf("fn%05d", i))
 		times[i] = base.Add(time.Duration(i) * time.Millisecond)
-		q.Admit(keys[i], times[i])
 	}
-	return keys, times
+	return keys, times, func() ([]Key, map[Key]time.Time, error) {
+		waiting := make(map[Key]time.Time, n)
+		for i, k := range keys {
+			waiting[k] = times[i]
+		}
+		return append([]Key(nil), running...), waiting, nil
+	}
 }
 
 func BenchmarkQueue_AdmitWaiting(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("waiting=%d/queued", n), func(b *testing.B) {
 			// One Admit of an already queued Key, the order computed.
-			q := New(func() int { return 0 }, func(Key) {}, nil)
-			keys, times := fillQueue(q, n, 50)
-			q.Admit(keys[0], times[0]) // warm the order
+			keys, times, seed := seeded(n, 50)
+			q := New(func() int { return 0 }, func(Key) {}, seed)
+			q.Admit(keys[0], times[0]) // seed and warm the order
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -1156,8 +1162,9 @@ func BenchmarkQueue_AdmitWaiting(b *testing.B) {
 		b.Run(fmt.Sprintf("waiting=%d/new", n), func(b *testing.B) {
 			// One Admit of a new Key, which recomputes the order; Forget takes it
 			// out again without sorting (no slot is free).
-			q := New(func() int { return 0 }, func(Key) {}, nil)
-			fillQueue(q, n, 50)
+			_, _, seed := seeded(n, 50)
+			q := New(func() int { return 0 }, func(Key) {}, seed)
+			q.Forget(key("ns-none", "fn")) // seed, outside the timer
 			extra := key("ns-extra", "fn")
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -1178,10 +1185,10 @@ func BenchmarkQueue_ReleaseWake(b *testing.B) {
 			// next. Outside the timer, the woken Key is admitted and the released one
 			// queues again at the back.
 			var woken []Key
-			q := New(func() int { return 1 }, func(k Key) { woken = append(woken, k) }, nil)
 			running := key("ns-run", "fn")
+			keys, times, seed := seeded(n, 50, running)
+			q := New(func() int { return 1 }, func(k Key) { woken = append(woken, k) }, seed)
 			q.Running(running)
-			keys, times := fillQueue(q, n, 50)
 			queuedAt := map[Key]time.Time{}
 			for i, k := range keys {
 				queuedAt[k] = times[i]

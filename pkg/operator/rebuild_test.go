@@ -2,6 +2,8 @@ package operator
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -45,7 +47,12 @@ type rebuildFixture struct {
 
 func newRebuildFixture(t *testing.T, ns string, names ...string) *rebuildFixture {
 	t.Helper()
-	f := &rebuildFixture{ns: ns, reg: registrytest.Start(t), oldImage: map[string]string{}}
+	return newRebuildFixtureWith(t, ns, registrytest.Start(t), names...)
+}
+
+func newRebuildFixtureWith(t *testing.T, ns string, reg *registrytest.Registry, names ...string) *rebuildFixture {
+	t.Helper()
+	f := &rebuildFixture{ns: ns, reg: reg, oldImage: map[string]string{}}
 	root := gitserver.NewRepoRoot(t)
 	f.srv = gitserver.StartHTTP(t, root)
 	files := map[string]string{}
@@ -72,12 +79,21 @@ func newRebuildFixture(t *testing.T, ns string, names ...string) *rebuildFixture
 // createFunction creates the Function of function name, at its path in the monorepo.
 func (f *rebuildFixture) createFunction(t *testing.T, name string, autoUpdate *bool) {
 	t.Helper()
+	f.createFunctionWith(t, name, autoUpdate, "")
+}
+
+// createFunctionWith creates the Function, with a registry Secret when registrySecret is set.
+func (f *rebuildFixture) createFunctionWith(t *testing.T, name string, autoUpdate *bool, registrySecret string) {
+	t.Helper()
 	fn := &v1alpha1.Function{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name},
 		Spec: v1alpha1.FunctionSpec{
 			Repository:           v1alpha1.Repository{URL: f.srv.URL("fleet"), Branch: "main", Path: "fns/" + name},
 			AutoUpdateMiddleware: autoUpdate,
 		},
+	}
+	if registrySecret != "" {
+		fn.Spec.Registry.AuthSecretRef = &corev1.LocalObjectReference{Name: registrySecret}
 	}
 	if err := k8sClient.Create(context.Background(), fn); err != nil {
 		t.Fatal(err)
@@ -536,4 +552,78 @@ func TestOperator_FunctionDeletedMidBuild(t *testing.T) {
 			t.Errorf("PipelineRun %s of the deleted Function", pr.Name)
 		}
 	}
+}
+
+func TestOperator_RebuildWithPrivateRegistry(t *testing.T) {
+	const user, password = "robot", "pw-registry-7f3e9-secret"
+	pinnedDeployer := "registry.example/knative/func-utils@sha256:" + strings.Repeat("ab", 32)
+	ns := newNamespace(t)
+	reg := registrytest.StartPrivate(t, user, password)
+	f := newRebuildFixtureWith(t, ns, reg, "hello")
+	if err := k8sClient.Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "registry"},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: reg.DockerConfigJSON()},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tektonsim.Start(t, restConfig, tektonsim.Options{Namespaces: []string{ns}, Registry: reg, Decide: succeed(t)})
+	// The deployer image is read from the ConfigMap when the operator starts.
+	startOperatorWithConfigMap(t, rebuildConfig(2), map[string]string{config.KeyDeployerImage: pinnedDeployer}, ns)
+	f.createFunctionWith(t, "hello", nil, "registry")
+	eventually(t, 60*time.Second, rebuilt(t, ns, "hello"))
+
+	// The pipeline pushes with the Function's registry credentials...
+	secret := &corev1.Secret{}
+	if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "hello-pack-git-pipeline-secret"}, secret); err != nil {
+		t.Fatal(err)
+	}
+	content := string(secret.Data["config.json"]) // func writes an Opaque Secret with a Docker config.json
+	if !strings.Contains(content, reg.Host) || !strings.Contains(content, password) && !strings.Contains(content, base64Auth(user, password)) {
+		t.Errorf("the pipeline's registry Secret does not hold the credentials for %s", reg.Host)
+	}
+	// ...the function's ServiceAccount may pull the new image...
+	sa := &corev1.ServiceAccount{}
+	if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "default"}, sa); err != nil {
+		t.Fatal(err)
+	}
+	if len(sa.ImagePullSecrets) != 1 || sa.ImagePullSecrets[0].Name != "registry" {
+		t.Errorf("imagePullSecrets of the function's ServiceAccount = %v, want the registry Secret", sa.ImagePullSecrets)
+	}
+	// ...and the pipeline's steps run the pinned func-utils image.
+	pipeline := &pipelinev1.Pipeline{}
+	if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "hello-pack-git-pipeline"}, pipeline); err != nil {
+		t.Fatal(err)
+	}
+	deployImages := map[string]string{}
+	for _, task := range pipeline.Spec.Tasks {
+		if task.TaskSpec != nil {
+			for _, step := range task.TaskSpec.Steps {
+				deployImages[task.Name+"/"+step.Name] = step.Image
+			}
+		}
+	}
+	if got := deployImages["deploy/func-deploy"]; got != pinnedDeployer {
+		t.Errorf("the deploy step runs %q, want the pinned %q (steps: %v)", got, pinnedDeployer, deployImages)
+	}
+
+	// No Secret value in the Function's status or events.
+	fn := getFunction(t, ns, "hello")
+	status, _ := json.Marshal(fn.Status)
+	for _, leak := range []string{password, base64Auth(user, password)} {
+		if strings.Contains(string(status), leak) {
+			t.Errorf("the status holds a registry credential")
+		}
+		for _, msgs := range eventsOf(t, ns, "hello") {
+			for _, m := range msgs {
+				if strings.Contains(m, leak) {
+					t.Errorf("an event holds a registry credential")
+				}
+			}
+		}
+	}
+}
+
+func base64Auth(user, password string) string {
+	return base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
 }

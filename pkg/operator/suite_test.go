@@ -74,9 +74,23 @@ func startOperator(t *testing.T, checkInterval time.Duration, watch ...string) (
 // given namespaces, until stop is called or the test ends.
 func startOperatorWith(t *testing.T, cfg config.Config, watch ...string) (systemNamespace string, store *config.Store, stop func()) {
 	t.Helper()
+	return startOperatorWithConfigMap(t, cfg, nil, watch...)
+}
+
+// startOperatorWithConfigMap is startOperatorWith with the operator's ConfigMap
+// created with data before the operator starts, when data is not nil.
+func startOperatorWithConfigMap(t *testing.T, cfg config.Config, data map[string]string, watch ...string) (systemNamespace string, store *config.Store, stop func()) {
+	t.Helper()
 	store = config.NewStore()
 	store.Set(cfg)
 	systemNamespace = newNamespace(t)
+	if data != nil {
+		if err := k8sClient.Create(context.Background(), &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, Name: config.ConfigMapName}, Data: data,
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	mgr, err := New(ctx, restConfig, Options{
 		WatchNamespaces: watch,

@@ -92,9 +92,9 @@ func TestReconciler_Rebuild(t *testing.T) {
 		wantReason: v1alpha1.ReasonRebuildQueued, wantMsg: "position 1 of 1; at most 0 rebuilds run at once",
 		wantPhase: v1alpha1.BuildPhaseQueued,
 	}, {
-		name:       "no Tekton on the cluster",
-		repo:       v1alpha1.Repository{URL: srv.URL("fn"), Path: "fns/hello"},
-		noTekton:   true, budget: 2,
+		name:     "no Tekton on the cluster",
+		repo:     v1alpha1.Repository{URL: srv.URL("fn"), Path: "fns/hello"},
+		noTekton: true, budget: 2,
 		wantReason: v1alpha1.ReasonRebuildNotPossible, wantMsg: "no Tekton Pipelines API", wantStall: true,
 	}, {
 		name:       "private repository: func's pipeline cannot clone it",
