@@ -21,6 +21,9 @@ type Seed func() (running []Key, waiting map[Key]time.Time, err error)
 // the fewest rebuilds (counting those ahead of it in the queue), then to the one that
 // waits longest. So one namespace with a hundred outdated functions cannot starve
 // another with one. Queue is safe for concurrent use.
+//
+// The waiting Functions are kept sorted per namespace, so a Function's position costs
+// one step per namespace, not a sort of the whole queue.
 type Queue struct {
 	limit func() int
 	wake  func(Key)
@@ -29,10 +32,12 @@ type Queue struct {
 	mu      sync.Mutex
 	seeded  bool
 	running map[Key]struct{}
+	// runningIn counts the running Keys by namespace.
+	runningIn map[string]int
+	// waiting maps a waiting Key to when it joined the queue.
 	waiting map[Key]time.Time
-	// order is the waiting Keys in admission order; nil when it must be recomputed.
-	order    []Key
-	position map[Key]int
+	// byNS holds the waiting Keys of each namespace, oldest first.
+	byNS map[string][]Key
 }
 
 // New returns a Queue admitting at most limit() rebuilds at once. wake is called,
@@ -40,11 +45,13 @@ type Queue struct {
 // seed, when not nil, is called once, before the first decision.
 func New(limit func() int, wake func(Key), seed Seed) *Queue {
 	return &Queue{
-		limit:   limit,
-		wake:    wake,
-		seed:    seed,
-		running: map[Key]struct{}{},
-		waiting: map[Key]time.Time{},
+		limit:     limit,
+		wake:      wake,
+		seed:      seed,
+		running:   map[Key]struct{}{},
+		runningIn: map[string]int{},
+		waiting:   map[Key]time.Time{},
+		byNS:      map[string][]Key{},
 	}
 }
 
@@ -59,16 +66,14 @@ func (q *Queue) Admit(key Key, queuedAt time.Time) (admitted bool, position, len
 		return true, 0, len(q.waiting)
 	}
 	if t, ok := q.waiting[key]; !ok || !t.Equal(queuedAt) {
-		q.waiting[key] = queuedAt
-		q.order = nil
+		q.removeWaiting(key)
+		q.addWaiting(key, queuedAt)
 	}
-	q.sort()
-	pos := q.position[key]
+	pos := q.position(key)
 	// Until the running builds are known, nothing is admitted: the budget could be spent.
 	if seeded && pos <= q.limit()-len(q.running) {
-		delete(q.waiting, key)
-		q.running[key] = struct{}{}
-		q.order = nil
+		q.removeWaiting(key)
+		q.addRunning(key)
 		return true, 0, len(q.waiting)
 	}
 	return false, pos, len(q.waiting)
@@ -80,14 +85,8 @@ func (q *Queue) Running(key Key) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.ensureSeeded()
-	if _, ok := q.waiting[key]; ok {
-		delete(q.waiting, key)
-		q.order = nil
-	}
-	if _, ok := q.running[key]; !ok {
-		q.running[key] = struct{}{}
-		q.order = nil
-	}
+	q.removeWaiting(key)
+	q.addRunning(key)
 }
 
 // Release frees key's slot, when it holds one, and wakes the Keys the free slots admit.
@@ -130,11 +129,12 @@ func (q *Queue) remove(key Key, fromWaiting bool) {
 	q.ensureSeeded()
 	if _, ok := q.running[key]; ok {
 		delete(q.running, key)
-		q.order = nil
+		if q.runningIn[key.Namespace]--; q.runningIn[key.Namespace] <= 0 {
+			delete(q.runningIn, key.Namespace)
+		}
 	}
-	if _, ok := q.waiting[key]; ok && fromWaiting {
-		delete(q.waiting, key)
-		q.order = nil
+	if fromWaiting {
+		q.removeWaiting(key)
 	}
 	next := q.admissible()
 	q.mu.Unlock()
@@ -150,17 +150,110 @@ func (q *Queue) wakeAll(keys []Key) {
 	}
 }
 
-// admissible returns the waiting Keys the free slots admit. Call with the lock held.
+func (q *Queue) addRunning(key Key) {
+	if _, ok := q.running[key]; !ok {
+		q.running[key] = struct{}{}
+		q.runningIn[key.Namespace]++
+	}
+}
+
+// addWaiting inserts key in its namespace's list, in order. Call with the lock held.
+func (q *Queue) addWaiting(key Key, at time.Time) {
+	q.waiting[key] = at
+	list := q.byNS[key.Namespace]
+	i := sort.Search(len(list), func(i int) bool { return q.less(key, list[i]) })
+	list = append(list, Key{})
+	copy(list[i+1:], list[i:])
+	list[i] = key
+	q.byNS[key.Namespace] = list
+}
+
+// removeWaiting takes key out of the queue, when it is there. Call with the lock held.
+func (q *Queue) removeWaiting(key Key) {
+	if _, ok := q.waiting[key]; !ok {
+		return
+	}
+	list := q.byNS[key.Namespace]
+	i := sort.Search(len(list), func(i int) bool { return !q.less(list[i], key) })
+	if i < len(list) && list[i] == key {
+		list = append(list[:i], list[i+1:]...)
+	}
+	if len(list) == 0 {
+		delete(q.byNS, key.Namespace)
+	} else {
+		q.byNS[key.Namespace] = list
+	}
+	delete(q.waiting, key)
+}
+
+// rank of the i-th waiting Key of namespace ns: the rebuilds of ns running or ahead of it.
+func (q *Queue) rank(ns string, i int) int { return q.runningIn[ns] + i }
+
+// before orders two waiting Keys in the admission order: rank, then queuedAt, then name.
+func (q *Queue) before(a Key, ra int, b Key, rb int) bool {
+	if ra != rb {
+		return ra < rb
+	}
+	return q.less(a, b)
+}
+
+// position returns key's place in the admission order (1 is next). It costs one step
+// per namespace. Call with the lock held.
+func (q *Queue) position(key Key) int {
+	list := q.byNS[key.Namespace]
+	idx := sort.Search(len(list), func(i int) bool { return !q.less(list[i], key) })
+	r := q.rank(key.Namespace, idx)
+	pos := 1
+	for ns, keys := range q.byNS {
+		// Keys of ns whose rank is below r are ahead; the one of rank r maybe.
+		n := r - q.runningIn[ns]
+		if n < 0 {
+			n = 0
+		}
+		if n > len(keys) {
+			n = len(keys)
+		}
+		if ns == key.Namespace {
+			pos += idx // the Keys of its own namespace ahead of it
+			continue
+		}
+		pos += n
+		if n < len(keys) && q.before(keys[n], q.rank(ns, n), key, r) {
+			pos++
+		}
+	}
+	return pos
+}
+
+// admissible returns the waiting Keys the free slots admit, in order. Call with the
+// lock held.
 func (q *Queue) admissible() []Key {
 	free := q.limit() - len(q.running)
 	if !q.seeded || free <= 0 || len(q.waiting) == 0 {
 		return nil
 	}
-	q.sort()
-	if free > len(q.order) {
-		free = len(q.order)
+	// Merge the namespaces' lists by rank: each is already in rank order.
+	next := map[string]int{}
+	var out []Key
+	for len(out) < free {
+		var best Key
+		bestRank, found := 0, false
+		for ns, keys := range q.byNS {
+			i := next[ns]
+			if i >= len(keys) {
+				continue
+			}
+			if r := q.rank(ns, i); !found || q.before(keys[i], r, best, bestRank) {
+				best, bestRank, found = keys[i], r, true
+			}
+		}
+		if !found {
+			break
+		}
+		out = append(out, best)
+		next[best.Namespace]++
 	}
-	return append([]Key(nil), q.order[:free]...)
+	return out
 }
 
 // ensureSeeded calls the Seed once; it reports whether the Queue is seeded. Call it
@@ -176,65 +269,27 @@ func (q *Queue) ensureSeeded() bool {
 	}
 	q.seeded = true
 	for _, k := range running {
-		q.running[k] = struct{}{}
-		delete(q.waiting, k)
+		q.removeWaiting(k)
+		q.addRunning(k)
 	}
 	for k, t := range waiting {
 		if _, ok := q.running[k]; !ok {
 			if _, ok := q.waiting[k]; !ok {
-				q.waiting[k] = t
+				q.addWaiting(k, t)
 			}
 		}
 	}
-	q.order = nil
 	return true
 }
 
-// sort computes the admission order: by the number of rebuilds of the Key's namespace
-// running or ahead of it, then by queuedAt, then by name. Call with the lock held.
-func (q *Queue) sort() {
-	if q.order != nil {
-		return
-	}
-	byNS := map[string][]Key{}
-	for k := range q.waiting {
-		byNS[k.Namespace] = append(byNS[k.Namespace], k)
-	}
-	runningIn := map[string]int{}
-	for k := range q.running {
-		runningIn[k.Namespace]++
-	}
-	type ranked struct {
-		key  Key
-		rank int
-		at   time.Time
-	}
-	all := make([]ranked, 0, len(q.waiting))
-	for ns, keys := range byNS {
-		sort.Slice(keys, func(i, j int) bool { return q.less(keys[i], keys[j]) })
-		for i, k := range keys {
-			all = append(all, ranked{key: k, rank: runningIn[ns] + i, at: q.waiting[k]})
-		}
-	}
-	sort.Slice(all, func(i, j int) bool {
-		if all[i].rank != all[j].rank {
-			return all[i].rank < all[j].rank
-		}
-		return q.less(all[i].key, all[j].key)
-	})
-	q.order = make([]Key, len(all))
-	q.position = make(map[Key]int, len(all))
-	for i, r := range all {
-		q.order[i] = r.key
-		q.position[r.key] = i + 1
-	}
-}
-
-// less orders two waiting Keys by queuedAt, then by name.
+// less orders two waiting Keys by queuedAt, then by namespace and name.
 func (q *Queue) less(a, b Key) bool {
 	ta, tb := q.waiting[a], q.waiting[b]
 	if !ta.Equal(tb) {
 		return ta.Before(tb)
 	}
-	return a.String() < b.String()
+	if a.Namespace != b.Namespace {
+		return a.Namespace < b.Namespace
+	}
+	return a.Name < b.Name
 }

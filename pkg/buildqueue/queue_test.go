@@ -940,14 +940,39 @@ func TestQueue_SeedErrorRetried(t *testing.T) {
 // are known.
 func TestQueue_SeedFailureDoesNotOverAdmit(t *testing.T) {
 	r1, r2 := key("r", "f1"), key("r", "f2")
-	calls := 0
-	f := newFixture(2, seedFunc(&calls, 1, []Key{r1, r2}, nil))
-	got := f.admit(a1, at(1)) // the seed fails
-	f.admit(a2, at(2))        // the seed succeeds: r1 and r2 run
-	r, _ := f.q.Len()
-	if r > 2 {
-		t.Errorf("Admit(%s) during a failed seed = %+v; once seeded %d run, want at most the limit 2", a1, got, r)
-	}
+	t.Run("the limit holds once seeded", func(t *testing.T) {
+		calls := 0
+		f := newFixture(2, seedFunc(&calls, 1, []Key{r1, r2}, nil))
+		got := f.admit(a1, at(1)) // the seed fails
+		f.admit(a2, at(2))        // the seed succeeds: r1 and r2 run
+		if r, _ := f.q.Len(); r > 2 {
+			t.Errorf("Admit(%s) during a failed seed = %+v; once seeded %d run, want at most the limit 2", a1, got, r)
+		}
+	})
+	runScenarios(t, []scenario{{
+		name:  "nothing admitted or woken until the seed succeeds",
+		limit: 2,
+		seed:  seedFunc(new(int), 4, []Key{r1}, nil),
+		steps: []step{
+			admitStep(a1, 1, false, 1, 1), // seed call 1 fails
+			kickStep(),                    // 2 fails
+			releaseStep(b1),               // 3 fails
+			admitStep(a1, 1, false, 1, 1), // 4 fails
+			lenStep(0, 1),
+			kickStep(a1), // 5 succeeds: r1 runs, 1 slot is free
+			admitStep(a1, 1, true, 0, 0),
+			lenStep(2, 0),
+		},
+	}, {
+		name:  "a seed that succeeds in Admit admits at once",
+		limit: 2,
+		seed:  seedFunc(new(int), 1, []Key{r1}, nil),
+		steps: []step{
+			admitStep(a1, 1, false, 1, 1), // fails
+			admitStep(a1, 1, true, 0, 0),  // seeded: r1 runs, 1 slot is free
+			admitStep(a2, 2, false, 1, 1),
+		},
+	}})
 }
 
 // TestQueue_SeedRunningKeyQueuedBeforeSeeding: a Key queued while the seed failed,
@@ -1125,8 +1150,7 @@ func TestQueue_ConcurrentLimitChanges(t *testing.T) {
 }
 
 // seeded returns n waiting Keys across namespaces, their queuedAt, and a Seed that
-// hands them out. The benchmarks fill their Queue through it: queuing n Keys by
-// Admit would sort the queue n times.
+// hands them out. The benchmarks fill their Queue through it, in one step.
 func seeded(n, namespaces int, running ...Key) ([]Key, []time.Time, Seed) {
 	keys := make([]Key, n)
 	times := make([]time.Time, n)
@@ -1146,7 +1170,7 @@ func seeded(n, namespaces int, running ...Key) ([]Key, []time.Time, Seed) {
 func BenchmarkQueue_AdmitWaiting(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("waiting=%d/queued", n), func(b *testing.B) {
-			// One Admit of an already queued Key, the order computed.
+			// One Admit of an already queued Key: its position, one step per namespace.
 			keys, times, seed := seeded(n, 50)
 			q := New(func() int { return 0 }, func(Key) {}, seed)
 			q.Admit(keys[0], times[0]) // seed and warm the order
@@ -1160,8 +1184,8 @@ func BenchmarkQueue_AdmitWaiting(b *testing.B) {
 			}
 		})
 		b.Run(fmt.Sprintf("waiting=%d/new", n), func(b *testing.B) {
-			// One Admit of a new Key, which recomputes the order; Forget takes it
-			// out again without sorting (no slot is free).
+			// One Admit of a new Key, inserted in its namespace's list; Forget takes
+			// it out again (no slot is free).
 			_, _, seed := seeded(n, 50)
 			q := New(func() int { return 0 }, func(Key) {}, seed)
 			q.Forget(key("ns-none", "fn")) // seed, outside the timer
@@ -1213,6 +1237,27 @@ func BenchmarkQueue_ReleaseWake(b *testing.B) {
 				next = next.Add(time.Millisecond)
 				running = w
 				b.StartTimer()
+			}
+		})
+	}
+}
+
+// BenchmarkQueue_FillByAdmit queues n Functions one Admit at a time, as a func bump
+// that makes a whole fleet outdated at once does; one op is the whole fill.
+func BenchmarkQueue_FillByAdmit(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("functions=%d", n), func(b *testing.B) {
+			keys, times, _ := seeded(n, 50)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				q := New(func() int { return 2 }, func(Key) {}, nil)
+				for j, k := range keys {
+					q.Admit(k, times[j])
+				}
+				if r, w := q.Len(); r != 2 || w != n-2 {
+					b.Fatalf("Len() = %d, %d", r, w)
+				}
 			}
 		})
 	}

@@ -231,7 +231,11 @@ func tektonInstalled(cfg *rest.Config) (bool, error) {
 func setUpFuncLibrary(ctx context.Context, restConfig *rest.Config, reader client.Reader, o Options) error {
 	dir := o.WorkDir
 	if dir == "" {
-		dir = os.TempDir()
+		// A directory of its own: the kubeconfig holds the operator's credentials.
+		var err error
+		if dir, err = os.MkdirTemp("", "func-operator-"); err != nil {
+			return fmt.Errorf("creating a directory for the func library's kubeconfig: %w", err)
+		}
 	}
 	path, err := funclib.UseCluster(restConfig, dir)
 	if err != nil {
