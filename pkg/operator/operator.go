@@ -2,10 +2,12 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
@@ -32,6 +35,7 @@ import (
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/knative"
+	"github.com/fnops/func-operator/pkg/metrics"
 	"github.com/fnops/func-operator/pkg/reconciler/function"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 	"github.com/fnops/func-operator/pkg/registry"
@@ -174,6 +178,10 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (manager.Manag
 	queue := buildqueue.New(func() int { return store.Load().MaxConcurrentBuilds }, r.Enqueue, r.SeedQueue)
 	r.Launcher = function.NewLauncher(funclib.RunPipeline, queue)
 	r.Launcher.Log = mgr.GetLogger().WithName("builds")
+	r.Metrics = metrics.New(queue.Len)
+	if err := register(r.Metrics.Collectors()); err != nil {
+		return nil, err
+	}
 	if !tekton {
 		log.FromContext(ctx).Info("Tekton Pipelines is not installed: outdated Functions report MiddlewareUpToDate False, reason " +
 			v1alpha1.ReasonRebuildNotPossible + "; restart the operator after installing it")
@@ -255,5 +263,22 @@ func setUpFuncLibrary(ctx context.Context, restConfig *rest.Config, reader clien
 	}
 	log.FromContext(ctx).Info("func library ready", "version", funclib.Version(), "kubeconfig", path,
 		"deployerImage", funclib.DeployerImage())
+	return nil
+}
+
+// register adds the collectors to the manager's registry, replacing those of an
+// operator that ran before in this process (tests run several).
+func register(cs []prometheus.Collector) error {
+	for _, c := range cs {
+		err := ctrlmetrics.Registry.Register(c)
+		var already prometheus.AlreadyRegisteredError
+		if errors.As(err, &already) {
+			ctrlmetrics.Registry.Unregister(already.ExistingCollector)
+			err = ctrlmetrics.Registry.Register(c)
+		}
+		if err != nil {
+			return fmt.Errorf("registering metrics: %w", err)
+		}
+	}
 	return nil
 }

@@ -81,6 +81,12 @@ func startOperatorWith(t *testing.T, cfg config.Config, watch ...string) (system
 // created with data before the operator starts, when data is not nil.
 func startOperatorWithConfigMap(t *testing.T, cfg config.Config, data map[string]string, watch ...string) (systemNamespace string, store *config.Store, stop func()) {
 	t.Helper()
+	return startOperatorServing(t, cfg, data, "0", watch...)
+}
+
+// startOperatorServing is startOperatorWithConfigMap serving metrics on metricsAddr.
+func startOperatorServing(t *testing.T, cfg config.Config, data map[string]string, metricsAddr string, watch ...string) (systemNamespace string, store *config.Store, stop func()) {
+	t.Helper()
 	store = config.NewStore()
 	store.Set(cfg)
 	systemNamespace = newNamespace(t)
@@ -95,7 +101,7 @@ func startOperatorWithConfigMap(t *testing.T, cfg config.Config, data map[string
 	mgr, err := New(ctx, restConfig, Options{
 		WatchNamespaces: watch,
 		SystemNamespace: systemNamespace,
-		MetricsAddr:     "0",
+		MetricsAddr:     metricsAddr,
 		ProbeAddr:       "0",
 		WorkDir:         t.TempDir(),
 		Config:          store,

@@ -22,6 +22,7 @@ import (
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/knative"
+	"github.com/fnops/func-operator/pkg/metrics"
 	"github.com/fnops/func-operator/pkg/source"
 )
 
@@ -49,6 +50,8 @@ type Reconciler struct {
 	Launcher *Launcher
 	// WorkDir holds scratch directories of builds.
 	WorkDir string
+	// Metrics records the operator's metrics; nil records none.
+	Metrics *metrics.Metrics
 
 	// policyChanged feeds the Functions to re-check after an operator policy change.
 	policyChanged chan event.GenericEvent
@@ -82,6 +85,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 	if apierrors.IsNotFound(err) || (err == nil && !fn.DeletionTimestamp.IsZero()) {
 		// Deleted: stop its build (func's provider deletes the PipelineRun) and free
 		// its place in the fleet budget. Nothing requeues it.
+		r.Metrics.Forget(req.NamespacedName)
 		if r.Launcher != nil {
 			r.Launcher.Cancel(req.NamespacedName)
 		}
@@ -109,6 +113,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 		if err != nil {
 			result, retErr = reconcile.Result{}, errors.Join(retErr, err)
 			return
+		}
+		if written {
+			r.Metrics.Conditions(req.NamespacedName, fn.Status.Conditions, middlewareOutdated(fn))
 		}
 		r.recordEvents(orig, fn)
 	}()
@@ -210,7 +217,33 @@ func (r *Reconciler) recordBuildEvents(orig, fn *v1alpha1.Function) {
 		if before == nil || before.ID != after.ID {
 			r.Recorder.Eventf(fn, corev1.EventTypeNormal, "BuildAdopted", "following build %s already running in PipelineRun %s", after.ID, after.PipelineRun)
 		}
+	case v1alpha1.BuildPhaseSucceeded:
+		r.Metrics.Rebuild(metrics.ResultSucceeded, buildDuration(after))
 	case v1alpha1.BuildPhaseFailed:
+		r.Metrics.Rebuild(metrics.ResultFailed, buildDuration(after))
 		r.Recorder.Eventf(fn, corev1.EventTypeWarning, "BuildFailed", "%s", failureSummary(after))
 	}
+}
+
+// buildDuration is how long a finished build ran, when known.
+func buildDuration(b *v1alpha1.BuildStatus) time.Duration {
+	if b.StartTime == nil || b.CompletionTime == nil {
+		return 0
+	}
+	return b.CompletionTime.Sub(b.StartTime.Time)
+}
+
+// middlewareOutdated is true when a rebuild would bring newer middleware, whether
+// or not one is under way or allowed.
+func middlewareOutdated(fn *v1alpha1.Function) bool {
+	c := fn.Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate)
+	if c == nil {
+		return false
+	}
+	switch c.Reason {
+	case v1alpha1.ReasonMiddlewareOutdated, v1alpha1.ReasonAutoUpdateDisabled, v1alpha1.ReasonRebuildQueued,
+		v1alpha1.ReasonRebuilding, v1alpha1.ReasonBuildFailed, v1alpha1.ReasonRebuildNotPossible:
+		return true
+	}
+	return false
 }

@@ -2,10 +2,12 @@ package function
 
 import (
 	"context"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/metrics"
 	"github.com/fnops/func-operator/pkg/source"
 )
 
@@ -20,7 +22,9 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function)
 	if err != nil {
 		return r.sourceFailed(fn, err)
 	}
+	start := time.Now()
 	head, err := r.Fetcher.Head(ctx, repo.URL, repo.Branch, auth, cfg.GitTimeout)
+	r.Metrics.GitFetch(metrics.GitListRefs, time.Since(start))
 	if err != nil {
 		return r.sourceFailed(fn, err)
 	}
@@ -28,7 +32,11 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function)
 		return nil // nothing new: no clone, and the status stays as it is
 	}
 
+	start = time.Now()
 	res, err := r.Fetcher.Read(ctx, repo.URL, head, repo.CleanPath(), auth, cfg.GitTimeout)
+	if res.Cloned {
+		r.Metrics.GitFetch(metrics.GitClone, time.Since(start))
+	}
 	if res.Commit != "" {
 		g := fn.Status.Git
 		if g == nil || g.ObservedCommit != res.Commit || g.ResolvedBranch != res.Branch || res.Cloned {
