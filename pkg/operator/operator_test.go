@@ -319,7 +319,7 @@ func TestOperator_HealthProbes(t *testing.T) {
 	l.Close()
 
 	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := New(ctx, restConfig, Options{
+	mgr, err := New(ctx, operatorConfig, Options{
 		WatchNamespaces:              []string{newNamespace(t)}, // nothing to reconcile there
 		SystemNamespace:              newNamespace(t),
 		MetricsAddr:                  "0",

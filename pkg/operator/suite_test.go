@@ -21,8 +21,12 @@ import (
 )
 
 var (
+	// restConfig is the control plane's administrator, for the tests' own objects.
 	restConfig *rest.Config
-	k8sClient  client.Client
+	// operatorConfig is the operator's ServiceAccount, bound only to the RBAC of
+	// config/: every operator of the tests runs as it, which proves that RBAC enough.
+	operatorConfig *rest.Config
+	k8sClient      client.Client
 	// logs holds everything the operators of the tests log.
 	logs = &syncbuffer.Buffer{}
 )
@@ -35,6 +39,17 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	restConfig = env.Config
+	operatorConfig = rest.CopyConfig(restConfig)
+	operatorConfig.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:func-operator:func-operator",
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:func-operator", "system:authenticated"},
+	}
+	_, err = envtest.Apply(context.Background(), restConfig, "config/100-namespace.yaml", "config/200-serviceaccount.yaml",
+		"config/200-clusterrole.yaml", "config/200-pipeline-clusterrole.yaml", "config/200-clusterrolebinding.yaml")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	scheme, err := NewScheme()
 	if err == nil {
 		k8sClient, err = client.New(restConfig, client.Options{Scheme: scheme})
@@ -98,7 +113,7 @@ func startOperatorServing(t *testing.T, cfg config.Config, data map[string]strin
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := New(ctx, restConfig, Options{
+	mgr, err := New(ctx, operatorConfig, Options{
 		WatchNamespaces: watch,
 		SystemNamespace: systemNamespace,
 		MetricsAddr:     metricsAddr,

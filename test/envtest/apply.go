@@ -1,0 +1,75 @@
+package envtest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Apply server-side applies every object of the YAML files given (paths relative to
+// the repository root or absolute) as kubectl apply --server-side would, and returns them.
+func Apply(ctx context.Context, cfg *rest.Config, files ...string) ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
+	for _, f := range files {
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(RepoRoot(), f)
+		}
+		content, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", f, err)
+		}
+		docs, err := Decode(content)
+		if err != nil {
+			return nil, fmt.Errorf("decoding %s: %w", f, err)
+		}
+		objs = append(objs, docs...)
+	}
+	return objs, ApplyObjects(ctx, cfg, objs...)
+}
+
+// ApplyObjects server-side applies objs.
+func ApplyObjects(ctx context.Context, cfg *rest.Config, objs ...*unstructured.Unstructured) error {
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return fmt.Errorf("creating a client: %w", err)
+	}
+	for _, o := range objs {
+		if err := c.Patch(ctx, o.DeepCopy(), client.Apply, client.FieldOwner("func-operator-tests"), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// Decode splits a multi-document YAML into objects, skipping empty documents.
+func Decode(content []byte) ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(content)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		u := &unstructured.Unstructured{}
+		if err := utilyaml.Unmarshal(doc, &u.Object); err != nil {
+			return nil, err
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		objs = append(objs, u)
+	}
+}
