@@ -53,9 +53,25 @@ control-plane: ## Build (once, cached) etcd, kube-apiserver and kubectl for envt
 test-deps: ## Install git and sshd for the tests if they are missing (apt-get, as root).
 	@hack/test-deps.sh
 
+.PHONY: ko
+ko: ## Build (once, cached) ko from the module proxy.
+	@hack/ko.sh >/dev/null
+
 .PHONY: test
-test: test-deps verify-generated verify-third-party vet control-plane ## Run every test against a real control plane, git servers and sshd.
-	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" FUNC_OPERATOR_REQUIRE_SSHD=1 go test $(GO_TEST_FLAGS) $(PKGS)
+test: test-deps verify-generated verify-third-party vet control-plane ko ## Run every test against a real control plane, git servers, sshd and ko.
+	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" FUNC_OPERATOR_KO="$$(hack/ko.sh)" FUNC_OPERATOR_REQUIRE_SSHD=1 go test $(GO_TEST_FLAGS) $(PKGS)
+
+##@ Install
+
+export KO_CONFIG_PATH := $(CURDIR)/ko.yaml
+
+.PHONY: install
+install: ko ## Build the operator with ko and install it on the cluster in KUBECONFIG (needs KO_DOCKER_REPO).
+	"$$(hack/ko.sh)" apply -f config/
+
+.PHONY: resolve
+resolve: ko ## Print config/ with the image ko builds (needs KO_DOCKER_REPO).
+	"$$(hack/ko.sh)" resolve -f config/
 
 .PHONY: run
 run: ## Run the operator from source: on the cluster in KUBECONFIG, else on an embedded control plane.

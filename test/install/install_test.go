@@ -1,0 +1,201 @@
+package install
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fnops/func-operator/pkg/config"
+	"github.com/fnops/func-operator/test/envtest"
+	"github.com/fnops/func-operator/test/registrytest"
+)
+
+// koBinary returns ko: $FUNC_OPERATOR_KO (make test sets it), else what hack/ko.sh
+// builds from the module proxy (cached).
+func koBinary(t *testing.T) string {
+	t.Helper()
+	if ko := os.Getenv("FUNC_OPERATOR_KO"); ko != "" {
+		return ko
+	}
+	out, err := exec.Command(filepath.Join(envtest.RepoRoot(), "hack", "ko.sh")).Output()
+	if err != nil {
+		t.Fatalf("building ko with hack/ko.sh: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestKoApply resolves config/ with ko against an in-process registry, with a base
+// image made here (no internet), and applies the result to a real API server.
+func TestKoApply(t *testing.T) {
+	reg := registrytest.Start(t)
+	base, err := reg.PushImage(reg.Host+"/base:latest", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := envtest.RepoRoot()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, koBinary(t), "resolve", "-f", "config/", "--platform=linux/amd64")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(),
+		"KO_CONFIG_PATH="+filepath.Join(root, "ko.yaml"),
+		"KO_DOCKER_REPO="+reg.Host+"/func-operator",
+		"KO_DEFAULTBASEIMAGE="+base,
+		"DOCKER_CONFIG="+t.TempDir(),
+	)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	resolved, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("ko resolve -f config/: %v\n%s", err, stderr.String())
+	}
+	objs, err := envtest.Decode(resolved)
+	if err != nil {
+		t.Fatalf("decoding what ko resolved: %v", err)
+	}
+	kinds := map[string]int{}
+	for _, o := range objs {
+		kinds[o.GetKind()]++
+	}
+	for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "ConfigMap", "Deployment", "Service"} {
+		if kinds[k] == 0 {
+			t.Errorf("ko resolved no %s (kinds: %v)", k, kinds)
+		}
+	}
+
+	env, err := envtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := envtest.ApplyObjects(ctx, env.Config, objs...); err != nil {
+		t.Fatalf("applying the resolved config/: %v", err)
+	}
+
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(env.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Get(ctx, types.NamespacedName{Name: "functions.functions.dev"}, crd); err != nil {
+		t.Fatal(err)
+	}
+	established := false
+	for _, cond := range crd.Status.Conditions {
+		established = established || (cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue)
+	}
+	if !established {
+		t.Errorf("the Function CRD is not established: %+v", crd.Status.Conditions)
+	}
+
+	// RBAC: the binding names the operator's ClusterRole and ServiceAccount, which exist.
+	crb := &rbacv1.ClusterRoleBinding{}
+	if err := c.Get(ctx, types.NamespacedName{Name: "func-operator"}, crb); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, types.NamespacedName{Name: crb.RoleRef.Name}, &rbacv1.ClusterRole{}); err != nil {
+		t.Errorf("ClusterRole %s of the binding: %v", crb.RoleRef.Name, err)
+	}
+	for _, s := range crb.Subjects {
+		if err := c.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, &corev1.ServiceAccount{}); err != nil {
+			t.Errorf("ServiceAccount %s/%s of the binding: %v", s.Namespace, s.Name, err)
+		}
+	}
+	if err := c.Get(ctx, types.NamespacedName{Name: "func-operator-pipeline"}, &rbacv1.ClusterRole{}); err != nil {
+		t.Errorf("the pipeline ClusterRole: %v", err)
+	}
+
+	// The ConfigMap as shipped is valid: nothing but the documented example.
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "func-operator", Name: config.ConfigMapName}, cm); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := config.FromConfigMap(cm); err != nil {
+		t.Errorf("the shipped ConfigMap is invalid: %v", err)
+	}
+	for _, key := range []string{config.KeyCheckInterval, config.KeyGitTimeout, config.KeyAutoUpdateMiddleware, config.KeyUnknownMiddlewarePolicy,
+		config.KeyMaxConcurrentBuilds, config.KeyBuildBackoff, config.KeyBuildBackoffMax, config.KeyPipelineServiceAccount, config.KeyDeployerImage, config.KeyBuilderImagePrefix} {
+		if !strings.Contains(cm.Data["_example"], key) {
+			t.Errorf("the ConfigMap does not document key %s", key)
+		}
+	}
+
+	// The Deployment: accepted, with the image ko built and pushed, and restricted.
+	d := &appsv1.Deployment{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "func-operator", Name: "func-operator"}, d); err != nil {
+		t.Fatal(err)
+	}
+	ctr := d.Spec.Template.Spec.Containers[0]
+	if !strings.HasPrefix(ctr.Image, reg.Host+"/func-operator") || !strings.Contains(ctr.Image, "@sha256:") {
+		t.Fatalf("the Deployment runs %q, want the image ko pushed to %s by digest", ctr.Image, reg.Host)
+	}
+	ref, err := name.ParseReference(ctr.Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := remote.Image(ref)
+	if err != nil {
+		t.Fatalf("the image ko pushed: %v", err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.OS != "linux" || cfg.Architecture != "amd64" || len(cfg.Config.Entrypoint) == 0 || !strings.HasSuffix(cfg.Config.Entrypoint[0], "func-operator") {
+		t.Errorf("image config = %s/%s entrypoint %v, want the operator binary", cfg.OS, cfg.Architecture, cfg.Config.Entrypoint)
+	}
+	sc, psc := ctr.SecurityContext, d.Spec.Template.Spec.SecurityContext
+	switch {
+	case sc == nil || psc == nil:
+		t.Fatal("the Deployment has no security context")
+	case sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem,
+		sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation,
+		sc.Capabilities == nil || fmt.Sprint(sc.Capabilities.Drop) != "[ALL]",
+		psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot,
+		psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault:
+		t.Errorf("security context = %+v, pod %+v; want restricted", sc, psc)
+	}
+	if !contains(ctr.Args, "--leader-elect") || ctr.LivenessProbe == nil || ctr.ReadinessProbe == nil || ctr.Resources.Requests.Cpu().IsZero() || ctr.Resources.Limits.Memory().IsZero() {
+		t.Errorf("controller container = %+v: want leader election, probes, requests and limits", ctr)
+	}
+	if d.Spec.Template.Spec.ServiceAccountName != "func-operator" {
+		t.Errorf("serviceAccountName = %q", d.Spec.Template.Spec.ServiceAccountName)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
