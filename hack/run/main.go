@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	fotenv "github.com/fnops/func-operator/test/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/fnops/func-operator/pkg/operator"
@@ -38,6 +40,7 @@ func run() error {
 
 	var cfg *rest.Config
 	var err error
+	embeddedPlane := false
 	if clusterConfigured() && !*embedded {
 		if cfg, err = ctrl.GetConfig(); err != nil {
 			return fmt.Errorf("reading the configured cluster's config: %w", err)
@@ -49,6 +52,7 @@ func run() error {
 			return err
 		}
 		defer stop()
+		embeddedPlane = true
 	} else {
 		fmt.Fprintf(os.Stderr, "run: using the cluster at %s (from KUBECONFIG or ~/.kube/config)\n", cfg.Host)
 	}
@@ -65,6 +69,27 @@ func run() error {
 	mgr, err := operator.New(ctx, cfg, o)
 	if err != nil {
 		return err
+	}
+	if embeddedPlane {
+		// Something to look at: a sample function in a git repository served here.
+		root, err := repoRoot()
+		if err != nil {
+			return err
+		}
+		dir, err := os.MkdirTemp("", "func-operator-sample-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		url, stopServer, err := serveSample(dir)
+		if err != nil {
+			return err
+		}
+		defer stopServer()
+		if _, err := applySample(ctx, cfg, root, url); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "run: sample Function default/sample created from %s; watch it with:\n\n    kubectl get functions -A -w\n\n", url)
 	}
 	fmt.Fprintln(os.Stderr, "run: operator running; metrics on http://127.0.0.1:8080/metrics, Ctrl-C stops it")
 	return mgr.Start(ctx)
@@ -88,26 +113,21 @@ func startControlPlane() (*rest.Config, func(), error) {
 		}
 		assets = strings.TrimSpace(string(out))
 	}
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths: []string{
-			filepath.Join(root, "config", "300-function.yaml"),
-			filepath.Join(root, "third_party", "knative-serving"),
-			filepath.Join(root, "third_party", "knative-eventing"),
-			filepath.Join(root, "third_party", "tekton-pipeline"),
-		},
-		ErrorIfCRDPathMissing: true,
+	if err := os.Setenv(fotenv.AssetsEnv, assets); err != nil {
+		return nil, nil, err
 	}
-	cfg, err := env.Start()
+	// The same control plane as the tests, Tekton's CRDs without their conversion webhook.
+	env, err := fotenv.Start(fotenv.KnativeServingCRDs, fotenv.KnativeEventingCRDs, fotenv.TektonCRDs)
 	if err != nil {
 		return nil, nil, fmt.Errorf("starting the embedded control plane: %w", err)
 	}
+	cfg := env.Config
 	stop := func() {
 		if err := env.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "run: stopping the control plane:", err)
 		}
 	}
-	user, err := env.AddUser(envtest.User{Name: "developer", Groups: []string{"system:masters"}}, nil)
+	user, err := env.AddUser(envtest.User{Name: "developer", Groups: []string{"system:masters"}})
 	if err == nil {
 		err = writeKubeconfig(root, user)
 	}

@@ -133,13 +133,13 @@ func (m *Metrics) Forget(key types.NamespacedName) {
 	delete(m.outdated, key)
 }
 
-// Rebuild counts a rebuild that ended, and its duration when known.
+// Rebuild counts a rebuild that ended, and its duration when known (not negative).
 func (m *Metrics) Rebuild(result string, duration time.Duration) {
 	if m == nil {
 		return
 	}
 	m.rebuilds.WithLabelValues(result).Inc()
-	if duration > 0 {
+	if duration >= 0 {
 		m.buildDuration.Observe(duration.Seconds())
 	}
 }

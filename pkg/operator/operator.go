@@ -201,7 +201,7 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (manager.Manag
 			if new.MaxConcurrentBuilds > old.MaxConcurrentBuilds {
 				queue.Kick()
 			}
-			if old.DeployerImage != new.DeployerImage {
+			if old.DeployerImage != new.DeployerImage && new.DeployerImage != "" && new.DeployerImage != funclib.DeployerImage() {
 				log.FromContext(ctx).Info("the deployer image is read when the operator starts: restart it to use the new one",
 					"running", funclib.DeployerImage(), "configured", new.DeployerImage)
 			}

@@ -28,6 +28,9 @@ import (
 	"github.com/fnops/func-operator/test/tektonsim"
 )
 
+// The private registry's credentials.
+const registryUser, registryPassword = "robot", "pw-registry-7f3e9-secret"
+
 // oldMiddleware is the func-go version the deployed images of these tests run.
 const oldMiddleware = "v0.1.0"
 
@@ -555,7 +558,7 @@ func TestOperator_FunctionDeletedMidBuild(t *testing.T) {
 }
 
 func TestOperator_RebuildWithPrivateRegistry(t *testing.T) {
-	const user, password = "robot", "pw-registry-7f3e9-secret"
+	user, password := registryUser, registryPassword
 	pinnedDeployer := "registry.example/knative/func-utils@sha256:" + strings.Repeat("ab", 32)
 	ns := newNamespace(t)
 	reg := registrytest.StartPrivate(t, user, password)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -59,6 +60,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 	} else {
 		code = m.Run()
+		if code == 0 && !logsClean() {
+			code = 1
+		}
 	}
 	if err := env.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -157,4 +161,25 @@ func eventually(t *testing.T, timeout time.Duration, check func() string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// secretsNeverLogged are the Secret values the tests use: no operator may log them.
+var secretsNeverLogged = []string{token, wrongToken, registryPassword, base64Auth(registryUser, registryPassword)}
+
+// logsClean checks, after every test ran, that the operators' structured logs name
+// the Functions they reconcile and hold no Secret value.
+func logsClean() bool {
+	all := logs.String()
+	ok := true
+	for _, s := range secretsNeverLogged {
+		if strings.Contains(all, s) {
+			fmt.Fprintf(os.Stderr, "FAIL: the operator logged a Secret value (%d characters)\n", len(s))
+			ok = false
+		}
+	}
+	if !strings.Contains(all, `"Function": {"name":`) || !strings.Contains(all, `"namespace": "`) {
+		fmt.Fprintln(os.Stderr, "FAIL: the reconciler's logs do not name the Function's namespace and name")
+		ok = false
+	}
+	return ok
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	"github.com/fnops/func-operator/pkg/buildqueue"
 	"github.com/fnops/func-operator/pkg/funclib"
@@ -62,7 +63,7 @@ func (l *Launcher) Launch(key types.NamespacedName, id string, req funclib.Build
 	l.launches[key] = rec
 	l.mu.Unlock()
 	l.wg.Add(1)
-	log := l.Log.WithValues("function", key.String(), "build", id)
+	log := l.Log.WithValues("Function", klog.KRef(key.Namespace, key.Name), "build", id)
 	log.Info("launching build", "commit", req.Revision, "path", req.ContextDir)
 	go func() {
 		defer l.wg.Done()
@@ -119,7 +120,7 @@ func (l *Launcher) Cancel(key types.NamespacedName) {
 	delete(l.launches, key)
 	l.mu.Unlock()
 	if ok {
-		l.Log.Info("cancelling the build of a deleted Function", "function", key.String(), "build", rec.id)
+		l.Log.Info("cancelling the build of a deleted Function", "Function", klog.KRef(key.Namespace, key.Name), "build", rec.id)
 		rec.cancel()
 	}
 	l.Queue.Forget(key)

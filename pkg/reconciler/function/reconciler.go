@@ -225,10 +225,10 @@ func (r *Reconciler) recordBuildEvents(orig, fn *v1alpha1.Function) {
 	}
 }
 
-// buildDuration is how long a finished build ran, when known.
+// buildDuration is how long a finished build ran; negative when not known.
 func buildDuration(b *v1alpha1.BuildStatus) time.Duration {
 	if b.StartTime == nil || b.CompletionTime == nil {
-		return 0
+		return -1
 	}
 	return b.CompletionTime.Sub(b.StartTime.Time)
 }
