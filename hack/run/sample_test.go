@@ -84,4 +84,3 @@ func TestSample(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
-
