@@ -102,9 +102,7 @@ func (m *Metrics) Conditions(key types.NamespacedName, conds []apis.Condition, o
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, l := range m.series[key] {
-		m.condition.Delete(l)
-	}
+	m.drop(key)
 	labels := make([]prometheus.Labels, 0, len(conds))
 	for _, c := range conds {
 		l := prometheus.Labels{"namespace": key.Namespace, "name": key.Name, "type": string(c.Type), "status": string(c.Status), "reason": c.Reason}
@@ -126,11 +124,16 @@ func (m *Metrics) Forget(key types.NamespacedName) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.drop(key)
+	delete(m.outdated, key)
+}
+
+// drop deletes the condition series of a Function. Call with the lock held.
+func (m *Metrics) drop(key types.NamespacedName) {
 	for _, l := range m.series[key] {
 		m.condition.Delete(l)
 	}
 	delete(m.series, key)
-	delete(m.outdated, key)
 }
 
 // Rebuild counts a rebuild that ended, and its duration when known (not negative).
