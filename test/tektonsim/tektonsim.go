@@ -251,6 +251,10 @@ func (s *Sim) start(ctx context.Context, key string, pr *pipelinev1.PipelineRun)
 		Reason: pipelinev1.PipelineRunReasonRunning.String(), Message: runningMessage,
 		LastTransitionTime: apis.VolatileTime{Inner: now},
 	})
+	// The lock is held across the write, so that whoever sees the run Running also
+	// sees it in Started().
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err := s.c.Status().Update(ctx, pr); err != nil {
 		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
 			s.logf(ctx, "marking PipelineRun %s running: %v", key, err)
@@ -262,8 +266,6 @@ func (s *Sim) start(ctx context.Context, key string, pr *pipelinev1.PipelineRun)
 		out = *failure(out.FailedTask, out.FailedStep, out.Message)
 	}
 	s.runs[key] = &run{namespace: pr.Namespace, uid: pr.UID, outcome: out}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.started = append(s.started, key)
 	s.maxRunning = max(s.maxRunning, len(s.runs))
 }
@@ -312,6 +314,10 @@ func (s *Sim) finish(ctx context.Context, key string, pr *pipelinev1.PipelineRun
 		cond.Status, cond.Reason = corev1.ConditionFalse, pipelinev1.PipelineRunReasonFailed.String()
 		cond.Message = fmt.Sprintf("Tasks Completed: %d (Failed: 1, Cancelled 0), Skipped: %d", len(tasks), skipped)
 	}
+	// The lock is held across the write, so that whoever sees the run finished also
+	// sees it in Finished().
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur := &pipelinev1.PipelineRun{}
 		if err := s.c.Get(ctx, client.ObjectKeyFromObject(pr), cur); err != nil {
@@ -334,8 +340,6 @@ func (s *Sim) finish(ctx context.Context, key string, pr *pipelinev1.PipelineRun
 		s.logf(ctx, "finishing PipelineRun %s: %v", key, err)
 	default:
 		s.forget(key)
-		s.mu.Lock()
-		defer s.mu.Unlock()
 		s.finished = append(s.finished, key)
 	}
 }

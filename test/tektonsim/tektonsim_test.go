@@ -444,9 +444,13 @@ func TestSim_MaxRunning(t *testing.T) {
 	for _, n := range names[:2] {
 		eventually(t, 10*time.Second, inState(t, ns, n+"-build", succeeded))
 	}
-	if f := sim.Finished(); len(f) != 2 || slices.Contains(f, ns+"/c-build") {
-		t.Errorf("finished %v, want a and b", f)
-	}
+	// The sim records a run as finished right after writing its status: wait for it.
+	eventually(t, 10*time.Second, func() string {
+		if f := sim.Finished(); len(f) != 2 || slices.Contains(f, ns+"/c-build") {
+			return fmt.Sprintf("finished %v, want a and b", f)
+		}
+		return ""
+	})
 
 	// Held again, one new run: running is back to 1, so the maximum stays 3.
 	release.Store(false)
