@@ -159,6 +159,18 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (manager.Manag
 	if store == nil {
 		store = config.NewStore()
 	}
+	if o.WorkDir == "" {
+		// A directory of its own, removed when the operator stops: it holds the
+		// func library's kubeconfig, with the operator's credentials.
+		dir, err := os.MkdirTemp("", "func-operator-")
+		if err != nil {
+			return nil, fmt.Errorf("creating the work directory: %w", err)
+		}
+		if err := mgr.Add(cleanup(func() error { return os.RemoveAll(dir) })); err != nil {
+			return nil, fmt.Errorf("adding the work directory's clean-up: %w", err)
+		}
+		o.WorkDir = dir
+	}
 	if err := setUpFuncLibrary(ctx, restConfig, mgr.GetAPIReader(), o); err != nil {
 		return nil, err
 	}
@@ -237,15 +249,7 @@ func tektonInstalled(cfg *rest.Config) (bool, error) {
 // setUpFuncLibrary points the func library at the operator's cluster and pins the
 // image its pipelines run, from the ConfigMap as it is when the operator starts.
 func setUpFuncLibrary(ctx context.Context, restConfig *rest.Config, reader client.Reader, o Options) error {
-	dir := o.WorkDir
-	if dir == "" {
-		// A directory of its own: the kubeconfig holds the operator's credentials.
-		var err error
-		if dir, err = os.MkdirTemp("", "func-operator-"); err != nil {
-			return fmt.Errorf("creating a directory for the func library's kubeconfig: %w", err)
-		}
-	}
-	path, err := funclib.UseCluster(restConfig, dir)
+	path, err := funclib.UseCluster(restConfig, o.WorkDir)
 	if err != nil {
 		return fmt.Errorf("pointing the func library at the operator's cluster: %w", err)
 	}
@@ -282,3 +286,15 @@ func register(cs []prometheus.Collector) error {
 	}
 	return nil
 }
+
+// cleanup runs when the manager stops, leader or not.
+type cleanup func() error
+
+// Start waits for the manager to stop, then cleans up.
+func (c cleanup) Start(ctx context.Context) error {
+	<-ctx.Done()
+	return c()
+}
+
+// NeedLeaderElection is false: every replica cleans up after itself.
+func (cleanup) NeedLeaderElection() bool { return false }
