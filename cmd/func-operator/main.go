@@ -13,9 +13,11 @@ import (
 	"github.com/fnops/func-operator/pkg/operator"
 )
 
-// Leader election and the events the manager records.
+// Leader election, and the operator's own ConfigMap: only in its own namespace
+// (a Role; config/ installs the operator in func-operator).
 //
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=func-operator,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",namespace=func-operator,resources=configmaps,verbs=get;list;watch
 
 func main() {
 	var o operator.Options

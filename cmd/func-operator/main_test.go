@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/yaml"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/operator"
@@ -59,12 +58,12 @@ func TestBinary(t *testing.T) {
 	// The operator runs as a user with no groups, bound to the generated ClusterRole
 	// only: that proves the ClusterRole is enough for what the binary does.
 	kubeconfig := writeKubeconfig(t, env, "func-operator")
-	bindClusterRole(t, c, "func-operator")
 	for _, ns := range []string{"func-system", "team-a"} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	bindClusterRole(t, c, "func-operator", "func-system")
 
 	root := gitserver.NewRepoRoot(t)
 	srv := gitserver.StartHTTP(t, root)
@@ -152,22 +151,40 @@ func TestBinary(t *testing.T) {
 }
 
 // bindClusterRole applies config/200-clusterrole.yaml and binds it to user.
-func bindClusterRole(t *testing.T, c client.Client, user string) {
+func bindClusterRole(t *testing.T, c client.Client, user, systemNamespace string) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(envtest.RepoRoot(), "config", "200-clusterrole.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	role := &rbacv1.ClusterRole{}
-	if err := yaml.Unmarshal(b, role); err != nil {
+	docs, err := envtest.Decode(b)
+	if err != nil {
 		t.Fatal(err)
 	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
+	var objs []client.Object
+	for _, d := range docs {
+		switch d.GetKind() {
+		case "ClusterRole":
+			objs = append(objs, d, &rbacv1.ClusterRoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: d.GetName()},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: d.GetName()},
+				Subjects:   subjects,
+			})
+		case "Role":
+			// The Role of the operator's own namespace, in the namespace this test uses.
+			d.SetNamespace(systemNamespace)
+			objs = append(objs, d, &rbacv1.RoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, Name: d.GetName()},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: d.GetName()},
+				Subjects:   subjects,
+			})
+		}
 	}
-	for _, o := range []client.Object{role, binding} {
+	if len(objs) != 4 {
+		t.Fatalf("config/200-clusterrole.yaml holds %d roles, want a ClusterRole and a Role", len(objs)/2)
+	}
+	for _, o := range objs {
 		if err := c.Create(context.Background(), o); err != nil {
 			t.Fatal(err)
 		}

@@ -319,9 +319,11 @@ func TestOperator_HealthProbes(t *testing.T) {
 	l.Close()
 
 	ctx, cancel := context.WithCancel(context.Background())
+	system := newNamespace(t)
+	ownNamespaceRBAC(t, system)
 	mgr, err := New(ctx, operatorConfig, Options{
 		WatchNamespaces:              []string{newNamespace(t)}, // nothing to reconcile there
-		SystemNamespace:              newNamespace(t),
+		SystemNamespace:              system,
 		MetricsAddr:                  "0",
 		ProbeAddr:                    addr,
 		WorkDir:                      t.TempDir(),

@@ -39,6 +39,9 @@ func TestOperatorRBAC_IsEnforced(t *testing.T) {
 		"delete a ConfigMap": func() error {
 			return c.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "x"}})
 		},
+		"list ConfigMaps outside its own namespace": func() error {
+			return c.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(ns))
+		},
 	} {
 		if err := try(); !apierrors.IsForbidden(err) {
 			t.Errorf("%s as the operator: %v, want Forbidden", name, err)

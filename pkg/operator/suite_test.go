@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,7 +48,8 @@ func TestMain(m *testing.M) {
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:func-operator", "system:authenticated"},
 	}
 	_, err = envtest.Apply(context.Background(), restConfig, "config/100-namespace.yaml", "config/200-serviceaccount.yaml",
-		"config/200-clusterrole.yaml", "config/200-pipeline-clusterrole.yaml", "config/200-clusterrolebinding.yaml")
+		"config/200-clusterrole.yaml", "config/200-pipeline-clusterrole.yaml", "config/200-clusterrolebinding.yaml",
+		"config/200-rolebinding.yaml")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -109,6 +112,7 @@ func startOperatorServing(t *testing.T, cfg config.Config, data map[string]strin
 	store = config.NewStore()
 	store.Set(cfg)
 	systemNamespace = newNamespace(t)
+	ownNamespaceRBAC(t, systemNamespace)
 	if data != nil {
 		if err := k8sClient.Create(context.Background(), &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, Name: config.ConfigMapName}, Data: data,
@@ -182,4 +186,34 @@ func logsClean() bool {
 		ok = false
 	}
 	return ok
+}
+
+// ownNamespaceRBAC grants the operator's ServiceAccount, in ns, the Role and
+// RoleBinding config/ installs in func-operator: each test's operator has a system
+// namespace of its own.
+func ownNamespaceRBAC(t *testing.T, ns string) {
+	t.Helper()
+	var objs []*unstructured.Unstructured
+	for _, f := range []string{"config/200-clusterrole.yaml", "config/200-rolebinding.yaml"} {
+		b, err := os.ReadFile(filepath.Join(envtest.RepoRoot(), f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs, err := envtest.Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range docs {
+			if d.GetKind() == "Role" || d.GetKind() == "RoleBinding" {
+				d.SetNamespace(ns)
+				objs = append(objs, d)
+			}
+		}
+	}
+	if len(objs) != 2 {
+		t.Fatalf("config/ has %d namespaced RBAC objects, want a Role and its RoleBinding", len(objs))
+	}
+	if err := envtest.ApplyObjects(context.Background(), restConfig, objs...); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -73,7 +73,7 @@ func TestKoApply(t *testing.T) {
 	for _, o := range objs {
 		kinds[o.GetKind()]++
 	}
-	for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "ConfigMap", "Deployment", "Service"} {
+	for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "CustomResourceDefinition", "ConfigMap", "Deployment", "Service"} {
 		if kinds[k] == 0 {
 			t.Errorf("ko resolved no %s (kinds: %v)", k, kinds)
 		}
@@ -128,6 +128,13 @@ func TestKoApply(t *testing.T) {
 		if err := c.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, &corev1.ServiceAccount{}); err != nil {
 			t.Errorf("ServiceAccount %s/%s of the binding: %v", s.Namespace, s.Name, err)
 		}
+	}
+	rb := &rbacv1.RoleBinding{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "func-operator", Name: "func-operator"}, rb); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "func-operator", Name: rb.RoleRef.Name}, &rbacv1.Role{}); err != nil {
+		t.Errorf("Role %s of the operator's namespace: %v", rb.RoleRef.Name, err)
 	}
 	if err := c.Get(ctx, types.NamespacedName{Name: "func-operator-pipeline"}, &rbacv1.ClusterRole{}); err != nil {
 		t.Errorf("the pipeline ClusterRole: %v", err)
