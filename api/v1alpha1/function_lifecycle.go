@@ -128,7 +128,7 @@ func (fs *FunctionStatus) InitializeConditions() {
 // MarkSourceReady records that func.yaml was read at commit of branch.
 func (fs *FunctionStatus) MarkSourceReady(branch, commit string) {
 	functionCondSet.Manage(fs).MarkTrueWithReason(FunctionConditionSourceReady, ReasonSourceReady,
-		"func.yaml read from branch %s at commit %s", branch, shortCommit(commit))
+		"func.yaml read from branch %s at commit %s", branch, ShortCommit(commit))
 }
 
 // MarkSourceFailed records why the source could not be used.
@@ -242,7 +242,8 @@ func (fs *FunctionStatus) AddHistory(e HistoryEntry) {
 	}
 }
 
-func shortCommit(c string) string {
+// ShortCommit abbreviates a commit hash to 12 characters, for messages.
+func ShortCommit(c string) string {
 	if len(c) > 12 {
 		return c[:12]
 	}

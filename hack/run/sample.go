@@ -14,8 +14,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	fotenv "github.com/fnops/func-operator/test/envtest"
 )
 
 // sampleFuncYAML is the function the sample repository holds.
@@ -99,11 +100,7 @@ func applySample(ctx context.Context, cfg *rest.Config, root, url string) (*unst
 	if err := unstructured.SetNestedField(u.Object, url, "spec", "repository", "url"); err != nil {
 		return nil, err
 	}
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("creating a client: %w", err)
-	}
-	if err := c.Patch(ctx, u, client.Apply, client.FieldOwner("make-run"), client.ForceOwnership); err != nil {
+	if err := fotenv.ApplyObjects(ctx, cfg, u); err != nil {
 		return nil, fmt.Errorf("creating the sample Function: %w", err)
 	}
 	return u, nil

@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"knative.dev/func/pkg/builders"
-	"knative.dev/func/pkg/builders/buildpacks"
 	"knative.dev/func/pkg/builders/s2i"
 	"knative.dev/func/pkg/docker"
 	fn "knative.dev/func/pkg/functions"
@@ -126,14 +125,6 @@ func TargetImage(m Metadata) (string, error) {
 	return img, nil
 }
 
-// BuilderImage returns the builder image func uses for runtime by default.
-func BuilderImage(builder, runtime string) string {
-	if builder == BuilderS2I {
-		return s2i.DefaultBuilderImages[runtime]
-	}
-	return buildpacks.DefaultBuilderImages[runtime]
-}
-
 var deployerMu sync.Mutex
 
 // SetDeployerImage pins the func-utils image the pipeline's scaffold and deploy steps
@@ -149,14 +140,6 @@ func DeployerImage() string {
 	deployerMu.Lock()
 	defer deployerMu.Unlock()
 	return tekton.DeployerImage
-}
-
-// PipelineObjectNames are the names of the PersistentVolumeClaim, Secret and Pipeline
-// func's provider creates for a git build of the function; its PipelineRuns are named
-// after the Pipeline.
-func PipelineObjectNames(m Metadata) (pvc, secret, pipeline string) {
-	pipeline = fmt.Sprintf("%s-%s-git-pipeline", m.Name, BuilderOf(m))
-	return pipeline + "-pvc", pipeline + "-secret", pipeline
 }
 
 // buildFunction is the function func's provider builds.

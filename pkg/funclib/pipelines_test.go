@@ -102,13 +102,6 @@ func TestLabels_UpdateLabels(t *testing.T) {
 	}
 }
 
-func TestPipelineObjectNames(t *testing.T) {
-	pvc, secret, pipeline := PipelineObjectNames(Metadata{Name: "hello", Builder: "s2i"})
-	if pvc != "hello-s2i-git-pipeline-pvc" || secret != "hello-s2i-git-pipeline-secret" || pipeline != "hello-s2i-git-pipeline" {
-		t.Errorf("PipelineObjectNames = %s, %s, %s", pvc, secret, pipeline)
-	}
-}
-
 func TestUseCluster(t *testing.T) {
 	t.Setenv(clientcmd.RecommendedConfigPathEnvVar, "/nonexistent/kubeconfig")
 	dir := t.TempDir()

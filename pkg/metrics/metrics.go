@@ -63,8 +63,8 @@ func New(queue func() (running, waiting int)) *Metrics {
 		}, []string{"operation"}),
 		series:   map[types.NamespacedName][]prometheus.Labels{},
 		outdated: map[types.NamespacedName]bool{},
+		queue:    queue,
 	}
-	m.queue = queue
 	return m
 }
 

@@ -3,7 +3,6 @@ package operator
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -311,13 +310,7 @@ func TestOperator_AnnotationRequestsACheck(t *testing.T) {
 }
 
 func TestOperator_HealthProbes(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-
+	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	system := newNamespace(t)
 	ownNamespaceRBAC(t, system)

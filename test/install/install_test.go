@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -190,19 +191,10 @@ func TestKoApply(t *testing.T) {
 		psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault:
 		t.Errorf("security context = %+v, pod %+v; want restricted", sc, psc)
 	}
-	if !contains(ctr.Args, "--leader-elect") || ctr.LivenessProbe == nil || ctr.ReadinessProbe == nil || ctr.Resources.Requests.Cpu().IsZero() || ctr.Resources.Limits.Memory().IsZero() {
+	if !slices.Contains(ctr.Args, "--leader-elect") || ctr.LivenessProbe == nil || ctr.ReadinessProbe == nil || ctr.Resources.Requests.Cpu().IsZero() || ctr.Resources.Limits.Memory().IsZero() {
 		t.Errorf("controller container = %+v: want leader election, probes, requests and limits", ctr)
 	}
 	if d.Spec.Template.Spec.ServiceAccountName != "func-operator" {
 		t.Errorf("serviceAccountName = %q", d.Spec.Template.Spec.ServiceAccountName)
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

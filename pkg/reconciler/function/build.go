@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +22,7 @@ import (
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 	"github.com/fnops/func-operator/pkg/registry"
+	"github.com/fnops/func-operator/pkg/source"
 )
 
 // Timings of a build's life that are not configurable.
@@ -48,7 +48,7 @@ func (r *Reconciler) observeBuild(ctx context.Context, fn *v1alpha1.Function) er
 	if !r.Tekton || r.Launcher == nil {
 		return nil
 	}
-	key := keyOf(fn)
+	key := client.ObjectKeyFromObject(fn)
 	runs, err := r.pipelineRuns(ctx, fn)
 	if err != nil {
 		return err
@@ -132,7 +132,7 @@ func (r *Reconciler) buildFailed(fn *v1alpha1.Function, at time.Time, task, step
 	b.Failures++
 	b.CompletionTime = &metav1.Time{Time: at}
 	b.RetryAfter = &metav1.Time{Time: at.Add(r.Config.Load().BuildRetryDelay(b.Failures))}
-	r.Launcher.Queue.Release(keyOf(fn))
+	r.Launcher.Queue.Release(client.ObjectKeyFromObject(fn))
 }
 
 // reconcileRebuild rebuilds a Function whose middleware is outdated, when policy and
@@ -142,7 +142,7 @@ func (r *Reconciler) reconcileRebuild(ctx context.Context, fn *v1alpha1.Function
 	if r.Launcher == nil {
 		return nil
 	}
-	key := keyOf(fn)
+	key := client.ObjectKeyFromObject(fn)
 	mw, b := fn.Status.Middleware, fn.Status.Build
 	if b != nil {
 		switch b.Phase {
@@ -224,7 +224,7 @@ func (r *Reconciler) reconcileRebuild(ctx context.Context, fn *v1alpha1.Function
 		FromMiddleware: mw.Current, ToMiddleware: mw.Available, Failures: failures,
 	}
 	fn.Status.MarkRebuilding("build %s starting: rebuilding commit %s to bring %s (running: %s)",
-		id, shortCommit(fn.Status.Git.ObservedCommit), mw.Available, orDefault(mw.Current, "unknown"))
+		id, v1alpha1.ShortCommit(fn.Status.Git.ObservedCommit), mw.Available, orDefault(mw.Current, "unknown"))
 	req := resources.BuildRequest(fn, id, meta, cfg.BuilderImages)
 	req.Credentials = r.registryCredentials(fn)
 	req.WorkDir = r.WorkDir
@@ -333,7 +333,7 @@ func (r *Reconciler) functionMetadata(ctx context.Context, fn *v1alpha1.Function
 		return funclib.Metadata{}, err
 	}
 	g := fn.Status.Git
-	res, err := r.Fetcher.Read(ctx, fn.Spec.Repository.URL, sourceHead(g.ResolvedBranch, g.ObservedCommit),
+	res, err := r.Fetcher.Read(ctx, fn.Spec.Repository.URL, source.Head{Branch: g.ResolvedBranch, Commit: g.ObservedCommit},
 		fn.Spec.Repository.CleanPath(), auth, r.Config.Load().GitTimeout)
 	if err != nil {
 		return funclib.Metadata{}, fmt.Errorf("reading func.yaml for the build: %w", err)
@@ -350,12 +350,8 @@ func (r *Reconciler) registryCredentials(fn *v1alpha1.Function) func(ctx context
 		if err != nil {
 			return "", "", fmt.Errorf("reading the registry Secret: %w", err)
 		}
-		return registryLogin(kc, image)
+		return registry.Login(kc, image)
 	}
-}
-
-func keyOf(fn *v1alpha1.Function) types.NamespacedName {
-	return types.NamespacedName{Namespace: fn.Namespace, Name: fn.Name}
 }
 
 func newBuildID() string { return rand.String(10) }
@@ -375,23 +371,11 @@ func completionTime(pr *pipelinev1.PipelineRun, now time.Time) *metav1.Time {
 	return &metav1.Time{Time: now}
 }
 
-func shortCommit(c string) string {
-	if len(c) > 12 {
-		return c[:12]
-	}
-	return c
-}
-
 func bound(s string) string {
 	if len(s) > maxMessage {
 		return s[:maxMessage] + "…"
 	}
 	return s
-}
-
-// registryLogin returns the credentials kc holds for image.
-func registryLogin(kc authn.Keychain, image string) (string, string, error) {
-	return registry.Login(kc, image)
 }
 
 // buildObjectKinds are the kinds of the objects func's provider creates for a build.

@@ -235,7 +235,7 @@ func (r *Reconciler) SeedQueue() (running []buildqueue.Key, waiting map[buildque
 	}
 	for _, fn := range fns.Items {
 		if b := fn.Status.Build; b != nil && b.Phase == v1alpha1.BuildPhaseQueued && b.QueuedAt != nil {
-			waiting[keyOf(&fn)] = b.QueuedAt.Time
+			waiting[client.ObjectKeyFromObject(&fn)] = b.QueuedAt.Time
 		}
 	}
 	return running, waiting, nil

@@ -126,18 +126,5 @@ func (l *Launcher) Cancel(key types.NamespacedName) {
 	l.Queue.Forget(key)
 }
 
-// InFlight returns how many launches of this process have not returned.
-func (l *Launcher) InFlight() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, rec := range l.launches {
-		if !rec.ended {
-			n++
-		}
-	}
-	return n
-}
-
 // Wait waits for every launch to return, for tests.
 func (l *Launcher) Wait() { l.wg.Wait() }

@@ -212,7 +212,7 @@ func (r *Reconciler) recordBuildEvents(orig, fn *v1alpha1.Function) {
 			r.Recorder.Eventf(fn, corev1.EventTypeNormal, "RebuildQueued", "rebuild queued at position %d: the fleet budget is in use", after.QueuePosition)
 		}
 	case v1alpha1.BuildPhaseStarting:
-		r.Recorder.Eventf(fn, corev1.EventTypeNormal, "Rebuilding", "build %s started: rebuilding commit %s to bring middleware %s", after.ID, shortCommit(after.Commit), after.ToMiddleware)
+		r.Recorder.Eventf(fn, corev1.EventTypeNormal, "Rebuilding", "build %s started: rebuilding commit %s to bring middleware %s", after.ID, v1alpha1.ShortCommit(after.Commit), after.ToMiddleware)
 	case v1alpha1.BuildPhaseRunning:
 		if before == nil || before.ID != after.ID {
 			r.Recorder.Eventf(fn, corev1.EventTypeNormal, "BuildAdopted", "following build %s already running in PipelineRun %s", after.ID, after.PipelineRun)

@@ -3,8 +3,6 @@ package function
 import (
 	"context"
 	"time"
-
-	"github.com/fnops/func-operator/pkg/source"
 )
 
 // reconcileState is what the steps of one reconcile leave for its end.
@@ -42,9 +40,4 @@ func (r *Reconciler) requeueWithin(ctx context.Context, d time.Duration) {
 	if st.requeueAfter == 0 || d < st.requeueAfter {
 		st.requeueAfter = d
 	}
-}
-
-// sourceHead is the Head a Function's status observed.
-func sourceHead(branch, commit string) source.Head {
-	return source.Head{Branch: branch, Commit: commit}
 }
