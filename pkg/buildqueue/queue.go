@@ -116,6 +116,14 @@ func (q *Queue) Len() (running, waiting int) {
 	return len(q.running), len(q.waiting)
 }
 
+// IsWaiting reports whether key waits in the queue.
+func (q *Queue) IsWaiting(key Key) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	_, ok := q.waiting[key]
+	return ok
+}
+
 // IsRunning reports whether key holds a slot.
 func (q *Queue) IsRunning(key Key) bool {
 	q.mu.Lock()

@@ -1262,3 +1262,17 @@ func BenchmarkQueue_FillByAdmit(b *testing.B) {
 		})
 	}
 }
+
+func TestQueue_IsWaiting(t *testing.T) {
+	q := New(func() int { return 1 }, nil, nil)
+	a, b := key("a", "f1"), key("a", "f2")
+	q.Admit(a, base)
+	q.Admit(b, base.Add(time.Second))
+	if q.IsWaiting(a) || !q.IsWaiting(b) || q.IsWaiting(key("a", "none")) {
+		t.Errorf("IsWaiting = %v, %v, want false (running), true (queued)", q.IsWaiting(a), q.IsWaiting(b))
+	}
+	q.Forget(b)
+	if q.IsWaiting(b) {
+		t.Error("IsWaiting after Forget = true")
+	}
+}

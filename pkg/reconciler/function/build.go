@@ -160,7 +160,11 @@ func (r *Reconciler) reconcileRebuild(ctx context.Context, fn *v1alpha1.Function
 		if b != nil && b.Phase == v1alpha1.BuildPhaseQueued {
 			fn.Status.Build = nil // no longer needed
 		}
-		r.Launcher.Queue.Forget(key)
+		// Only a queued Function leaves the queue: Forget wakes the head of the
+		// queue, which every up-to-date Function's check must not do.
+		if r.Launcher.Queue.IsWaiting(key) {
+			r.Launcher.Queue.Forget(key)
+		}
 		return nil
 	}
 	if r.Launcher.Busy(key) {
