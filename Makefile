@@ -39,11 +39,16 @@ verify-third-party: ## Fail when third_party/ differs from the modules go.mod pi
 	hack/update-third-party.sh --verify
 
 .PHONY: vet
-vet: ## go vet, gofmt, and the rule that only pkg/funclib imports knative.dev/func.
+vet: ## go vet.
 	go vet ./...
-	hack/verify-func-adapter.sh
-	@unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*'))"; \
-	  if [[ -n "$$unformatted" ]]; then echo "not gofmt-formatted: $$unformatted" >&2; exit 1; fi
+
+.PHONY: lint
+lint: ## golangci-lint (.golangci.yml): kubebuilder's linters, gofmt/goimports, and depguard: only pkg/funclib imports knative.dev/func.
+	"$$(hack/golangci-lint.sh)" run ./...
+
+.PHONY: verify-tracked-files
+verify-tracked-files: ## Fail when git tracks a build output or a file over 1 MiB.
+	hack/verify-tracked-files.sh
 
 .PHONY: control-plane
 control-plane: ## Build (once, cached) etcd, kube-apiserver and kubectl for envtest.
@@ -58,7 +63,7 @@ ko: ## Build (once, cached) ko from the module proxy.
 	@hack/ko.sh >/dev/null
 
 .PHONY: test
-test: test-deps verify-generated verify-third-party vet control-plane ko ## Run every test against a real control plane, git servers, sshd and ko.
+test: test-deps verify-tracked-files verify-generated verify-third-party vet lint control-plane ko ## Run every test against a real control plane, git servers, sshd and ko.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" FUNC_OPERATOR_KO="$$(hack/ko.sh)" FUNC_OPERATOR_REQUIRE_SSHD=1 go test $(GO_TEST_FLAGS) $(PKGS)
 
 ##@ Install

@@ -20,11 +20,13 @@ require (
 	k8s.io/apiextensions-apiserver v0.31.4
 	k8s.io/apimachinery v0.31.4
 	k8s.io/client-go v0.31.4
+	k8s.io/klog/v2 v2.130.1
 	k8s.io/utils v0.0.0-20241104163129-6fe5fd82f078
 	knative.dev/eventing v0.43.1-0.20250120115908-9cec50fe8ef0
 	knative.dev/func v0.44.0
 	knative.dev/pkg v0.0.0-20250117084104-c43477f0052b
 	knative.dev/serving v0.43.1-0.20250121012709-da5e7fd7b304
+	sigs.k8s.io/cli-utils v0.37.2
 	sigs.k8s.io/controller-runtime v0.19.4
 	sigs.k8s.io/yaml v1.4.0
 )
@@ -256,7 +258,6 @@ require (
 	gotest.tools/v3 v3.5.1 // indirect
 	k8s.io/apiserver v0.31.4 // indirect
 	k8s.io/cli-runtime v0.31.4 // indirect
-	k8s.io/klog/v2 v2.130.1 // indirect
 	k8s.io/kube-openapi v0.0.0-20241105132330-32ad38e42d3f // indirect
 	knative.dev/client/pkg v0.0.0-20250120185908-9baddba98cbd // indirect
 	knative.dev/networking v0.0.0-20250117155906-67d1c274ba6a // indirect

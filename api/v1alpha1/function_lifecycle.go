@@ -5,23 +5,34 @@ import (
 	"path"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 )
 
-// Condition types of a Function. Ready is derived from the other four.
+// Condition types of a Function. Ready is derived from the four after it; Stalled and
+// Reconciling are the kstatus conditions (sigs.k8s.io/cli-utils/pkg/kstatus), present
+// only while True.
 const (
-	// FunctionConditionReady is True when every other condition is True.
+	// FunctionConditionReady is True when every condition that gates it is True.
 	FunctionConditionReady = apis.ConditionReady
 	// FunctionConditionSourceReady is True when func.yaml was read from the repository and is valid.
 	FunctionConditionSourceReady apis.ConditionType = "SourceReady"
 	// FunctionConditionDeployed is True when the function's Knative Service exists.
 	FunctionConditionDeployed apis.ConditionType = "Deployed"
-	// FunctionConditionMiddlewareUpToDate is True when the running middleware is the newest available.
+	// FunctionConditionMiddlewareUpToDate is False when the function runs older
+	// middleware than a rebuild with the linked func library would bring. It gates
+	// Ready only when the operator is to rebuild it: with auto-update off, or for
+	// middleware that lives in the function's own source, it has severity Info.
 	FunctionConditionMiddlewareUpToDate apis.ConditionType = "MiddlewareUpToDate"
 	// FunctionConditionServiceReady mirrors the Knative Service's Ready condition.
 	FunctionConditionServiceReady apis.ConditionType = "ServiceReady"
+	// FunctionConditionStalled is True when only a change (of the Function, a Secret,
+	// the repository, the image or the cluster) can make the Function Ready.
+	FunctionConditionStalled apis.ConditionType = "Stalled"
+	// FunctionConditionReconciling is True while a check or a rebuild is under way.
+	FunctionConditionReconciling apis.ConditionType = "Reconciling"
 )
 
 // Reasons of the SourceReady condition.
@@ -58,18 +69,31 @@ const (
 // Reasons of the MiddlewareUpToDate condition.
 const (
 	ReasonMiddlewareUpToDate = "UpToDate"
+	// ReasonMiddlewareOutdated is a False MiddlewareUpToDate whose rebuild is due.
 	ReasonMiddlewareOutdated = "MiddlewareOutdated"
-	// ReasonAutoUpdateDisabled is a True MiddlewareUpToDate whose update was skipped by policy.
-	ReasonAutoUpdateDisabled     = "AutoUpdateDisabled"
-	ReasonSourceManaged          = "SourceManagedMiddleware"
-	ReasonRegistryUnreachable    = "RegistryUnreachable"
+	// ReasonAutoUpdateDisabled is a False MiddlewareUpToDate of severity Info: outdated,
+	// but auto-update is off, so it does not gate Ready.
+	ReasonAutoUpdateDisabled = "AutoUpdateDisabled"
+	// ReasonSourceManaged is a MiddlewareUpToDate of middleware that lives in the
+	// function's own source, which a rebuild cannot change: True, or False or Unknown
+	// with severity Info.
+	ReasonSourceManaged = "SourceManagedMiddleware"
+	// ReasonRegistryUnreachable: the registry did not answer, or answered 5xx; retried with backoff.
+	ReasonRegistryUnreachable = "RegistryUnreachable"
+	// ReasonRegistryAuthFailed: the registry refused the credentials of
+	// spec.registry.authSecretRef (HTTP 401 or 403), or there were none.
+	ReasonRegistryAuthFailed = "RegistryAuthFailed"
+	// ReasonImageNotFound: the image the Knative Service runs is not in the registry.
+	ReasonImageNotFound = "ImageNotFound"
+	// ReasonImageInspectFailed: the image could not be read for another reason (a
+	// malformed manifest or layer, an unexpected answer).
 	ReasonImageInspectFailed     = "ImageInspectFailed"
 	ReasonUnsupportedRuntime     = "UnsupportedRuntime"
 	ReasonRegistrySecretNotFound = "RegistryAuthSecretNotFound"
 	ReasonRegistrySecretInvalid  = "RegistryAuthSecretInvalid"
 	// ReasonRebuildQueued is a False MiddlewareUpToDate whose rebuild waits for the budget.
 	ReasonRebuildQueued = "RebuildQueued"
-	// ReasonRebuilding is an Unknown MiddlewareUpToDate while a rebuild runs.
+	// ReasonRebuilding is a False MiddlewareUpToDate while its rebuild runs.
 	ReasonRebuilding = "Rebuilding"
 	// ReasonBuildFailed is a False MiddlewareUpToDate whose last rebuild failed.
 	ReasonBuildFailed = "BuildFailed"
@@ -90,6 +114,13 @@ var functionCondSet = apis.NewLivingConditionSet(
 	FunctionConditionSourceReady,
 	FunctionConditionDeployed,
 	FunctionConditionMiddlewareUpToDate,
+	FunctionConditionServiceReady,
+)
+
+// readyWithoutMiddleware derives Ready while MiddlewareUpToDate does not gate it.
+var readyWithoutMiddleware = apis.NewLivingConditionSet(
+	FunctionConditionSourceReady,
+	FunctionConditionDeployed,
 	FunctionConditionServiceReady,
 )
 
@@ -120,37 +151,89 @@ func (fs *FunctionStatus) IsReady() bool {
 	return functionCondSet.Manage(fs).IsHappy()
 }
 
-// InitializeConditions sets every condition that is not set yet to Unknown.
+// InitializeConditions sets every condition that gates Ready and is not set yet to Unknown.
 func (fs *FunctionStatus) InitializeConditions() {
 	functionCondSet.Manage(fs).InitializeConditions()
 }
 
+// The MarkXxx helpers below change conditions only through these three, which derive
+// Ready again afterwards.
+
+func (fs *FunctionStatus) markTrue(t apis.ConditionType, reason, messageFormat string, messageA ...interface{}) {
+	functionCondSet.Manage(fs).MarkTrueWithReason(t, reason, messageFormat, messageA...)
+	fs.recomputeReady()
+}
+
+func (fs *FunctionStatus) markFalse(t apis.ConditionType, reason, messageFormat string, messageA ...interface{}) {
+	functionCondSet.Manage(fs).MarkFalse(t, reason, messageFormat, messageA...)
+	fs.recomputeReady()
+}
+
+func (fs *FunctionStatus) markUnknown(t apis.ConditionType, reason, messageFormat string, messageA ...interface{}) {
+	functionCondSet.Manage(fs).MarkUnknown(t, reason, messageFormat, messageA...)
+	fs.recomputeReady()
+}
+
+// markInfo sets a condition that does not gate Ready: Knative severity Info, which the
+// ConditionSet leaves out when it derives Ready.
+func (fs *FunctionStatus) markInfo(t apis.ConditionType, status corev1.ConditionStatus, reason, messageFormat string, messageA ...interface{}) {
+	functionCondSet.Manage(fs).SetCondition(apis.Condition{
+		Type: t, Status: status, Reason: reason, Message: fmt.Sprintf(messageFormat, messageA...),
+		Severity: apis.ConditionSeverityInfo,
+	})
+	fs.recomputeReady()
+}
+
+// recomputeReady derives Ready by the ConditionSet's own rule: True when every
+// condition that gates it is True, else the newest False, else the newest Unknown.
+// Marking Ready True makes a ConditionSet look at its dependents again. (Knative's
+// MarkFalse and MarkUnknown also look at dependents of severity Info, and its
+// ConditionSet counts an Info dependent as missing: a MiddlewareUpToDate of severity
+// Info is therefore left to readyWithoutMiddleware.)
+func (fs *FunctionStatus) recomputeReady() {
+	set := functionCondSet
+	if c := fs.GetCondition(FunctionConditionMiddlewareUpToDate); c != nil && c.Severity == apis.ConditionSeverityInfo {
+		set = readyWithoutMiddleware
+	}
+	before := fs.GetCondition(FunctionConditionReady)
+	set.Manage(fs).MarkTrue(FunctionConditionReady)
+	if before == nil {
+		return
+	}
+	// The mark may flip Ready and back: its transition time moves only on a real change.
+	for i := range fs.Conditions {
+		c := &fs.Conditions[i]
+		if c.Type == FunctionConditionReady && c.Status == before.Status && c.Reason == before.Reason &&
+			c.Message == before.Message && c.Severity == before.Severity {
+			c.LastTransitionTime = before.LastTransitionTime
+		}
+	}
+}
+
 // MarkSourceReady records that func.yaml was read at commit of branch.
 func (fs *FunctionStatus) MarkSourceReady(branch, commit string) {
-	functionCondSet.Manage(fs).MarkTrueWithReason(FunctionConditionSourceReady, ReasonSourceReady,
-		"func.yaml read from branch %s at commit %s", branch, ShortCommit(commit))
+	fs.markTrue(FunctionConditionSourceReady, ReasonSourceReady, "func.yaml read from branch %s at commit %s", branch, ShortCommit(commit))
 }
 
 // MarkSourceFailed records why the source could not be used.
 func (fs *FunctionStatus) MarkSourceFailed(reason, messageFormat string, messageA ...interface{}) {
-	functionCondSet.Manage(fs).MarkFalse(FunctionConditionSourceReady, reason, messageFormat, messageA...)
+	fs.markFalse(FunctionConditionSourceReady, reason, messageFormat, messageA...)
 }
 
 // MarkSourceUnknown records that the source is being checked.
 func (fs *FunctionStatus) MarkSourceUnknown(reason, messageFormat string, messageA ...interface{}) {
-	functionCondSet.Manage(fs).MarkUnknown(FunctionConditionSourceReady, reason, messageFormat, messageA...)
+	fs.markUnknown(FunctionConditionSourceReady, reason, messageFormat, messageA...)
 }
 
 // MarkDeployed records that the function's Knative Service exists and runs image.
 func (fs *FunctionStatus) MarkDeployed(service, image string) {
-	functionCondSet.Manage(fs).MarkTrueWithReason(FunctionConditionDeployed, ReasonDeployed,
-		"Knative Service %s runs %s", service, image)
+	fs.markTrue(FunctionConditionDeployed, ReasonDeployed, "Knative Service %s runs %s", service, image)
 }
 
 // MarkNotDeployed records that the function has no Knative Service. The conditions
 // that need one wait for it.
 func (fs *FunctionStatus) MarkNotDeployed(service, namespace string) {
-	functionCondSet.Manage(fs).MarkFalse(FunctionConditionDeployed, ReasonNotDeployed,
+	fs.markFalse(FunctionConditionDeployed, ReasonNotDeployed,
 		"no Knative Service %q in namespace %q: deploy the function (func deploy)", service, namespace)
 	fs.MarkServiceReadyUnknown(ReasonNotDeployed, "the function has no Knative Service")
 	fs.MarkMiddlewareUnknown(ReasonNotDeployed, "the function has no Knative Service")
@@ -158,28 +241,27 @@ func (fs *FunctionStatus) MarkNotDeployed(service, namespace string) {
 
 // MarkServiceReady records that the Knative Service is ready.
 func (fs *FunctionStatus) MarkServiceReady(service string) {
-	functionCondSet.Manage(fs).MarkTrueWithReason(FunctionConditionServiceReady, ReasonServiceReady,
-		"Knative Service %s is ready", service)
+	fs.markTrue(FunctionConditionServiceReady, ReasonServiceReady, "Knative Service %s is ready", service)
 }
 
 // MarkServiceNotReady records why the Knative Service is not ready, in its own words.
 func (fs *FunctionStatus) MarkServiceNotReady(reason, messageFormat string, messageA ...interface{}) {
-	functionCondSet.Manage(fs).MarkFalse(FunctionConditionServiceReady, reason, messageFormat, messageA...)
+	fs.markFalse(FunctionConditionServiceReady, reason, messageFormat, messageA...)
 }
 
 // MarkDeployedUnknown records that whether the function is deployed is not known.
 func (fs *FunctionStatus) MarkDeployedUnknown(reason, messageFormat string, messageA ...interface{}) {
-	functionCondSet.Manage(fs).MarkUnknown(FunctionConditionDeployed, reason, messageFormat, messageA...)
+	fs.markUnknown(FunctionConditionDeployed, reason, messageFormat, messageA...)
 }
 
 // MarkMiddlewareUnknown records that whether the middleware is up to date is not known.
 func (fs *FunctionStatus) MarkMiddlewareUnknown(reason, messageFormat string, messageA ...interface{}) {
-	functionCondSet.Manage(fs).MarkUnknown(FunctionConditionMiddlewareUpToDate, reason, messageFormat, messageA...)
+	fs.markUnknown(FunctionConditionMiddlewareUpToDate, reason, messageFormat, messageA...)
 }
 
 // MarkServiceReadyUnknown records that whether the Knative Service is ready is not known.
 func (fs *FunctionStatus) MarkServiceReadyUnknown(reason, messageFormat string, messageA ...interface{}) {
-	functionCondSet.Manage(fs).MarkUnknown(FunctionConditionServiceReady, reason, messageFormat, messageA...)
+	fs.markUnknown(FunctionConditionServiceReady, reason, messageFormat, messageA...)
 }
 
 // MarkDownstreamWaitingForSource gives the conditions after SourceReady that were
@@ -188,47 +270,104 @@ func (fs *FunctionStatus) MarkDownstreamWaitingForSource() {
 	const msg = "waiting for the function's source to be ready"
 	for _, t := range []apis.ConditionType{FunctionConditionDeployed, FunctionConditionMiddlewareUpToDate, FunctionConditionServiceReady} {
 		if c := fs.GetCondition(t); c == nil || (c.IsUnknown() && c.Reason == "") {
-			functionCondSet.Manage(fs).MarkUnknown(t, ReasonSourceNotReady, msg)
+			fs.markUnknown(t, ReasonSourceNotReady, msg)
 		}
 	}
 }
 
 // MarkMiddlewareUpToDate records that the function runs the newest middleware.
 func (fs *FunctionStatus) MarkMiddlewareUpToDate(messageFormat string, messageA ...interface{}) {
-	functionCondSet.Manage(fs).MarkTrueWithReason(FunctionConditionMiddlewareUpToDate, ReasonMiddlewareUpToDate, messageFormat, messageA...)
+	fs.markTrue(FunctionConditionMiddlewareUpToDate, ReasonMiddlewareUpToDate, messageFormat, messageA...)
 }
 
-// MarkMiddlewareOutdated records that a rebuild would bring newer middleware.
+// MarkMiddlewareOutdated records that a rebuild would bring newer middleware, and is due.
 func (fs *FunctionStatus) MarkMiddlewareOutdated(messageFormat string, messageA ...interface{}) {
-	functionCondSet.Manage(fs).MarkFalse(FunctionConditionMiddlewareUpToDate, ReasonMiddlewareOutdated, messageFormat, messageA...)
+	fs.markFalse(FunctionConditionMiddlewareUpToDate, ReasonMiddlewareOutdated, messageFormat, messageA...)
 }
 
-// MarkMiddlewareTrueWithReason records a MiddlewareUpToDate that does not hold the
-// function back, for a reason: an update skipped by policy, or middleware a rebuild
-// cannot change.
-func (fs *FunctionStatus) MarkMiddlewareTrueWithReason(reason, messageFormat string, messageA ...interface{}) {
-	functionCondSet.Manage(fs).MarkTrueWithReason(FunctionConditionMiddlewareUpToDate, reason, messageFormat, messageA...)
+// MarkAutoUpdateDisabled records outdated middleware that is not rebuilt because
+// auto-update is off: False, with severity Info, so Ready does not depend on it.
+func (fs *FunctionStatus) MarkAutoUpdateDisabled(messageFormat string, messageA ...interface{}) {
+	fs.markInfo(FunctionConditionMiddlewareUpToDate, corev1.ConditionFalse, ReasonAutoUpdateDisabled, messageFormat, messageA...)
+}
+
+// MarkSourceManagedUpToDate records middleware of the function's own source that is
+// not older than what the linked func library pins, or that the library pins none of.
+func (fs *FunctionStatus) MarkSourceManagedUpToDate(messageFormat string, messageA ...interface{}) {
+	fs.markTrue(FunctionConditionMiddlewareUpToDate, ReasonSourceManaged, messageFormat, messageA...)
+}
+
+// MarkSourceManagedOutdated records middleware of the function's own source that is
+// older than what the linked func library pins. A rebuild cannot change it, so it
+// does not gate Ready (severity Info): the function's owner updates the source.
+func (fs *FunctionStatus) MarkSourceManagedOutdated(messageFormat string, messageA ...interface{}) {
+	fs.markInfo(FunctionConditionMiddlewareUpToDate, corev1.ConditionFalse, ReasonSourceManaged, messageFormat, messageA...)
+}
+
+// MarkSourceManagedUnknown records middleware of the function's own source whose
+// version could not be read (severity Info: it does not gate Ready).
+func (fs *FunctionStatus) MarkSourceManagedUnknown(messageFormat string, messageA ...interface{}) {
+	fs.markInfo(FunctionConditionMiddlewareUpToDate, corev1.ConditionUnknown, ReasonSourceManaged, messageFormat, messageA...)
 }
 
 // MarkRebuildQueued records an outdated function whose rebuild waits for a slot.
 func (fs *FunctionStatus) MarkRebuildQueued(messageFormat string, messageA ...interface{}) {
-	functionCondSet.Manage(fs).MarkFalse(FunctionConditionMiddlewareUpToDate, ReasonRebuildQueued, messageFormat, messageA...)
+	fs.markFalse(FunctionConditionMiddlewareUpToDate, ReasonRebuildQueued, messageFormat, messageA...)
 }
 
-// MarkRebuilding records that a rebuild runs: whether the middleware is up to date is
-// known when it ends.
+// MarkRebuilding records that a rebuild of an outdated function runs: the middleware
+// is still the old one until the new image serves.
 func (fs *FunctionStatus) MarkRebuilding(messageFormat string, messageA ...interface{}) {
-	functionCondSet.Manage(fs).MarkUnknown(FunctionConditionMiddlewareUpToDate, ReasonRebuilding, messageFormat, messageA...)
+	fs.markFalse(FunctionConditionMiddlewareUpToDate, ReasonRebuilding, messageFormat, messageA...)
 }
 
 // MarkBuildFailed records that the last rebuild failed; the old image keeps serving.
 func (fs *FunctionStatus) MarkBuildFailed(messageFormat string, messageA ...interface{}) {
-	functionCondSet.Manage(fs).MarkFalse(FunctionConditionMiddlewareUpToDate, ReasonBuildFailed, messageFormat, messageA...)
+	fs.markFalse(FunctionConditionMiddlewareUpToDate, ReasonBuildFailed, messageFormat, messageA...)
 }
 
 // MarkRebuildNotPossible records outdated middleware the operator cannot rebuild.
 func (fs *FunctionStatus) MarkRebuildNotPossible(messageFormat string, messageA ...interface{}) {
-	functionCondSet.Manage(fs).MarkFalse(FunctionConditionMiddlewareUpToDate, ReasonRebuildNotPossible, messageFormat, messageA...)
+	fs.markFalse(FunctionConditionMiddlewareUpToDate, ReasonRebuildNotPossible, messageFormat, messageA...)
+}
+
+// MiddlewareOutdated reports whether the function runs older middleware than a
+// rebuild would bring, whether or not a rebuild is allowed or under way.
+func (fs *FunctionStatus) MiddlewareOutdated() bool {
+	c := fs.GetCondition(FunctionConditionMiddlewareUpToDate)
+	return c != nil && c.IsFalse()
+}
+
+// MarkStalled records that only a change can make the Function Ready, for kstatus
+// (which reports it Failed). Reconciling is cleared: the two are never True together.
+func (fs *FunctionStatus) MarkStalled(reason, messageFormat string, messageA ...interface{}) {
+	fs.setProgress(FunctionConditionStalled, reason, fmt.Sprintf(messageFormat, messageA...))
+}
+
+// MarkReconciling records that a check or a rebuild is under way, for kstatus (which
+// reports it InProgress). Stalled is cleared.
+func (fs *FunctionStatus) MarkReconciling(reason, messageFormat string, messageA ...interface{}) {
+	fs.setProgress(FunctionConditionReconciling, reason, fmt.Sprintf(messageFormat, messageA...))
+}
+
+// ClearProgress removes Stalled and Reconciling: nothing is under way and nothing stalls.
+func (fs *FunctionStatus) ClearProgress() {
+	fs.setProgress("", "", "")
+}
+
+// setProgress leaves at most the kstatus condition t, True; "" removes both. They are
+// not part of the set, so their severity is Info and Ready ignores them.
+func (fs *FunctionStatus) setProgress(t apis.ConditionType, reason, message string) {
+	m := functionCondSet.Manage(fs)
+	for _, other := range []apis.ConditionType{FunctionConditionStalled, FunctionConditionReconciling} {
+		if other != t {
+			_ = m.ClearCondition(other) // fails only for conditions of the set
+		}
+	}
+	if t != "" {
+		m.SetCondition(apis.Condition{Type: t, Status: corev1.ConditionTrue, Reason: reason, Message: message,
+			Severity: apis.ConditionSeverityInfo})
+	}
 }
 
 // MaxHistory is how many entries status.history keeps.

@@ -333,16 +333,16 @@ func TestFunctionStatus_DeploymentMarks(t *testing.T) {
 			FunctionConditionReady:              outdated,
 		},
 	}, {
-		name: "update skipped by policy: Ready is True, as upstream",
+		name: "update skipped by policy: outdated (False, severity Info), Ready is True, as upstream",
 		mark: func(fs *FunctionStatus) {
 			fs.MarkDeployed("hello", "img")
 			fs.MarkServiceReady("hello")
-			fs.MarkMiddlewareTrueWithReason(ReasonAutoUpdateDisabled, "auto-update is off")
+			fs.MarkAutoUpdateDisabled("auto-update is off")
 		},
 		want: map[apis.ConditionType]cond{
 			FunctionConditionSourceReady:        sourceReady,
 			FunctionConditionDeployed:           {Status: corev1.ConditionTrue, Reason: ReasonDeployed, Message: "Knative Service hello runs img"},
-			FunctionConditionMiddlewareUpToDate: {Status: corev1.ConditionTrue, Reason: ReasonAutoUpdateDisabled, Message: "auto-update is off"},
+			FunctionConditionMiddlewareUpToDate: {Status: corev1.ConditionFalse, Reason: ReasonAutoUpdateDisabled, Message: "auto-update is off"},
 			FunctionConditionServiceReady:       {Status: corev1.ConditionTrue, Reason: ReasonServiceReady, Message: "Knative Service hello is ready"},
 			FunctionConditionReady:              {Status: corev1.ConditionTrue},
 		},
@@ -599,7 +599,7 @@ func TestFunction_KRShaped(t *testing.T) {
 	}
 
 	// Conditions are kept sorted by type, so the status does not churn.
-	var types []apis.ConditionType
+	types := make([]apis.ConditionType, 0, len(f.Status.Conditions))
 	for _, c := range f.Status.Conditions {
 		types = append(types, c.Type)
 	}
@@ -624,10 +624,10 @@ func TestFunctionStatus_RebuildMarks(t *testing.T) {
 		wantMw:    cond{Status: corev1.ConditionFalse, Reason: ReasonRebuildQueued, Message: "position 3 of 7"},
 		wantReady: cond{Status: corev1.ConditionFalse, Reason: ReasonRebuildQueued, Message: "position 3 of 7"},
 	}, {
-		name:      "rebuilding: Unknown until the PipelineRun ends, and Ready with it",
+		name:      "rebuilding: still outdated (False) until the new image serves, and Ready with it",
 		mark:      func(fs *FunctionStatus) { fs.MarkRebuilding("PipelineRun %s runs", "hello-run-x") },
-		wantMw:    cond{Status: corev1.ConditionUnknown, Reason: ReasonRebuilding, Message: "PipelineRun hello-run-x runs"},
-		wantReady: cond{Status: corev1.ConditionUnknown, Reason: ReasonRebuilding, Message: "PipelineRun hello-run-x runs"},
+		wantMw:    cond{Status: corev1.ConditionFalse, Reason: ReasonRebuilding, Message: "PipelineRun hello-run-x runs"},
+		wantReady: cond{Status: corev1.ConditionFalse, Reason: ReasonRebuilding, Message: "PipelineRun hello-run-x runs"},
 	}, {
 		name:      "build failed: False, the old revision serves",
 		mark:      func(fs *FunctionStatus) { fs.MarkBuildFailed("task %s failed", "build") },
@@ -660,5 +660,133 @@ func TestFunctionStatus_RebuildMarks(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFunctionStatus_NonGatingMiddleware: a MiddlewareUpToDate of severity Info (auto-update
+// off, middleware in the function's source) never gates Ready, whatever is marked after it,
+// and one of severity Error does again once marked.
+func TestFunctionStatus_NonGatingMiddleware(t *testing.T) {
+	ready := func(fs *FunctionStatus) {
+		fs.MarkSourceReady("main", testCommit)
+		fs.MarkDeployed("hello", "img")
+		fs.MarkServiceReady("hello")
+	}
+	tests := []struct {
+		name         string
+		mark         func(fs *FunctionStatus)
+		wantMw       cond
+		wantSeverity apis.ConditionSeverity
+		wantReady    cond
+		wantOutdated bool
+	}{{
+		name:         "auto-update off: False, Info; Ready True",
+		mark:         func(fs *FunctionStatus) { ready(fs); fs.MarkAutoUpdateDisabled("v2 is available") },
+		wantMw:       cond{Status: corev1.ConditionFalse, Reason: ReasonAutoUpdateDisabled, Message: "v2 is available"},
+		wantSeverity: apis.ConditionSeverityInfo,
+		wantReady:    cond{Status: corev1.ConditionTrue},
+		wantOutdated: true,
+	}, {
+		name: "auto-update off, then a gating condition goes Unknown: Ready follows it, not the Info one",
+		mark: func(fs *FunctionStatus) {
+			ready(fs)
+			fs.MarkAutoUpdateDisabled("v2 is available")
+			fs.MarkServiceReadyUnknown("Deploying", "revision starting")
+		},
+		wantMw:       cond{Status: corev1.ConditionFalse, Reason: ReasonAutoUpdateDisabled, Message: "v2 is available"},
+		wantSeverity: apis.ConditionSeverityInfo,
+		wantReady:    cond{Status: corev1.ConditionUnknown, Reason: "Deploying", Message: "revision starting"},
+		wantOutdated: true,
+	}, {
+		name:         "source-managed and older: False, Info; Ready True",
+		mark:         func(fs *FunctionStatus) { ready(fs); fs.MarkSourceManagedOutdated("update the source") },
+		wantMw:       cond{Status: corev1.ConditionFalse, Reason: ReasonSourceManaged, Message: "update the source"},
+		wantSeverity: apis.ConditionSeverityInfo,
+		wantReady:    cond{Status: corev1.ConditionTrue},
+		wantOutdated: true,
+	}, {
+		name:         "source-managed, version unreadable: Unknown, Info; Ready True",
+		mark:         func(fs *FunctionStatus) { ready(fs); fs.MarkSourceManagedUnknown("no version") },
+		wantMw:       cond{Status: corev1.ConditionUnknown, Reason: ReasonSourceManaged, Message: "no version"},
+		wantSeverity: apis.ConditionSeverityInfo,
+		wantReady:    cond{Status: corev1.ConditionTrue},
+	}, {
+		name:      "source-managed and current: True",
+		mark:      func(fs *FunctionStatus) { ready(fs); fs.MarkSourceManagedUpToDate("pins the newest") },
+		wantMw:    cond{Status: corev1.ConditionTrue, Reason: ReasonSourceManaged, Message: "pins the newest"},
+		wantReady: cond{Status: corev1.ConditionTrue},
+	}, {
+		name: "auto-update turned on again: outdated gates Ready (severity Error)",
+		mark: func(fs *FunctionStatus) {
+			ready(fs)
+			fs.MarkAutoUpdateDisabled("v2 is available")
+			fs.MarkMiddlewareOutdated("v2 is available: a rebuild is pending")
+		},
+		wantMw:       cond{Status: corev1.ConditionFalse, Reason: ReasonMiddlewareOutdated, Message: "v2 is available: a rebuild is pending"},
+		wantReady:    cond{Status: corev1.ConditionFalse, Reason: ReasonMiddlewareOutdated, Message: "v2 is available: a rebuild is pending"},
+		wantOutdated: true,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := initialized()
+			tt.mark(fs)
+			got := fs.GetCondition(FunctionConditionMiddlewareUpToDate)
+			if diff := cmp.Diff(&tt.wantMw, toCond(got)); diff != "" {
+				t.Errorf("MiddlewareUpToDate (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantSeverity, got.Severity); diff != "" {
+				t.Errorf("MiddlewareUpToDate severity (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(&tt.wantReady, toCond(fs.GetCondition(FunctionConditionReady))); diff != "" {
+				t.Errorf("Ready (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantOutdated, fs.MiddlewareOutdated()); diff != "" {
+				t.Errorf("MiddlewareOutdated (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestFunctionStatus_Progress: Stalled and Reconciling, for kstatus, are never True
+// together, are removed by ClearProgress, and do not change Ready.
+func TestFunctionStatus_Progress(t *testing.T) {
+	fs := initialized()
+	fs.MarkSourceFailed(ReasonFuncYamlInvalid, "bad yaml")
+	readyBefore := *toCond(fs.GetCondition(FunctionConditionReady))
+
+	fs.MarkReconciling(ReasonReconciling, "checking")
+	fs.MarkStalled(ReasonFuncYamlInvalid, "bad %s", "yaml")
+	got := conds(fs)
+	if diff := cmp.Diff(cond{Status: corev1.ConditionTrue, Reason: ReasonFuncYamlInvalid, Message: "bad yaml"}, got[FunctionConditionStalled]); diff != "" {
+		t.Errorf("Stalled (-want +got):\n%s", diff)
+	}
+	if _, ok := got[FunctionConditionReconciling]; ok {
+		t.Errorf("Reconciling is still set next to Stalled: %+v", got[FunctionConditionReconciling])
+	}
+	if c := fs.GetCondition(FunctionConditionStalled); c.Severity != apis.ConditionSeverityInfo {
+		t.Errorf("Stalled severity = %q, want Info", c.Severity)
+	}
+	if diff := cmp.Diff(readyBefore, got[FunctionConditionReady]); diff != "" {
+		t.Errorf("Ready changed by Stalled (-want +got):\n%s", diff)
+	}
+
+	fs.MarkReconciling(ReasonRebuilding, "build b1 runs")
+	got = conds(fs)
+	if _, ok := got[FunctionConditionStalled]; ok {
+		t.Error("Stalled is still set next to Reconciling")
+	}
+	if diff := cmp.Diff(cond{Status: corev1.ConditionTrue, Reason: ReasonRebuilding, Message: "build b1 runs"}, got[FunctionConditionReconciling]); diff != "" {
+		t.Errorf("Reconciling (-want +got):\n%s", diff)
+	}
+
+	fs.ClearProgress()
+	got = conds(fs)
+	for _, c := range []apis.ConditionType{FunctionConditionStalled, FunctionConditionReconciling} {
+		if _, ok := got[c]; ok {
+			t.Errorf("%s is still set after ClearProgress", c)
+		}
+	}
+	if len(got) != 5 {
+		t.Errorf("%d conditions after ClearProgress, want the 5 of the set: %+v", len(got), got)
 	}
 }

@@ -18,9 +18,11 @@ import (
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Runtime",type=string,JSONPath=`.status.deployment.runtime`
 // +kubebuilder:printcolumn:name="Middleware",type=string,JSONPath=`.status.middleware.current`
-// +kubebuilder:printcolumn:name="Pending Rebuild",type=boolean,JSONPath=`.status.middleware.pendingRebuild`
+// +kubebuilder:printcolumn:name="Up-To-Date",type=string,JSONPath=`.status.conditions[?(@.type=="MiddlewareUpToDate")].status`
 // +kubebuilder:printcolumn:name="Build",type=string,JSONPath=`.status.build.phase`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.service.url`
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.middleware.available`,priority=1
+// +kubebuilder:printcolumn:name="Pending Rebuild",type=boolean,JSONPath=`.status.middleware.pendingRebuild`,priority=1
 // +kubebuilder:printcolumn:name="Commit",type=string,JSONPath=`.status.git.observedCommit`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Function struct {
@@ -200,10 +202,35 @@ type MiddlewareStatus struct {
 	FuncVersion string `json:"funcVersion,omitempty"`
 
 	// CurrentSource says where Current was read: label (the image's middleware-version
-	// label), buildinfo (the function binary's Go build info) or empty when unknown.
+	// label), buildinfo (the function binary's Go build info), source (the function's
+	// own package.json, pom.xml or requirements.txt) or empty when unknown.
 	// +optional
+	// +kubebuilder:validation:Enum=label;buildinfo;source
 	CurrentSource string `json:"currentSource,omitempty"`
 }
+
+// Where status.middleware.current was read.
+const (
+	// MiddlewareSourceLabel: the image's middleware-version label, as func >= v0.48 writes it.
+	MiddlewareSourceLabel = "label"
+	// MiddlewareSourceBuildInfo: the knative.dev/func-go version in the Go build info of
+	// the function binary in the image.
+	MiddlewareSourceBuildInfo = "buildinfo"
+	// MiddlewareSourceSource: the function's own source, for runtimes whose middleware
+	// lives there.
+	MiddlewareSourceSource = "source"
+)
+
+// Which setting decided status.middleware.autoUpdate.
+const (
+	// AutoUpdateSourceFunction: the Function's spec.autoUpdateMiddleware.
+	AutoUpdateSourceFunction = "Function"
+	// AutoUpdateSourceOperatorConfig: the operator's ConfigMap func-operator-config.
+	AutoUpdateSourceOperatorConfig = "OperatorConfig"
+)
+
+// DeployerKnative is status.deployment.deployer of functions served by Knative Services.
+const DeployerKnative = "knative"
 
 // AutoUpdateStatus says whether outdated middleware is rebuilt automatically.
 type AutoUpdateStatus struct {

@@ -12,22 +12,20 @@ import (
 // Key names a Function.
 type Key = types.NamespacedName
 
-// Seed returns the builds that already run and the Functions that already wait, as
-// the cluster records them: it rebuilds the queue after an operator restart.
-type Seed func() (running []Key, waiting map[Key]time.Time, err error)
-
 // Queue holds the running rebuilds and the ones that wait for a slot. At most
 // limit() run at once; a freed slot goes to the waiting Function whose namespace runs
 // the fewest rebuilds (counting those ahead of it in the queue), then to the one that
 // waits longest. So one namespace with a hundred outdated functions cannot starve
 // another with one. Queue is safe for concurrent use.
 //
+// Until Seed is called the Queue does not know the builds that already run, so it
+// admits nothing and wakes nobody.
+//
 // The waiting Functions are kept sorted per namespace, so a Function's position costs
 // one step per namespace, not a sort of the whole queue.
 type Queue struct {
 	limit func() int
 	wake  func(Key)
-	seed  Seed
 
 	mu      sync.Mutex
 	seeded  bool
@@ -38,30 +36,83 @@ type Queue struct {
 	waiting map[Key]time.Time
 	// byNS holds the waiting Keys of each namespace, oldest first.
 	byNS map[string][]Key
+	// settled holds the Keys released or forgotten before the first Seed: the data
+	// Seed gets was read before, so it must not bring them back.
+	settled map[Key]struct{}
 }
 
 // New returns a Queue admitting at most limit() rebuilds at once. wake is called,
-// without the Queue's lock held, for each waiting Key that a freed slot may admit.
-// seed, when not nil, is called once, before the first decision.
-func New(limit func() int, wake func(Key), seed Seed) *Queue {
+// without the Queue's lock held, for each waiting Key that a freed slot may admit;
+// limit is called without the lock held too. The Queue admits nothing until Seed is
+// called: an owner that has no builds to recover after a restart (a test, or an
+// operator without Tekton) calls Seed(nil, nil) right after New.
+func New(limit func() int, wake func(Key)) *Queue {
 	return &Queue{
 		limit:     limit,
 		wake:      wake,
-		seed:      seed,
 		running:   map[Key]struct{}{},
 		runningIn: map[string]int{},
 		waiting:   map[Key]time.Time{},
 		byNS:      map[string][]Key{},
+		settled:   map[Key]struct{}{},
 	}
+}
+
+// Seed records what the cluster says of builds after an operator restart: running,
+// the Keys whose builds already run, and waiting, the Keys that already wait with
+// their queuedAt. The caller does the I/O and calls Seed once it succeeded; until then
+// the Queue admits nothing and wakes nobody. Seed merges the data into the Queue: a
+// running Key holds a slot, even beyond the limit, until Release or Forget, and no
+// longer waits (a Key listed twice holds one slot); a waiting Key joins the queue
+// unless it runs or already waits, so a Key queued before Seed keeps its queuedAt.
+// Then, without the lock held, Seed wakes the Keys the free slots admit, as Kick does.
+//
+// The data was read before Seed, while reconciles may already release Keys: a Key
+// released or forgotten before the first Seed (and not admitted or running again
+// since) is not brought back by it, or its slot would never be freed. A later Seed
+// merges again and only adds: the same data changes nothing (Seed then only wakes, as
+// Kick) unless one of its Keys was released or forgotten in between.
+func (q *Queue) Seed(running []Key, waiting map[Key]time.Time) {
+	limit := q.limit()
+	q.mu.Lock()
+	q.seeded = true
+	for _, k := range running {
+		if _, ok := q.settled[k]; ok {
+			continue
+		}
+		q.removeWaiting(k)
+		q.addRunning(k)
+	}
+	for k, t := range waiting {
+		if _, ok := q.settled[k]; ok {
+			continue
+		}
+		if _, ok := q.running[k]; !ok {
+			if _, ok := q.waiting[k]; !ok {
+				q.addWaiting(k, t)
+			}
+		}
+	}
+	q.settled = nil // recorded only until the first Seed
+	next := q.admissible(limit)
+	q.mu.Unlock()
+	q.wakeAll(next)
+}
+
+// isSeeded reports whether Seed was called.
+func (q *Queue) isSeeded() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.seeded
 }
 
 // Admit asks a slot for key, which needs a rebuild since queuedAt. When admitted, key
 // holds a slot until Release or Forget. Otherwise it waits in the queue, at position
-// (1 is next) of length.
+// (1 is next) of length. Before Seed, key is admitted only when it already holds a slot.
 func (q *Queue) Admit(key Key, queuedAt time.Time) (admitted bool, position, length int) {
+	limit := q.limit()
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	seeded := q.ensureSeeded()
 	if _, ok := q.running[key]; ok {
 		return true, 0, len(q.waiting)
 	}
@@ -71,7 +122,7 @@ func (q *Queue) Admit(key Key, queuedAt time.Time) (admitted bool, position, len
 	}
 	pos := q.position(key)
 	// Until the running builds are known, nothing is admitted: the budget could be spent.
-	if seeded && pos <= q.limit()-len(q.running) {
+	if q.seeded && pos <= limit-len(q.running) {
 		q.removeWaiting(key)
 		q.addRunning(key)
 		return true, 0, len(q.waiting)
@@ -84,27 +135,28 @@ func (q *Queue) Admit(key Key, queuedAt time.Time) (admitted bool, position, len
 func (q *Queue) Running(key Key) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.ensureSeeded()
+	delete(q.settled, key)
 	q.removeWaiting(key)
 	q.addRunning(key)
 }
 
-// Release frees key's slot, when it holds one, and wakes the Keys the free slots admit.
+// Release frees key's slot, when it holds one, and wakes the Keys the free slots admit
+// (none before Seed).
 func (q *Queue) Release(key Key) {
 	q.remove(key, false)
 }
 
 // Forget takes key out of the queue and frees its slot: it no longer needs a rebuild,
-// or it was deleted.
+// or it was deleted. It wakes the Keys the free slots admit (none before Seed).
 func (q *Queue) Forget(key Key) {
 	q.remove(key, true)
 }
 
-// Kick wakes the Keys the free slots admit, as after the limit grew.
+// Kick wakes the Keys the free slots admit, as after the limit grew (none before Seed).
 func (q *Queue) Kick() {
+	limit := q.limit()
 	q.mu.Lock()
-	q.ensureSeeded()
-	next := q.admissible()
+	next := q.admissible(limit)
 	q.mu.Unlock()
 	q.wakeAll(next)
 }
@@ -133,8 +185,11 @@ func (q *Queue) IsRunning(key Key) bool {
 }
 
 func (q *Queue) remove(key Key, fromWaiting bool) {
+	limit := q.limit()
 	q.mu.Lock()
-	q.ensureSeeded()
+	if !q.seeded {
+		q.settled[key] = struct{}{}
+	}
 	if _, ok := q.running[key]; ok {
 		delete(q.running, key)
 		if q.runningIn[key.Namespace]--; q.runningIn[key.Namespace] <= 0 {
@@ -144,11 +199,12 @@ func (q *Queue) remove(key Key, fromWaiting bool) {
 	if fromWaiting {
 		q.removeWaiting(key)
 	}
-	next := q.admissible()
+	next := q.admissible(limit)
 	q.mu.Unlock()
 	q.wakeAll(next)
 }
 
+// wakeAll calls wake for each of keys. Call it without the lock held.
 func (q *Queue) wakeAll(keys []Key) {
 	if q.wake == nil {
 		return
@@ -233,10 +289,10 @@ func (q *Queue) position(key Key) int {
 	return pos
 }
 
-// admissible returns the waiting Keys the free slots admit, in order. Call with the
-// lock held.
-func (q *Queue) admissible() []Key {
-	free := q.limit() - len(q.running)
+// admissible returns the waiting Keys the free slots under limit admit, in order;
+// none before Seed. Call with the lock held.
+func (q *Queue) admissible(limit int) []Key {
+	free := limit - len(q.running)
 	if !q.seeded || free <= 0 || len(q.waiting) == 0 {
 		return nil
 	}
@@ -262,32 +318,6 @@ func (q *Queue) admissible() []Key {
 		next[best.Namespace]++
 	}
 	return out
-}
-
-// ensureSeeded calls the Seed once; it reports whether the Queue is seeded. Call it
-// with the lock held.
-func (q *Queue) ensureSeeded() bool {
-	if q.seeded || q.seed == nil {
-		q.seeded = true
-		return true
-	}
-	running, waiting, err := q.seed()
-	if err != nil {
-		return false // try again at the next decision
-	}
-	q.seeded = true
-	for _, k := range running {
-		q.removeWaiting(k)
-		q.addRunning(k)
-	}
-	for k, t := range waiting {
-		if _, ok := q.running[k]; !ok {
-			if _, ok := q.waiting[k]; !ok {
-				q.addWaiting(k, t)
-			}
-		}
-	}
-	return true
 }
 
 // less orders two waiting Keys by queuedAt, then by namespace and name.

@@ -1,7 +1,6 @@
 package buildqueue
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -46,9 +45,18 @@ type fixture struct {
 	q     *Queue
 }
 
-func newFixture(limit int, seed Seed) *fixture {
+// newFixture returns a fixture whose Queue is not seeded yet.
+func newFixture(limit int) *fixture {
 	f := &fixture{limit: limit}
-	f.q = New(func() int { return f.limit }, f.wakes.wake, seed)
+	f.q = New(func() int { return f.limit }, f.wakes.wake)
+	return f
+}
+
+// seededFixture returns a fixture whose Queue was seeded with nothing, as by an owner
+// that has no builds to recover.
+func seededFixture(limit int) *fixture {
+	f := newFixture(limit)
+	f.q.Seed(nil, nil)
 	return f
 }
 
@@ -92,6 +100,27 @@ func forgetStep(k Key, wakes ...Key) step {
 	return step{name: fmt.Sprintf("Forget(%s)", k), do: func(f *fixture) any { f.q.Forget(k); return nil }, wakes: wakes}
 }
 
+// seedStep calls Seed with copies of running and waiting, as a caller builds fresh
+// values, and expects it to wake wakes.
+func seedStep(running []Key, waiting map[Key]time.Time, wakes ...Key) step {
+	return step{
+		name: fmt.Sprintf("Seed(%v, %v)", running, waiting),
+		do: func(f *fixture) any {
+			w := make(map[Key]time.Time, len(waiting))
+			for k, t := range waiting {
+				w[k] = t
+			}
+			f.q.Seed(append([]Key(nil), running...), w)
+			return nil
+		},
+		wakes: wakes,
+	}
+}
+
+func seededStep(want bool) step {
+	return step{name: "Seeded()", do: func(f *fixture) any { return f.q.isSeeded() }, want: want}
+}
+
 func kickStep(wakes ...Key) step {
 	return step{name: "Kick()", do: func(f *fixture) any { f.q.Kick(); return nil }, wakes: wakes}
 }
@@ -115,6 +144,10 @@ func lenStep(running, waiting int) step {
 
 func isRunningStep(k Key, want bool) step {
 	return step{name: fmt.Sprintf("IsRunning(%s)", k), do: func(f *fixture) any { return f.q.IsRunning(k) }, want: want}
+}
+
+func isWaitingStep(k Key, want bool) step {
+	return step{name: fmt.Sprintf("IsWaiting(%s)", k), do: func(f *fixture) any { return f.q.IsWaiting(k) }, want: want}
 }
 
 // run plays steps on f, checking each result and the wakes each step causes.
@@ -141,15 +174,21 @@ func (f *fixture) run(t *testing.T, steps []step) {
 type scenario struct {
 	name  string
 	limit int
-	seed  Seed
-	steps []step
+	// unseeded leaves the Queue unseeded before the steps, which seed it with a
+	// seedStep; otherwise it is seeded with nothing.
+	unseeded bool
+	steps    []step
 }
 
 func runScenarios(t *testing.T, scenarios []scenario) {
 	t.Helper()
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
-			newFixture(sc.limit, sc.seed).run(t, sc.steps)
+			f := newFixture(sc.limit)
+			if !sc.unseeded {
+				f.q.Seed(nil, nil)
+			}
+			f.run(t, sc.steps)
 		})
 	}
 }
@@ -357,7 +396,7 @@ func TestQueue_Order(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(0, nil)
+			f := seededFixture(0)
 			for _, k := range tt.running {
 				f.q.Running(k)
 			}
@@ -623,7 +662,7 @@ func TestQueue_KickAfterLimitRaise(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(0, nil)
+			f := seededFixture(0)
 			for i := 0; i < tt.running; i++ {
 				f.q.Running(key("r", fmt.Sprint(i)))
 			}
@@ -719,7 +758,8 @@ func TestQueue_ReAdmit(t *testing.T) {
 }
 
 func TestQueue_NilWake(t *testing.T) {
-	q := New(func() int { return 1 }, nil, nil)
+	q := New(func() int { return 1 }, nil)
+	q.Seed(nil, nil)
 	if a, _, _ := q.Admit(a1, at(1)); !a {
 		t.Fatalf("Admit(%s) not admitted", a1)
 	}
@@ -733,24 +773,11 @@ func TestQueue_NilWake(t *testing.T) {
 	}
 }
 
-// seedFunc returns a Seed that counts its calls and fails the first fails ones.
-func seedFunc(calls *int, fails int, running []Key, waiting map[Key]time.Time) Seed {
-	return func() ([]Key, map[Key]time.Time, error) {
-		*calls++
-		if *calls <= fails {
-			return nil, nil, errors.New("listing failed")
-		}
-		// Hand out copies, as a real Seed builds fresh values.
-		w := make(map[Key]time.Time, len(waiting))
-		for k, t := range waiting {
-			w[k] = t
-		}
-		return append([]Key(nil), running...), w, nil
-	}
-}
-
-func TestQueue_SeedBeforeFirstDecision(t *testing.T) {
+// TestQueue_SeedThenFirstCall: after Seed, the first call of each kind sees the
+// seeded builds, and later calls do not merge them again.
+func TestQueue_SeedThenFirstCall(t *testing.T) {
 	r1, r2 := key("r", "f1"), key("r", "f2")
+	seed := func(wakes ...Key) step { return seedStep([]Key{r1, r2}, map[Key]time.Time{b1: at(1)}, wakes...) }
 	tests := []struct {
 		name  string
 		limit int
@@ -758,69 +785,136 @@ func TestQueue_SeedBeforeFirstDecision(t *testing.T) {
 	}{{
 		name:  "Admit",
 		limit: 2,
-		steps: []step{admitStep(a1, 5, false, 2, 2), lenStep(2, 2)},
+		steps: []step{seed(), admitStep(a1, 5, false, 2, 2), lenStep(2, 2)},
 	}, {
 		name:  "Running",
 		limit: 2,
-		steps: []step{runningStep(a1), lenStep(3, 1)},
+		steps: []step{seed(), runningStep(a1), lenStep(3, 1)},
 	}, {
 		name:  "Release of a seeded running key",
 		limit: 2,
-		steps: []step{releaseStep(r1, b1), lenStep(1, 1)},
+		steps: []step{seed(), releaseStep(r1, b1), lenStep(1, 1), isRunningStep(r1, false)},
 	}, {
 		name:  "Forget of a seeded waiting key",
 		limit: 2,
-		steps: []step{forgetStep(b1), lenStep(2, 0)},
+		steps: []step{seed(), forgetStep(b1), lenStep(2, 0), isWaitingStep(b1, false)},
 	}, {
 		name:  "Forget of an unknown key",
 		limit: 3,
-		steps: []step{forgetStep(c1, b1), lenStep(2, 1)},
+		steps: []step{seed(b1), forgetStep(c1, b1), lenStep(2, 1)},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			calls := 0
-			f := newFixture(tt.limit, seedFunc(&calls, 0, []Key{r1, r2}, map[Key]time.Time{b1: at(1)}))
-			if calls != 0 {
-				t.Fatalf("New called the seed %d times, want 0", calls)
-			}
+			f := newFixture(tt.limit)
 			f.run(t, tt.steps)
-			if calls != 1 {
-				t.Errorf("seed called %d times after the first decision, want 1", calls)
-			}
-			// More decisions do not call it again.
+			// More calls do not merge the seeded builds again: a released or
+			// forgotten seeded Key stays out.
+			wantR, wantW := f.q.Len()
 			f.q.Admit(c1, at(9))
 			f.q.Release(c1)
 			f.q.Running(c1)
 			f.q.Forget(c1)
 			f.q.Kick()
-			f.q.Len()
-			f.q.IsRunning(c1)
-			if calls != 1 {
-				t.Errorf("seed called %d times after more decisions, want 1", calls)
+			r, w := f.q.Len()
+			if diff := cmp.Diff(lenResult{wantR, wantW}, lenResult{r, w}); diff != "" {
+				t.Errorf("Len() after more calls mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
-// TestQueue_SeedKickFirst: Kick is a decision (it wakes the Keys the free slots
-// admit), so a Kick before any other call must seed the Queue and wake the seeded
-// waiting Keys.
-func TestQueue_SeedKickFirst(t *testing.T) {
-	calls := 0
-	f := newFixture(2, seedFunc(&calls, 0, []Key{key("r", "f1")}, map[Key]time.Time{a1: at(1), b1: at(2)}))
-	f.run(t, []step{kickStep(a1)})
-	if calls != 1 {
-		t.Errorf("seed called %d times by the first Kick, want 1", calls)
-	}
+// TestQueue_CallsBeforeSeed: until Seed, the Queue admits nothing and wakes nobody,
+// but every call still updates the running and waiting Keys.
+func TestQueue_CallsBeforeSeed(t *testing.T) {
+	runScenarios(t, []scenario{{
+		name:     "Admit queues and reports the position",
+		limit:    10,
+		unseeded: true,
+		steps: []step{
+			seededStep(false),
+			admitStep(a1, 1, false, 1, 1),
+			admitStep(a2, 2, false, 2, 2),
+			admitStep(b1, 3, false, 2, 3),
+			admitStep(a1, 1, false, 1, 3),
+			lenStep(0, 3),
+			isWaitingStep(a1, true),
+			isRunningStep(a1, false),
+			seededStep(false),
+			seedStep(nil, nil, a1, b1, a2),
+			seededStep(true),
+			admitStep(a2, 2, true, 0, 2),
+			admitStep(a1, 1, true, 0, 1),
+			admitStep(b1, 3, true, 0, 0),
+			lenStep(3, 0),
+		},
+	}, {
+		name:     "Running holds a slot, Release frees it and wakes nobody",
+		limit:    1,
+		unseeded: true,
+		steps: []step{
+			runningStep(a1),
+			isRunningStep(a1, true),
+			admitStep(a1, 1, true, 0, 0),
+			admitStep(b1, 2, false, 1, 1),
+			lenStep(1, 1),
+			releaseStep(a1),
+			lenStep(0, 1),
+			isRunningStep(a1, false),
+			admitStep(b1, 2, false, 1, 1), // the slot is free, but the Queue is not seeded
+			seedStep(nil, nil, b1),
+			admitStep(b1, 2, true, 0, 0),
+		},
+	}, {
+		name:     "Forget takes keys out and wakes nobody",
+		limit:    1,
+		unseeded: true,
+		steps: []step{
+			runningStep(a1),
+			admitStep(a2, 2, false, 1, 1),
+			admitStep(a3, 3, false, 2, 2),
+			forgetStep(a2),
+			forgetStep(a1),
+			lenStep(0, 1),
+			isWaitingStep(a2, false),
+			isRunningStep(a1, false),
+			seedStep(nil, nil, a3),
+			admitStep(a3, 3, true, 0, 0),
+		},
+	}, {
+		name:     "Kick wakes nobody, even after the limit grew",
+		limit:    2,
+		unseeded: true,
+		steps: []step{
+			admitStep(a1, 1, false, 1, 1),
+			kickStep(),
+			limitStep(5),
+			kickStep(),
+			seedStep(nil, nil, a1),
+			kickStep(a1),
+			admitStep(a1, 1, true, 0, 0),
+		},
+	}})
+}
+
+// TestQueue_KickBeforeSeed: a Kick before Seed wakes nobody; Seed then wakes the
+// Keys the free slots admit, and so does the next Kick.
+func TestQueue_KickBeforeSeed(t *testing.T) {
+	f := newFixture(2)
+	f.run(t, []step{
+		kickStep(),
+		seedStep([]Key{key("r", "f1")}, map[Key]time.Time{a1: at(1), b1: at(2)}, a1),
+		kickStep(a1),
+	})
 }
 
 func TestQueue_SeedRunningCountsAgainstLimit(t *testing.T) {
 	r1, r2 := key("r", "f1"), key("r", "f2")
 	runScenarios(t, []scenario{{
-		name:  "seeded running keys fill the limit",
-		limit: 2,
-		seed:  seedFunc(new(int), 0, []Key{r1, r2}, nil),
+		name:     "seeded running keys fill the limit",
+		limit:    2,
+		unseeded: true,
 		steps: []step{
+			seedStep([]Key{r1, r2}, nil),
 			admitStep(a1, 1, false, 1, 1),
 			lenStep(2, 1),
 			isRunningStep(r1, true),
@@ -829,38 +923,43 @@ func TestQueue_SeedRunningCountsAgainstLimit(t *testing.T) {
 			admitStep(a1, 1, true, 0, 0),
 		},
 	}, {
-		name:  "seeded running keys beyond the limit",
-		limit: 1,
-		seed:  seedFunc(new(int), 0, []Key{r1, r2}, nil),
+		name:     "seeded running keys beyond the limit",
+		limit:    1,
+		unseeded: true,
 		steps: []step{
+			seedStep([]Key{r1, r2}, nil),
 			admitStep(a1, 1, false, 1, 1),
 			releaseStep(r1),
 			releaseStep(r2, a1),
 		},
 	}, {
-		name:  "seeded running keys count in their namespace's rank",
-		limit: 3,
-		seed:  seedFunc(new(int), 0, []Key{key("a", "r1"), key("a", "r2")}, nil),
+		name:     "seeded running keys count in their namespace's rank",
+		limit:    3,
+		unseeded: true,
 		steps: []step{
+			seedStep([]Key{key("a", "r1"), key("a", "r2")}, nil),
 			admitStep(a1, 1, true, 0, 0), // 1 slot free
 			admitStep(a2, 2, false, 1, 1),
 			admitStep(b1, 3, false, 1, 2),
 		},
 	}, {
-		name:  "a key seeded as running and waiting runs",
-		limit: 2,
-		seed:  seedFunc(new(int), 0, []Key{r1}, map[Key]time.Time{r1: at(0), a1: at(1)}),
+		name:     "a key seeded as running and waiting runs",
+		limit:    2,
+		unseeded: true,
 		steps: []step{
-			lenStep(0, 0), // Len does not seed
+			lenStep(0, 0), // not seeded yet
+			seedStep([]Key{r1}, map[Key]time.Time{r1: at(0), a1: at(1)}, a1),
+			isWaitingStep(r1, false),
 			admitStep(a1, 1, true, 0, 0),
 			lenStep(2, 0),
 			isRunningStep(r1, true),
 		},
 	}, {
-		name:  "duplicate seeded running keys hold one slot",
-		limit: 2,
-		seed:  seedFunc(new(int), 0, []Key{r1, r1}, nil),
+		name:     "duplicate seeded running keys hold one slot",
+		limit:    2,
+		unseeded: true,
 		steps: []step{
+			seedStep([]Key{r1, r1}, nil),
 			admitStep(a1, 1, true, 0, 0),
 			lenStep(2, 0),
 		},
@@ -875,10 +974,11 @@ func TestQueue_SeedWaitingKeepsOrder(t *testing.T) {
 		key("a", "w4"): at(5), // ahead of a/w3 in a
 	}
 	runScenarios(t, []scenario{{
-		name:  "new keys queue among the seeded ones by rank and queuedAt",
-		limit: 0,
-		seed:  seedFunc(new(int), 0, nil, seeded),
+		name:     "new keys queue among the seeded ones by rank and queuedAt",
+		limit:    0,
+		unseeded: true,
 		steps: []step{
+			seedStep(nil, seeded),
 			// rank 0: a/w4 (5), b/w1 (10), d/new (15), c/w2 (20); rank 1: a/w3 (30)
 			admitStep(key("d", "new"), 15, false, 3, 5),
 			admitStep(key("a", "w4"), 5, false, 1, 5),
@@ -889,103 +989,498 @@ func TestQueue_SeedWaitingKeepsOrder(t *testing.T) {
 			kickStep(key("a", "w4"), key("b", "w1")),
 		},
 	}, {
-		name:  "a key admitted before seeding keeps its own queuedAt",
-		limit: 0,
-		seed:  seedFunc(new(int), 1, nil, map[Key]time.Time{a1: at(10), a2: at(20)}),
+		name:     "a key admitted before seeding keeps its own queuedAt",
+		limit:    0,
+		unseeded: true,
 		steps: []step{
-			admitStep(a1, 30, false, 1, 1), // seed fails: a1 queued at 30
-			admitStep(a3, 25, false, 2, 3), // seeded: a2 (20), a3 (25), a1 (30)
+			admitStep(a1, 30, false, 1, 1), // not seeded: a1 queued at 30
+			seedStep(nil, map[Key]time.Time{a1: at(10), a2: at(20)}),
+			admitStep(a3, 25, false, 2, 3), // a2 (20), a3 (25), a1 (30)
 			admitStep(a2, 20, false, 1, 3),
 			admitStep(a1, 30, false, 3, 3),
 		},
 	}})
 }
 
-func TestQueue_SeedErrorRetried(t *testing.T) {
+// TestQueue_SeedAfterAdmits: Admits before Seed queue the key and admit nothing;
+// once seeded, the same Admit sees the seeded builds, however many came before.
+func TestQueue_SeedAfterAdmits(t *testing.T) {
 	tests := []struct {
-		name      string
-		fails     int
-		calls     int // Admit calls
-		wantCalls int
+		name          string
+		before, after int // Admits before and after Seed
+		seed          bool
 	}{
-		{name: "no failure", fails: 0, calls: 3, wantCalls: 1},
-		{name: "first fails", fails: 1, calls: 3, wantCalls: 2},
-		{name: "first two fail", fails: 2, calls: 5, wantCalls: 3},
-		{name: "always fails", fails: 100, calls: 4, wantCalls: 4},
+		{name: "seeded first", before: 0, after: 3, seed: true},
+		{name: "one Admit first", before: 1, after: 2, seed: true},
+		{name: "two Admits first", before: 2, after: 3, seed: true},
+		{name: "never seeded", before: 4, seed: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			calls := 0
-			f := newFixture(0, seedFunc(&calls, tt.fails, []Key{key("r", "f1")}, map[Key]time.Time{b1: at(1)}))
-			for i := 0; i < tt.calls; i++ {
-				f.q.Admit(a1, at(5))
+			var steps []step
+			for i := 0; i < tt.before; i++ {
+				steps = append(steps, admitStep(a1, 5, false, 1, 1))
 			}
-			if calls != tt.wantCalls {
-				t.Errorf("seed called %d times over %d Admits, want %d", calls, tt.calls, tt.wantCalls)
+			if tt.seed {
+				steps = append(steps, seedStep([]Key{key("r", "f1")}, map[Key]time.Time{b1: at(1)}))
 			}
-			r, w := f.q.Len()
-			want := lenResult{1, 2}
-			if calls <= tt.fails {
-				want = lenResult{0, 1}
+			for i := 0; i < tt.after; i++ {
+				steps = append(steps, admitStep(a1, 5, false, 2, 2)) // b1 (1) is ahead
 			}
-			if diff := cmp.Diff(want, lenResult{r, w}); diff != "" {
-				t.Errorf("Len() mismatch (-want +got):\n%s", diff)
+			if tt.seed {
+				steps = append(steps, lenStep(1, 2), seededStep(true))
+			} else {
+				steps = append(steps, lenStep(0, 1), seededStep(false))
 			}
+			newFixture(0).run(t, steps)
 		})
 	}
 }
 
-// TestQueue_SeedFailureDoesNotOverAdmit: while the seed fails, the Queue does not
-// know the builds that already run, so admitting would break the limit once they
-// are known.
-func TestQueue_SeedFailureDoesNotOverAdmit(t *testing.T) {
+// TestQueue_UnseededDoesNotOverAdmit: before Seed, the Queue does not know the builds
+// that already run, so admitting would break the limit once they are known.
+func TestQueue_UnseededDoesNotOverAdmit(t *testing.T) {
 	r1, r2 := key("r", "f1"), key("r", "f2")
 	t.Run("the limit holds once seeded", func(t *testing.T) {
-		calls := 0
-		f := newFixture(2, seedFunc(&calls, 1, []Key{r1, r2}, nil))
-		got := f.admit(a1, at(1)) // the seed fails
-		f.admit(a2, at(2))        // the seed succeeds: r1 and r2 run
-		if r, _ := f.q.Len(); r > 2 {
-			t.Errorf("Admit(%s) during a failed seed = %+v; once seeded %d run, want at most the limit 2", a1, got, r)
+		f := newFixture(2)
+		got := f.admit(a1, at(1)) // not seeded
+		f.q.Seed([]Key{r1, r2}, nil)
+		f.admit(a2, at(2))
+		if r, _ := f.q.Len(); r > 2 || got.Admitted {
+			t.Errorf("Admit(%s) before Seed = %+v; once seeded %d run, want at most the limit 2", a1, got, r)
 		}
 	})
 	runScenarios(t, []scenario{{
-		name:  "nothing admitted or woken until the seed succeeds",
-		limit: 2,
-		seed:  seedFunc(new(int), 4, []Key{r1}, nil),
+		name:     "nothing admitted or woken until Seed",
+		limit:    2,
+		unseeded: true,
 		steps: []step{
-			admitStep(a1, 1, false, 1, 1), // seed call 1 fails
-			kickStep(),                    // 2 fails
-			releaseStep(b1),               // 3 fails
-			admitStep(a1, 1, false, 1, 1), // 4 fails
+			admitStep(a1, 1, false, 1, 1),
+			kickStep(),
+			releaseStep(b1),
+			admitStep(a1, 1, false, 1, 1),
 			lenStep(0, 1),
-			kickStep(a1), // 5 succeeds: r1 runs, 1 slot is free
+			seedStep([]Key{r1}, nil, a1), // r1 runs, 1 slot is free
+			kickStep(a1),
 			admitStep(a1, 1, true, 0, 0),
 			lenStep(2, 0),
 		},
 	}, {
-		name:  "a seed that succeeds in Admit admits at once",
-		limit: 2,
-		seed:  seedFunc(new(int), 1, []Key{r1}, nil),
+		name:     "the Admit after Seed admits at once",
+		limit:    2,
+		unseeded: true,
 		steps: []step{
-			admitStep(a1, 1, false, 1, 1), // fails
-			admitStep(a1, 1, true, 0, 0),  // seeded: r1 runs, 1 slot is free
+			admitStep(a1, 1, false, 1, 1),
+			seedStep([]Key{r1}, nil, a1), // r1 runs, 1 slot is free
+			admitStep(a1, 1, true, 0, 0),
 			admitStep(a2, 2, false, 1, 1),
 		},
 	}})
 }
 
-// TestQueue_SeedRunningKeyQueuedBeforeSeeding: a Key queued while the seed failed,
-// then seeded as running, runs and no longer waits, as Running does.
+// TestQueue_SeedRunningKeyQueuedBeforeSeeding: a Key queued before Seed, then seeded
+// as running, runs and no longer waits, as Running does.
 func TestQueue_SeedRunningKeyQueuedBeforeSeeding(t *testing.T) {
-	calls := 0
-	f := newFixture(0, seedFunc(&calls, 1, []Key{a1}, nil))
-	f.run(t, []step{
-		admitStep(a1, 1, false, 1, 1), // the seed fails: a1 waits
-		admitStep(a2, 2, false, 1, 1), // seeded: a1 runs
+	newFixture(0).run(t, []step{
+		admitStep(a1, 1, false, 1, 1), // not seeded: a1 waits
+		seedStep([]Key{a1}, nil),      // a1 runs
+		admitStep(a2, 2, false, 1, 1),
 		lenStep(1, 1),
 		isRunningStep(a1, true),
+		isWaitingStep(a1, false),
+		admitStep(a1, 1, true, 0, 1),
 	})
+}
+
+// TestQueue_SeedTwice: Seed merges again when called again.
+func TestQueue_SeedTwice(t *testing.T) {
+	r1 := key("r", "f1")
+	running, waiting := []Key{r1}, map[Key]time.Time{b1: at(1), a2: at(2)}
+	runScenarios(t, []scenario{{
+		name:     "the same data twice changes nothing",
+		limit:    3,
+		unseeded: true,
+		steps: []step{
+			admitStep(a1, 5, false, 1, 1),
+			// Order: b1 and a2 (rank 0), a1 (rank 1 in a); r1 holds 1 of 3 slots.
+			seedStep(running, waiting, b1, a2),
+			lenStep(1, 3),
+			seedStep(running, waiting, b1, a2), // only wakes, as Kick
+			lenStep(1, 3),
+			admitStep(a1, 5, false, 3, 3),
+			admitStep(b1, 1, true, 0, 2),
+			admitStep(a2, 2, true, 0, 1),
+			lenStep(3, 1),
+			seedStep(running, waiting), // b1 and a2 run: they do not wait again
+			lenStep(3, 1),
+			isWaitingStep(b1, false),
+			isRunningStep(a2, true),
+			releaseStep(r1, a1),
+			admitStep(a1, 5, true, 0, 0),
+		},
+	}, {
+		name:     "a key released in between is added back",
+		limit:    2,
+		unseeded: true,
+		steps: []step{
+			seedStep(running, map[Key]time.Time{a1: at(1)}, a1),
+			releaseStep(r1, a1),
+			lenStep(0, 1),
+			seedStep(running, map[Key]time.Time{a1: at(1)}, a1),
+			lenStep(1, 1),
+			isRunningStep(r1, true),
+		},
+	}, {
+		name:     "Seed(nil, nil) twice only wakes",
+		limit:    1,
+		unseeded: true,
+		steps: []step{
+			admitStep(a1, 1, false, 1, 1),
+			seedStep(nil, nil, a1),
+			seedStep(nil, nil, a1),
+			lenStep(0, 1),
+			admitStep(a1, 1, true, 0, 0),
+			seedStep(nil, nil),
+			lenStep(1, 0),
+		},
+	}})
+}
+
+// TestQueue_SeedWakes checks that Seed wakes exactly the waiting Keys the free slots
+// admit, in the admission order: each woken Key is then admitted, and the next is not.
+func TestQueue_SeedWakes(t *testing.T) {
+	r1, r2 := key("r", "f1"), key("r", "f2")
+	tests := []struct {
+		name    string
+		limit   int
+		before  []queued // Admitted before Seed
+		running []Key
+		waiting []queued
+		want    []Key
+		next    Key // the Key at position 1 after the woken ones run; zero for none
+	}{{
+		name:  "nothing to wake",
+		limit: 2,
+		want:  []Key{},
+	}, {
+		name:    "free slots wake the first in order",
+		limit:   2,
+		waiting: []queued{{a1, 1}, {a2, 2}, {b1, 3}},
+		want:    []Key{a1, b1},
+		next:    a2,
+	}, {
+		name:    "a limit beyond the waiting keys wakes all in order",
+		limit:   10,
+		waiting: []queued{{a1, 1}, {a2, 2}, {b1, 3}},
+		want:    []Key{a1, b1, a2},
+	}, {
+		name:    "seeded running keys fill the limit",
+		limit:   2,
+		running: []Key{r1, r2},
+		waiting: []queued{{a1, 1}},
+		want:    []Key{},
+		next:    a1,
+	}, {
+		name:    "seeded running keys beyond the limit",
+		limit:   1,
+		running: []Key{r1, r2},
+		waiting: []queued{{a1, 1}},
+		want:    []Key{},
+		next:    a1,
+	}, {
+		name:    "duplicate seeded running keys hold one slot",
+		limit:   2,
+		running: []Key{r1, r1},
+		waiting: []queued{{a1, 1}, {b1, 2}},
+		want:    []Key{a1},
+		next:    b1,
+	}, {
+		name:    "seeded running keys raise their namespace's rank",
+		limit:   3,
+		running: []Key{key("a", "r")},
+		waiting: []queued{{a1, 1}, {a2, 2}, {b1, 5}},
+		want:    []Key{b1, a1},
+		next:    a2,
+	}, {
+		name:    "keys queued before Seed merge with the seeded ones",
+		limit:   2,
+		before:  []queued{{a3, 0}},
+		waiting: []queued{{a1, 1}, {b1, 2}},
+		want:    []Key{a3, b1},
+		next:    a1,
+	}, {
+		name:    "a key queued before Seed keeps its queuedAt",
+		limit:   1,
+		before:  []queued{{a1, 9}},
+		waiting: []queued{{a1, 1}, {a2, 2}},
+		want:    []Key{a2},
+		next:    a1,
+	}, {
+		name:    "a key queued before Seed and seeded as running runs",
+		limit:   2,
+		before:  []queued{{a1, 1}, {a2, 2}},
+		running: []Key{a1},
+		want:    []Key{a2},
+	}, {
+		name:    "limit 0 wakes nobody",
+		limit:   0,
+		waiting: []queued{{a1, 1}},
+		want:    []Key{},
+		next:    a1,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(tt.limit)
+			queuedAt := map[Key]time.Time{}
+			waiting := map[Key]time.Time{}
+			for _, w := range tt.waiting {
+				queuedAt[w.key] = at(w.at)
+				waiting[w.key] = at(w.at)
+			}
+			for _, b := range tt.before {
+				queuedAt[b.key] = at(b.at) // a Key queued before Seed keeps its queuedAt
+				if r := f.admit(b.key, at(b.at)); r.Admitted {
+					t.Fatalf("Admit(%s) before Seed = %+v, want waiting", b.key, r)
+				}
+			}
+			if diff := cmp.Diff([]Key{}, f.wakes.take()); diff != "" {
+				t.Fatalf("wakes before Seed mismatch (-want +got):\n%s", diff)
+			}
+
+			f.q.Seed(tt.running, waiting)
+			if diff := cmp.Diff(tt.want, f.wakes.take()); diff != "" {
+				t.Errorf("Seed() wakes mismatch (-want +got):\n%s", diff)
+			}
+			_, w := f.q.Len()
+			for i, k := range tt.want {
+				if r := f.admit(k, queuedAt[k]); !r.Admitted || r.Length != w-i-1 {
+					t.Errorf("Admit(%s) after Seed = %+v, want admitted with %d waiting", k, r, w-i-1)
+				}
+			}
+			if tt.next != (Key{}) {
+				if r := f.admit(tt.next, queuedAt[tt.next]); r.Admitted || r.Position != 1 {
+					t.Errorf("Admit(%s) after the woken keys = %+v, want waiting at position 1", tt.next, r)
+				}
+			} else if _, w := f.q.Len(); w != 0 {
+				t.Errorf("%d keys wait after the woken keys, want none", w)
+			}
+		})
+	}
+}
+
+// TestQueue_WakeWithoutLock: wake may call the Queue, so it must run without the
+// Queue's lock held; a call that held it would deadlock.
+func TestQueue_WakeWithoutLock(t *testing.T) {
+	tests := []struct {
+		name  string
+		setUp func(q *Queue, limit *int)
+		do    func(q *Queue)
+	}{{
+		name:  "Seed",
+		setUp: func(q *Queue, limit *int) { q.Admit(a1, at(1)) },
+		do:    func(q *Queue) { q.Seed([]Key{key("r", "f1")}, map[Key]time.Time{b1: at(2)}) },
+	}, {
+		name: "Kick",
+		setUp: func(q *Queue, limit *int) {
+			q.Seed(nil, nil)
+			*limit = 0
+			q.Admit(a1, at(1))
+			*limit = 3
+		},
+		do: func(q *Queue) { q.Kick() },
+	}, {
+		name: "Release",
+		setUp: func(q *Queue, limit *int) {
+			q.Seed(nil, nil)
+			*limit = 1
+			q.Admit(a1, at(1))
+			q.Admit(a2, at(2))
+		},
+		do: func(q *Queue) { q.Release(a1) },
+	}, {
+		name: "Forget",
+		setUp: func(q *Queue, limit *int) {
+			q.Seed(nil, nil)
+			*limit = 1
+			q.Admit(a1, at(1))
+			q.Admit(a2, at(2))
+		},
+		do: func(q *Queue) { q.Forget(a1) },
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			limit := 3
+			var woken []Key
+			var q *Queue
+			q = New(func() int { return limit }, func(k Key) {
+				if q.IsWaiting(k) { // takes the lock
+					woken = append(woken, k)
+				}
+			})
+			tt.setUp(q, &limit)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				tt.do(q)
+			}()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s did not return in 10s: wake called with the lock held", tt.name)
+			}
+			if len(woken) == 0 {
+				t.Errorf("%s woke nobody, want a waiting key", tt.name)
+			}
+		})
+	}
+}
+
+// TestQueue_ConcurrentSeed seeds the Queue while goroutines admit and release, as
+// an operator that lists the cluster while its workers already run: nothing is
+// admitted before Seed, and once seeded the running builds never exceed the limit.
+func TestQueue_ConcurrentSeed(t *testing.T) {
+	const (
+		workers = 40
+		rounds  = 10
+	)
+	tests := []struct {
+		limit, running int
+		delay          time.Duration // before Seed
+	}{
+		{limit: 1, running: 2, delay: 2 * time.Millisecond},
+		{limit: 3, running: 1},
+		{limit: 3, running: 1, delay: 2 * time.Millisecond},
+		{limit: 4, running: 4},
+		{limit: 10},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("limit %d running %d delay %s", tt.limit, tt.running, tt.delay), func(t *testing.T) {
+			wakeC := map[Key]chan struct{}{} // read-only once the workers start
+			keys := make([]Key, workers)
+			seedWaiting := map[Key]time.Time{}
+			for i := range keys {
+				keys[i] = key(fmt.Sprintf("ns%d", i%5), fmt.Sprintf("fn%d", i))
+				wakeC[keys[i]] = make(chan struct{}, 1)
+				if i%2 == 0 {
+					seedWaiting[keys[i]] = base.Add(time.Duration(i) * time.Second) // queued before the restart
+				}
+			}
+			seedRunning := make([]Key, tt.running)
+			for i := range seedRunning {
+				seedRunning[i] = key(fmt.Sprintf("ns%d", i%3), fmt.Sprintf("adopted%d", i))
+			}
+			q := New(func() int { return tt.limit }, func(k Key) {
+				select {
+				case wakeC[k] <- struct{}{}:
+				default:
+				}
+			})
+
+			var (
+				errMu sync.Mutex
+				errs  = map[string]bool{}
+			)
+			report := func(format string, args ...any) {
+				errMu.Lock()
+				defer errMu.Unlock()
+				errs[fmt.Sprintf(format, args...)] = true
+			}
+			var (
+				seedCalled          atomic.Bool
+				heldSeeded          atomic.Int64 // seeded running Keys not yet released; never above the real count
+				current, admissions atomic.Int64
+				wg                  sync.WaitGroup
+			)
+			heldSeeded.Store(int64(tt.running))
+			start := make(chan struct{})
+			for _, k := range keys {
+				wg.Add(1)
+				go func(k Key) {
+					defer wg.Done()
+					<-start
+					for r := 0; r < rounds; r++ {
+						queuedAt := time.Now()
+						deadline := time.After(30 * time.Second)
+						for {
+							admitted, pos, length := q.Admit(k, queuedAt)
+							if admitted {
+								break
+							}
+							if pos < 1 || pos > length {
+								report("Admit(%s) = position %d of %d", k, pos, length)
+							}
+							select {
+							case <-wakeC[k]:
+							case <-deadline:
+								report("%s not woken in 30s at position %d", k, pos)
+								return
+							}
+						}
+						if !seedCalled.Load() {
+							report("%s admitted before Seed", k)
+						}
+						n := current.Add(1)
+						admissions.Add(1)
+						// Once a worker runs, the seeded Keys beyond the limit are gone.
+						if h := heldSeeded.Load(); n+h > int64(tt.limit) {
+							report("%d workers and %d seeded keys run at once, limit %d", n, h, tt.limit)
+						}
+						if running, _ := q.Len(); running > tt.limit {
+							report("Len() = %d running with a worker admitted, limit %d", running, tt.limit)
+						}
+						if r%3 == 0 {
+							time.Sleep(10 * time.Microsecond)
+						}
+						current.Add(-1)
+						if r%5 == 4 {
+							q.Forget(k)
+						} else {
+							q.Release(k)
+						}
+					}
+				}(k)
+			}
+
+			close(start)
+			time.Sleep(tt.delay)
+			if q.isSeeded() {
+				t.Error("Seeded() = true before Seed")
+			}
+			seedCalled.Store(true)
+			q.Seed(seedRunning, seedWaiting)
+			if !q.isSeeded() {
+				t.Error("Seeded() = false after Seed")
+			}
+			q.Seed(seedRunning, nil) // the same running Keys again: changes nothing
+			for _, k := range seedRunning {
+				time.Sleep(time.Millisecond)
+				heldSeeded.Add(-1) // before Release, so it never counts a freed slot
+				q.Release(k)
+			}
+			done := make(chan struct{})
+			go func() { wg.Wait(); close(done) }()
+		seeding:
+			for {
+				select {
+				case <-done:
+					break seeding
+				case <-time.After(100 * time.Microsecond):
+					q.Seed(nil, nil) // concurrent with the workers' Admits and Releases
+				}
+			}
+
+			for e := range errs {
+				t.Error(e)
+			}
+			if got := admissions.Load(); got != workers*rounds {
+				t.Errorf("%d admissions, want %d", got, workers*rounds)
+			}
+			r, w := q.Len()
+			if diff := cmp.Diff(lenResult{0, 0}, lenResult{r, w}); diff != "" {
+				t.Errorf("Len() at the end mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
 }
 
 // TestQueue_ConcurrentAdmitRelease runs goroutines that each wait for a slot,
@@ -1010,7 +1505,8 @@ func TestQueue_ConcurrentAdmitRelease(t *testing.T) {
 				case wakeC[k] <- struct{}{}:
 				default:
 				}
-			}, nil)
+			})
+			q.Seed(nil, nil)
 
 			var (
 				current, peak, admissions atomic.Int64
@@ -1109,7 +1605,8 @@ func TestQueue_ConcurrentLimitChanges(t *testing.T) {
 		case wakeC[index[k]] <- struct{}{}:
 		default:
 		}
-	}, nil)
+	})
+	q.Seed(nil, nil)
 	var wg sync.WaitGroup
 	var admissions atomic.Int64
 	for k, i := range index {
@@ -1149,21 +1646,42 @@ func TestQueue_ConcurrentLimitChanges(t *testing.T) {
 	}
 }
 
-// seeded returns n waiting Keys across namespaces, their queuedAt, and a Seed that
-// hands them out. The benchmarks fill their Queue through it, in one step.
-func seeded(n, namespaces int, running ...Key) ([]Key, []time.Time, Seed) {
+// seeded returns n waiting Keys across namespaces, their queuedAt, and the same as
+// the waiting map that Seed takes. The benchmarks fill their Queue through Seed, in
+// one step.
+// benchNamespaces is how many namespaces the benchmarks spread their Functions over.
+const benchNamespaces = 50
+
+func seeded(n int) ([]Key, []time.Time, map[Key]time.Time) {
+	const namespaces = benchNamespaces
 	keys := make([]Key, n)
 	times := make([]time.Time, n)
+	waiting := make(map[Key]time.Time, n)
 	for i := 0; i < n; i++ {
 		keys[i] = key(fmt.Sprintf("ns%02d", i%namespaces), fmt.Sprintf("fn%05d", i))
 		times[i] = base.Add(time.Duration(i) * time.Millisecond)
+		waiting[keys[i]] = times[i]
 	}
-	return keys, times, func() ([]Key, map[Key]time.Time, error) {
-		waiting := make(map[Key]time.Time, n)
-		for i, k := range keys {
-			waiting[k] = times[i]
-		}
-		return append([]Key(nil), running...), waiting, nil
+	return keys, times, waiting
+}
+
+// BenchmarkQueue_Seed merges n waiting Keys into an empty Queue, as after a restart;
+// one op is the whole Seed, which holds the lock throughout.
+func BenchmarkQueue_Seed(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("waiting=%d", n), func(b *testing.B) {
+			_, _, waiting := seeded(n)
+			running := []Key{key("ns-run", "fn1"), key("ns-run", "fn2")}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				q := New(func() int { return 2 }, func(Key) {})
+				q.Seed(running, waiting)
+				if r, w := q.Len(); r != 2 || w != n {
+					b.Fatalf("Len() = %d, %d", r, w)
+				}
+			}
+		})
 	}
 }
 
@@ -1171,9 +1689,10 @@ func BenchmarkQueue_AdmitWaiting(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("waiting=%d/queued", n), func(b *testing.B) {
 			// One Admit of an already queued Key: its position, one step per namespace.
-			keys, times, seed := seeded(n, 50)
-			q := New(func() int { return 0 }, func(Key) {}, seed)
-			q.Admit(keys[0], times[0]) // seed and warm the order
+			keys, times, waiting := seeded(n)
+			q := New(func() int { return 0 }, func(Key) {})
+			q.Seed(nil, waiting)
+			q.Admit(keys[0], times[0]) // warm the order
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -1186,9 +1705,9 @@ func BenchmarkQueue_AdmitWaiting(b *testing.B) {
 		b.Run(fmt.Sprintf("waiting=%d/new", n), func(b *testing.B) {
 			// One Admit of a new Key, inserted in its namespace's list; Forget takes
 			// it out again (no slot is free).
-			_, _, seed := seeded(n, 50)
-			q := New(func() int { return 0 }, func(Key) {}, seed)
-			q.Forget(key("ns-none", "fn")) // seed, outside the timer
+			_, _, waiting := seeded(n)
+			q := New(func() int { return 0 }, func(Key) {})
+			q.Seed(nil, waiting) // outside the timer
 			extra := key("ns-extra", "fn")
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -1210,9 +1729,9 @@ func BenchmarkQueue_ReleaseWake(b *testing.B) {
 			// queues again at the back.
 			var woken []Key
 			running := key("ns-run", "fn")
-			keys, times, seed := seeded(n, 50, running)
-			q := New(func() int { return 1 }, func(k Key) { woken = append(woken, k) }, seed)
-			q.Running(running)
+			keys, times, waiting := seeded(n)
+			q := New(func() int { return 1 }, func(k Key) { woken = append(woken, k) })
+			q.Seed([]Key{running}, waiting) // running holds the one slot: no wake
 			queuedAt := map[Key]time.Time{}
 			for i, k := range keys {
 				queuedAt[k] = times[i]
@@ -1247,11 +1766,12 @@ func BenchmarkQueue_ReleaseWake(b *testing.B) {
 func BenchmarkQueue_FillByAdmit(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("functions=%d", n), func(b *testing.B) {
-			keys, times, _ := seeded(n, 50)
+			keys, times, _ := seeded(n)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				q := New(func() int { return 2 }, func(Key) {}, nil)
+				q := New(func() int { return 2 }, func(Key) {})
+				q.Seed(nil, nil)
 				for j, k := range keys {
 					q.Admit(k, times[j])
 				}
@@ -1264,7 +1784,8 @@ func BenchmarkQueue_FillByAdmit(b *testing.B) {
 }
 
 func TestQueue_IsWaiting(t *testing.T) {
-	q := New(func() int { return 1 }, nil, nil)
+	q := New(func() int { return 1 }, nil)
+	q.Seed(nil, nil)
 	a, b := key("a", "f1"), key("a", "f2")
 	q.Admit(a, base)
 	q.Admit(b, base.Add(time.Second))
@@ -1275,4 +1796,53 @@ func TestQueue_IsWaiting(t *testing.T) {
 	if q.IsWaiting(b) {
 		t.Error("IsWaiting after Forget = true")
 	}
+}
+
+// TestQueue_SeedSkipsKeysSettledBeforeIt: the seed data is read before Seed, while
+// reconciles already release and forget Keys. A Key released or forgotten in between
+// is not brought back by Seed (its slot would never be freed), unless it runs again.
+func TestQueue_SeedSkipsKeysSettledBeforeIt(t *testing.T) {
+	r1, r2, w1, a1 := key("r", "f1"), key("r", "f2"), key("w", "f1"), key("a", "f1")
+	runScenarios(t, []scenario{{
+		name:     "a running Key released before Seed holds no slot",
+		limit:    2,
+		unseeded: true,
+		steps: []step{
+			admitStep(a1, 1, false, 1, 1),    // unseeded: queued
+			releaseStep(r1),                  // its build ended after the data was read
+			seedStep([]Key{r1, r2}, nil, a1), // r2 runs; r1's slot is free for a1
+			admitStep(a1, 1, true, 0, 0),
+			lenStep(2, 0), // r2 and a1 run; r1 does not
+			isRunningStep(r1, false),
+		},
+	}, {
+		name:     "a waiting Key forgotten before Seed does not wait again",
+		limit:    0,
+		unseeded: true,
+		steps: []step{
+			forgetStep(w1),
+			seedStep(nil, map[Key]time.Time{w1: at(1)}),
+			isWaitingStep(w1, false),
+			lenStep(0, 0),
+		},
+	}, {
+		name:     "a Key released, then adopted as running again, keeps its slot",
+		limit:    1,
+		unseeded: true,
+		steps: []step{
+			releaseStep(r1),
+			runningStep(r1),
+			seedStep([]Key{r1}, nil),
+			lenStep(1, 0),
+			isRunningStep(r1, true),
+		},
+	}, {
+		name:  "after the first Seed, a later one merges again",
+		limit: 2,
+		steps: []step{
+			releaseStep(r1),
+			seedStep([]Key{r1}, nil),
+			isRunningStep(r1, true),
+		},
+	}})
 }

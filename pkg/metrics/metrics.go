@@ -45,8 +45,8 @@ func New(queue func() (running, waiting int)) *Metrics {
 	m := &Metrics{
 		condition: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: Namespace, Name: "function_condition",
-			Help: "1 for the status and reason of each condition of each Function (Unknown while reconciling); the series go with the Function.",
-		}, []string{"namespace", "name", "type", "status", "reason"}),
+			Help: "1 for the status, reason and severity of each condition of each Function (Unknown while reconciling); severity Info conditions never gate Ready; the series go with the Function.",
+		}, []string{"namespace", "name", "type", "status", "reason", "severity"}),
 		rebuilds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "rebuilds_total",
 			Help: "Rebuilds that ended, by result (succeeded, failed).",
@@ -105,7 +105,8 @@ func (m *Metrics) Conditions(key types.NamespacedName, conds []apis.Condition, o
 	m.drop(key)
 	labels := make([]prometheus.Labels, 0, len(conds))
 	for _, c := range conds {
-		l := prometheus.Labels{"namespace": key.Namespace, "name": key.Name, "type": string(c.Type), "status": string(c.Status), "reason": c.Reason}
+		l := prometheus.Labels{"namespace": key.Namespace, "name": key.Name, "type": string(c.Type), "status": string(c.Status), "reason": c.Reason,
+			"severity": Severity(c)}
 		m.condition.With(l).Set(1)
 		labels = append(labels, l)
 	}
@@ -153,4 +154,13 @@ func (m *Metrics) GitFetch(operation string, d time.Duration) {
 		return
 	}
 	m.gitDuration.WithLabelValues(operation).Observe(d.Seconds())
+}
+
+// Severity is a condition's Knative severity as a label: Error (Knative writes it as
+// ""), Warning or Info.
+func Severity(c apis.Condition) string {
+	if c.Severity == apis.ConditionSeverityError {
+		return "Error"
+	}
+	return string(c.Severity)
 }

@@ -30,18 +30,18 @@ func TestMetrics(t *testing.T) {
 	// A later reconcile replaces a Function's series: the Unknown ones go.
 	m.Conditions(a, []apis.Condition{
 		{Type: apis.ConditionReady, Status: corev1.ConditionTrue},
-		{Type: "MiddlewareUpToDate", Status: corev1.ConditionTrue, Reason: "UpToDate"},
-	}, false)
+		{Type: "MiddlewareUpToDate", Status: corev1.ConditionFalse, Reason: "AutoUpdateDisabled", Severity: apis.ConditionSeverityInfo},
+	}, true)
 	m.Rebuild(ResultSucceeded, 90*time.Second)
 	m.Rebuild(ResultFailed, -1) // duration unknown
 	m.GitFetch(GitListRefs, 20*time.Millisecond)
 
 	want := `
-# HELP func_operator_function_condition 1 for the status and reason of each condition of each Function (Unknown while reconciling); the series go with the Function.
+# HELP func_operator_function_condition 1 for the status, reason and severity of each condition of each Function (Unknown while reconciling); severity Info conditions never gate Ready; the series go with the Function.
 # TYPE func_operator_function_condition gauge
-func_operator_function_condition{name="echo",namespace="team-b",reason="",status="True",type="Ready"} 1
-func_operator_function_condition{name="hello",namespace="team-a",reason="",status="True",type="Ready"} 1
-func_operator_function_condition{name="hello",namespace="team-a",reason="UpToDate",status="True",type="MiddlewareUpToDate"} 1
+func_operator_function_condition{name="echo",namespace="team-b",reason="",severity="Error",status="True",type="Ready"} 1
+func_operator_function_condition{name="hello",namespace="team-a",reason="",severity="Error",status="True",type="Ready"} 1
+func_operator_function_condition{name="hello",namespace="team-a",reason="AutoUpdateDisabled",severity="Info",status="False",type="MiddlewareUpToDate"} 1
 # HELP func_operator_rebuilds_total Rebuilds that ended, by result (succeeded, failed).
 # TYPE func_operator_rebuilds_total counter
 func_operator_rebuilds_total{result="failed"} 1
@@ -54,7 +54,7 @@ func_operator_build_queue_length 3
 func_operator_builds_running 1
 # HELP func_operator_middleware_outdated_functions Functions whose middleware is outdated (a rebuild would bring newer middleware).
 # TYPE func_operator_middleware_outdated_functions gauge
-func_operator_middleware_outdated_functions 0
+func_operator_middleware_outdated_functions 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "func_operator_function_condition", "func_operator_rebuilds_total",
 		"func_operator_build_queue_length", "func_operator_builds_running", "func_operator_middleware_outdated_functions"); err != nil {

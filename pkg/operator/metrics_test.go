@@ -25,7 +25,7 @@ func scrape(t *testing.T, addr string) map[string]*dto.MetricFamily {
 	if err != nil {
 		t.Fatalf("scraping metrics: %v", err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	families, err := (&expfmt.TextParser{}).TextToMetricFamilies(resp.Body)
 	if err != nil {
 		t.Fatalf("parsing metrics: %v", err)
@@ -69,7 +69,7 @@ func freeAddr(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().String()
 }
 
@@ -85,15 +85,15 @@ func TestOperator_Metrics(t *testing.T) {
 	startOperatorServing(t, rebuildConfig(2), nil, addr, ns)
 	f.createFunction(t, "hello", nil)
 	series := func(typ, status, reason string) map[string]string {
-		return map[string]string{"namespace": ns, "name": "hello", "type": typ, "status": status, "reason": reason}
+		return map[string]string{"namespace": ns, "name": "hello", "type": typ, "status": status, "reason": reason, "severity": "Error"}
 	}
 
 	// While the rebuild runs: the condition series say so, the Function counts as
 	// outdated and holds a slot.
 	eventually(t, 60*time.Second, func() string {
 		m := scrape(t, addr)
-		if v, ok := value(m, "func_operator_function_condition", series("MiddlewareUpToDate", "Unknown", v1alpha1.ReasonRebuilding)); !ok || v != 1 {
-			return "no MiddlewareUpToDate Unknown Rebuilding series yet"
+		if v, ok := value(m, "func_operator_function_condition", series("MiddlewareUpToDate", "False", v1alpha1.ReasonRebuilding)); !ok || v != 1 {
+			return "no MiddlewareUpToDate False Rebuilding series yet"
 		}
 		for name, want := range map[string]float64{"func_operator_middleware_outdated_functions": 1, "func_operator_builds_running": 1, "func_operator_build_queue_length": 0} {
 			if v, _ := value(m, name, nil); v != want {
@@ -114,7 +114,7 @@ func TestOperator_Metrics(t *testing.T) {
 	eventually(t, 60*time.Second, rebuilt(t, ns, "hello"))
 	eventually(t, 10*time.Second, func() string {
 		m := scrape(t, addr)
-		if _, ok := value(m, "func_operator_function_condition", series("MiddlewareUpToDate", "Unknown", v1alpha1.ReasonRebuilding)); ok {
+		if _, ok := value(m, "func_operator_function_condition", series("MiddlewareUpToDate", "False", v1alpha1.ReasonRebuilding)); ok {
 			return "the Rebuilding series is still there after the rebuild"
 		}
 		if v, ok := value(m, "func_operator_function_condition", series("MiddlewareUpToDate", "True", v1alpha1.ReasonMiddlewareUpToDate)); !ok || v != 1 {

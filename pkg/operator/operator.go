@@ -174,6 +174,16 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (manager.Manag
 	if err := setUpFuncLibrary(ctx, restConfig, mgr.GetAPIReader(), o); err != nil {
 		return nil, err
 	}
+	// The rebuild machinery, wired here and nowhere else: the queue and the launcher
+	// wake Functions through Wakeups, which the controller watches; the seeder fills
+	// the queue from the cluster once the caches can be read.
+	wakeups := function.NewWakeups()
+	queue := buildqueue.New(func() int { return store.Load().MaxConcurrentBuilds }, wakeups.Enqueue)
+	launcher := function.NewLauncher(funclib.RunPipeline, wakeups.Enqueue, mgr.GetLogger().WithName("builds"))
+	m := metrics.New(queue.Len)
+	if err := register(m.Collectors()); err != nil {
+		return nil, err
+	}
 	services := &knative.Source{Reader: mgr.GetClient()}
 	r := &function.Reconciler{
 		Describer: funclib.NewDescriber(services),
@@ -185,14 +195,14 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (manager.Manag
 		Config:    store,
 		Fetcher:   source.NewFetcher(o.WorkDir, source.DefaultCacheSize),
 		Tekton:    tekton,
+		Queue:     queue,
+		Launcher:  launcher,
 		WorkDir:   o.WorkDir,
+		Metrics:   m,
+		Wakeups:   wakeups,
 	}
-	queue := buildqueue.New(func() int { return store.Load().MaxConcurrentBuilds }, r.Enqueue, r.SeedQueue)
-	r.Launcher = function.NewLauncher(funclib.RunPipeline, queue)
-	r.Launcher.Log = mgr.GetLogger().WithName("builds")
-	r.Metrics = metrics.New(queue.Len)
-	if err := register(r.Metrics.Collectors()); err != nil {
-		return nil, err
+	if err := mgr.Add(&function.QueueSeeder{Reader: mgr.GetClient(), Queue: queue, Tekton: tekton}); err != nil {
+		return nil, fmt.Errorf("adding the build queue's seeder: %w", err)
 	}
 	if !tekton {
 		log.FromContext(ctx).Info("Tekton Pipelines is not installed: outdated Functions report MiddlewareUpToDate False, reason " +

@@ -66,7 +66,7 @@ func TestOperator_PolicyChangeReconcilesOnlyFunctionsWithoutOverride(t *testing.
 	}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, condition(ns, "follows", v1alpha1.FunctionConditionMiddlewareUpToDate, corev1.ConditionTrue, v1alpha1.ReasonAutoUpdateDisabled))
+	eventually(t, 20*time.Second, condition(ns, "follows", v1alpha1.FunctionConditionMiddlewareUpToDate, corev1.ConditionFalse, v1alpha1.ReasonAutoUpdateDisabled))
 	fn := getFunction(t, ns, "follows")
 	if a := fn.Status.Middleware.AutoUpdate; a == nil || a.Enabled || a.Source != "OperatorConfig" || fn.Status.Middleware.PendingRebuild {
 		t.Errorf("status.middleware = %+v, autoUpdate %+v; want auto-update off by OperatorConfig, no pending rebuild", fn.Status.Middleware, a)

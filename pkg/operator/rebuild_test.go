@@ -459,7 +459,7 @@ func TestOperator_NoRebuildWhenOffOrOutOfBudget(t *testing.T) {
 	f.createFunction(t, "off", &no)
 	f.createFunction(t, "paused", nil)
 
-	eventually(t, 30*time.Second, condition(ns, "off", v1alpha1.FunctionConditionMiddlewareUpToDate, corev1.ConditionTrue, v1alpha1.ReasonAutoUpdateDisabled))
+	eventually(t, 30*time.Second, condition(ns, "off", v1alpha1.FunctionConditionMiddlewareUpToDate, corev1.ConditionFalse, v1alpha1.ReasonAutoUpdateDisabled))
 	eventually(t, 30*time.Second, condition(ns, "paused", v1alpha1.FunctionConditionMiddlewareUpToDate, corev1.ConditionFalse, v1alpha1.ReasonRebuildQueued))
 	paused := getFunction(t, ns, "paused")
 	if b := paused.Status.Build; b == nil || b.Phase != v1alpha1.BuildPhaseQueued || b.QueuePosition != 1 || b.QueuedAt == nil {

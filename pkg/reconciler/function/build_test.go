@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -43,7 +44,7 @@ func (r *recordingRun) requests() []funclib.BuildRequest {
 	return append([]funclib.BuildRequest(nil), r.reqs...)
 }
 
-func TestReconciler_Rebuild(t *testing.T) {
+func TestReconcile_Rebuild(t *testing.T) {
 	reg := registrytest.Start(t)
 	outdated := reg.Push(t, "fns/hello", "v0.1.0")
 	root := gitserver.NewRepoRoot(t)
@@ -131,7 +132,7 @@ func TestReconciler_Rebuild(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ns := newNamespace(t)
 			mustCreate(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "git"}, Data: map[string][]byte{"token": []byte(testToken)}})
-			knativeService{image: outdated, ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionTrue}}.create(t, ns, "hello")
+			knativeService{image: outdated, ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionTrue}}.create(t, ns)
 			fn := newFunction(ns, "hello", tt.repo)
 			fn.Spec.AutoUpdateMiddleware = tt.autoUpdate
 			mustCreate(t, fn)
@@ -148,7 +149,9 @@ func TestReconciler_Rebuild(t *testing.T) {
 			cfg.BuilderImages = map[string]string{"pack/go": "builder:pinned"}
 			r.Config.Set(cfg)
 			rec := &recordingRun{}
-			r.Launcher = NewLauncher(rec.run, buildqueue.New(func() int { return r.Config.Load().MaxConcurrentBuilds }, nil, nil))
+			r.Queue = buildqueue.New(func() int { return r.Config.Load().MaxConcurrentBuilds }, nil)
+			r.Queue.Seed(nil, nil)
+			r.Launcher = NewLauncher(rec.run, nil, logr.Discard())
 			r.Tekton = !tt.noTekton
 			r.WorkDir = t.TempDir()
 
@@ -156,7 +159,7 @@ func TestReconciler_Rebuild(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Reconcile: %v", err)
 			}
-			r.Launcher.Wait()
+			r.Launcher.wait()
 			got := getFunction(t, ns, "hello")
 			c := got.Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate)
 			if c.Reason != tt.wantReason || !strings.Contains(c.Message, tt.wantMsg) {
@@ -201,7 +204,7 @@ func TestReconciler_Rebuild(t *testing.T) {
 			if b.Commit != commit || b.FromImage != outdated || b.FromMiddleware != "v0.1.0" || b.StartTime == nil || b.Failures != failuresBefore(tt.build) {
 				t.Errorf("status.build = %+v", b)
 			}
-			if !r.Launcher.Queue.IsRunning(types.NamespacedName{Namespace: ns, Name: "hello"}) {
+			if !r.Queue.IsRunning(types.NamespacedName{Namespace: ns, Name: "hello"}) {
 				t.Error("the launched build holds no slot of the budget")
 			}
 			rb := &rbacv1.RoleBinding{}
@@ -215,7 +218,7 @@ func TestReconciler_Rebuild(t *testing.T) {
 			if _, err := reconcileOnce(t, r, ns, "hello"); err != nil {
 				t.Fatal(err)
 			}
-			r.Launcher.Wait()
+			r.Launcher.wait()
 			if n := len(rec.requests()); n != 1 {
 				t.Errorf("%d builds after a second reconcile, want 1", n)
 			}

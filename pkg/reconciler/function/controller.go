@@ -3,12 +3,10 @@ package function
 import (
 	"context"
 	"fmt"
-	"time"
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	eventingv1 "knative.dev/eventing/pkg/apis/eventing/v1"
@@ -16,16 +14,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
-	"github.com/fnops/func-operator/pkg/buildqueue"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 )
 
@@ -52,17 +47,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.Function{}, functionNameIndex, functionName); err != nil {
 		return fmt.Errorf("indexing Functions by function name: %w", err)
 	}
-	r.policyChanged = make(chan event.GenericEvent, 1024)
-	r.wakeups = make(chan event.GenericEvent, 1024)
-	b := builder.ControllerManagedBy(mgr).
-		WatchesRawSource(source.Channel(r.policyChanged, &handler.EnqueueRequestForObject{})).
-		WatchesRawSource(source.Channel(r.wakeups, &handler.EnqueueRequestForObject{}))
+	b := builder.ControllerManagedBy(mgr).WatchesRawSource(r.Wakeups.source())
 	if r.Tekton {
 		// Builds are followed through their PipelineRuns, mapped back by label.
 		b = b.Watches(&pipelinev1.PipelineRun{}, handler.EnqueueRequestsFromMapFunc(functionForPipelineRun))
-	}
-	if r.Launcher != nil {
-		r.Launcher.done = r.Enqueue
 	}
 	servingInstalled, err := installed(mgr, servingv1.SchemeGroupVersion.WithKind("Service"))
 	if err != nil {
@@ -177,16 +165,13 @@ func (r *Reconciler) OperatorPolicyChanged(ctx context.Context) {
 		log.FromContext(ctx).Error(err, "listing the Functions to re-check after a policy change")
 		return
 	}
+	var keys []types.NamespacedName
 	for i := range list.Items {
-		if list.Items[i].Spec.AutoUpdateMiddleware != nil {
-			continue
-		}
-		select {
-		case r.policyChanged <- event.GenericEvent{Object: &list.Items[i]}:
-		case <-ctx.Done():
-			return
+		if list.Items[i].Spec.AutoUpdateMiddleware == nil {
+			keys = append(keys, client.ObjectKeyFromObject(&list.Items[i]))
 		}
 	}
+	r.Wakeups.EnqueueAll(ctx, keys)
 }
 
 // functionForPipelineRun maps a build's PipelineRun to its Function, by label.
@@ -196,49 +181,6 @@ func functionForPipelineRun(_ context.Context, o client.Object) []reconcile.Requ
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
-}
-
-// Enqueue brings a Function back to the reconciler: its build's launch returned, or
-// the fleet budget has a slot for it. It never blocks.
-func (r *Reconciler) Enqueue(key types.NamespacedName) {
-	if r.wakeups == nil {
-		return
-	}
-	ev := event.GenericEvent{Object: &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}
-	select {
-	case r.wakeups <- ev:
-	default:
-		go func() { r.wakeups <- ev }()
-	}
-}
-
-// SeedQueue lists what the cluster says of builds: the PipelineRuns that run, and
-// the Functions that wait in the queue. It rebuilds the fleet budget after a restart.
-func (r *Reconciler) SeedQueue() (running []buildqueue.Key, waiting map[buildqueue.Key]time.Time, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	waiting = map[buildqueue.Key]time.Time{}
-	if r.Tekton {
-		var runs pipelinev1.PipelineRunList
-		if err := r.Client.List(ctx, &runs, client.MatchingLabels{resources.LabelManagedBy: resources.ManagedBy}); err != nil {
-			return nil, nil, fmt.Errorf("listing build PipelineRuns: %w", err)
-		}
-		for _, pr := range runs.Items {
-			if name := pr.Labels[resources.LabelFunction]; name != "" && !pr.IsDone() {
-				running = append(running, buildqueue.Key{Namespace: pr.Namespace, Name: name})
-			}
-		}
-	}
-	var fns v1alpha1.FunctionList
-	if err := r.Client.List(ctx, &fns); err != nil {
-		return nil, nil, fmt.Errorf("listing Functions: %w", err)
-	}
-	for _, fn := range fns.Items {
-		if b := fn.Status.Build; b != nil && b.Phase == v1alpha1.BuildPhaseQueued && b.QueuedAt != nil {
-			waiting[client.ObjectKeyFromObject(&fn)] = b.QueuedAt.Time
-		}
-	}
-	return running, waiting, nil
 }
 
 // requestsFor returns a reconcile request for each Function of list.

@@ -3,22 +3,21 @@ package function
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"knative.dev/pkg/apis"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/rerror"
 )
 
-// deployerKnative names the deployer of functions served by Knative Services.
-const deployerKnative = "knative"
-
-// reconcileDeployment describes the function's Knative Service through the func
-// library. No Service is a normal state: Deployed False, and the Service watch brings
-// the Function back when one appears.
-func (r *Reconciler) reconcileDeployment(ctx context.Context, fn *v1alpha1.Function) error {
-	name := fn.Status.Name
+// reconcileDeployment describes the function named obs.source.name through the func
+// library, into obs.deployment. No Service is a normal state: Deployed False, and the
+// Service watch brings the Function back when one appears.
+func (r *Reconciler) reconcileDeployment(ctx context.Context, fn *v1alpha1.Function, obs *observation) (Result, error) {
+	name := obs.source.name
 	in, err := r.Describer.Describe(ctx, name, fn.Namespace)
 	switch {
 	case errors.Is(err, funclib.ErrNotDeployed):
@@ -27,23 +26,24 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, fn *v1alpha1.Funct
 		if fn.Status.Deployment != nil {
 			fn.Status.Deployment.Image, fn.Status.Deployment.Deployer = "", ""
 		}
-		return &stallingError{reason: v1alpha1.ReasonNotDeployed, message: "waiting for the function's Knative Service"}
+		return Result{}, rerror.NewWaiting(v1alpha1.ReasonNotDeployed, 0, "waiting for Knative Service %s/%s", fn.Namespace, name)
 	case meta.IsNoMatchError(err):
 		fn.Status.MarkDeployedUnknown(v1alpha1.ReasonKnativeServingNotInstalled,
 			"the cluster has no Knative Serving API (serving.knative.dev/v1 Service): install Knative Serving")
 		fn.Status.MarkServiceReadyUnknown(v1alpha1.ReasonKnativeServingNotInstalled, "the cluster has no Knative Serving API")
 		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonKnativeServingNotInstalled, "the cluster has no Knative Serving API")
-		return &stallingError{reason: v1alpha1.ReasonKnativeServingNotInstalled, message: "Knative Serving is not installed"}
+		return Result{}, rerror.NewStalling(v1alpha1.ReasonKnativeServingNotInstalled, "Knative Serving is not installed: %w", err)
 	case err != nil:
 		fn.Status.MarkDeployedUnknown(v1alpha1.ReasonDescribeFailed, "describing Knative Service %s failed: %s", name, err)
-		return err
+		return Result{}, rerror.NewTransient(v1alpha1.ReasonDescribeFailed, "describing Knative Service %s/%s: %w", fn.Namespace, name, err)
 	}
 
+	obs.deployment = deployment{image: in.Image}
 	if fn.Status.Deployment == nil {
 		fn.Status.Deployment = &v1alpha1.DeploymentStatus{}
 	}
 	fn.Status.Deployment.Image = in.Image
-	fn.Status.Deployment.Deployer = deployerKnative
+	fn.Status.Deployment.Deployer = v1alpha1.DeployerKnative
 	if fn.Status.Service == nil {
 		fn.Status.Service = &v1alpha1.ServiceStatus{}
 	}
@@ -54,15 +54,19 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, fn *v1alpha1.Funct
 			v1alpha1.Subscription{Broker: sub.Broker, Source: sub.Source, Type: sub.Type})
 	}
 	fn.Status.MarkDeployed(name, in.Image)
-	return nil
+	return Result{}, nil
 }
 
-// reconcileServiceReady mirrors the Knative Service's Ready condition, once Knative
-// has observed the Service's latest spec.
-func (r *Reconciler) reconcileServiceReady(ctx context.Context, fn *v1alpha1.Function) error {
-	svc, err := r.Services.Service(ctx, fn.Status.Name, fn.Namespace)
+// reconcileServiceReady mirrors the Ready condition of the Knative Service named
+// obs.source.name, once Knative has observed the Service's latest spec.
+func (r *Reconciler) reconcileServiceReady(ctx context.Context, fn *v1alpha1.Function, obs *observation) (Result, error) {
+	svc, err := r.Services.Service(ctx, obs.source.name, fn.Namespace)
 	if err != nil {
-		return err // it was there a moment ago: retry
+		// It was there a moment ago: retry.
+		return Result{}, fmt.Errorf("reading Knative Service %s/%s: %w", fn.Namespace, obs.source.name, err)
+	}
+	if fn.Status.Service == nil {
+		fn.Status.Service = &v1alpha1.ServiceStatus{}
 	}
 	fn.Status.Service.LatestReadyRevision = svc.Status.LatestReadyRevisionName
 	ready := svc.Status.GetCondition(apis.ConditionReady)
@@ -80,7 +84,7 @@ func (r *Reconciler) reconcileServiceReady(ctx context.Context, fn *v1alpha1.Fun
 	default:
 		fn.Status.MarkServiceReadyUnknown(orDefault(ready.Reason, v1alpha1.ReasonServiceReconciling), "%s", ready.Message)
 	}
-	return nil
+	return Result{}, nil
 }
 
 func orDefault(s, def string) string {

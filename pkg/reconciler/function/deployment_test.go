@@ -30,7 +30,9 @@ type knativeService struct {
 	revisionDigest  string
 }
 
-func (k knativeService) create(t *testing.T, ns, name string) {
+// create creates it as Service "hello" of namespace ns, the name the tests' func.yaml gives.
+func (k knativeService) create(t *testing.T, ns string) {
+	const name = "hello"
 	t.Helper()
 	ctx := context.Background()
 	image := k.image
@@ -71,7 +73,7 @@ func (k knativeService) create(t *testing.T, ns, name string) {
 	}
 }
 
-func TestReconciler_Deployment(t *testing.T) {
+func TestReconcile_Deployment(t *testing.T) {
 	root := gitserver.NewRepoRoot(t)
 	srv := gitserver.StartHTTP(t, root)
 	repo := gitserver.CreateRepo(t, root, "hello")
@@ -149,7 +151,7 @@ func TestReconciler_Deployment(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := newNamespace(t)
 			if tc.service != nil {
-				tc.service.create(t, ns, "hello")
+				tc.service.create(t, ns)
 			}
 			mustCreate(t, newFunction(ns, "fn", v1alpha1.Repository{URL: srv.URL("hello")}))
 			r, _ := newTestReconciler(t, 10)

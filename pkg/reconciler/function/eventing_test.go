@@ -18,7 +18,7 @@ import (
 
 // TestReconciler_Subscriptions describes the Knative Eventing Triggers that deliver
 // events to the function, matched by subscriber reference or by the Service's address.
-func TestReconciler_Subscriptions(t *testing.T) {
+func TestReconcile_Subscriptions(t *testing.T) {
 	pin, err := funclib.AvailableMiddleware("go", "http")
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +31,7 @@ func TestReconciler_Subscriptions(t *testing.T) {
 
 	ns := newNamespace(t)
 	knativeService{ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionTrue},
-		readyRevision: "hello-00001", revisionDigest: image}.create(t, ns, "hello")
+		readyRevision: "hello-00001", revisionDigest: image}.create(t, ns)
 	trigger := func(name, broker string, attrs map[string]string, dest duckv1.Destination) *eventingv1.Trigger {
 		return &eventingv1.Trigger{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},

@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/fnops/func-operator/pkg/buildqueue"
 	"github.com/fnops/func-operator/pkg/funclib"
 )
 
@@ -20,18 +19,13 @@ type RunPipelineFunc func(ctx context.Context, req funclib.BuildRequest) error
 // PipelineRun; the Launcher only tells whether a launch is still under way and why
 // one failed before its PipelineRun existed.
 type Launcher struct {
-	// Run runs a build: funclib.RunPipeline, or a test's.
-	Run RunPipelineFunc
-	// Queue is the fleet-wide budget of running builds.
-	Queue *buildqueue.Queue
-	// Log receives a line per launch and per return.
-	Log logr.Logger
+	run      RunPipelineFunc
+	onReturn func(types.NamespacedName)
+	log      logr.Logger
 
 	mu       sync.Mutex
 	launches map[types.NamespacedName]*launch
-	// done is called, off the lock, when a launch returns.
-	done func(types.NamespacedName)
-	wg   sync.WaitGroup
+	wg       sync.WaitGroup
 }
 
 // launch is one build this process started.
@@ -42,9 +36,10 @@ type launch struct {
 	err    error
 }
 
-// NewLauncher returns a Launcher that runs builds with run under the queue's budget.
-func NewLauncher(run RunPipelineFunc, queue *buildqueue.Queue) *Launcher {
-	return &Launcher{Run: run, Queue: queue, Log: logr.Discard(), launches: map[types.NamespacedName]*launch{}}
+// NewLauncher returns a Launcher that runs builds with run (funclib.RunPipeline, or a
+// test's) and calls onReturn, without a lock held, when one returns.
+func NewLauncher(run RunPipelineFunc, onReturn func(types.NamespacedName), log logr.Logger) *Launcher {
+	return &Launcher{run: run, onReturn: onReturn, log: log, launches: map[types.NamespacedName]*launch{}}
 }
 
 // Launch starts build id of key. The build's context is not derived from a reconcile
@@ -63,11 +58,11 @@ func (l *Launcher) Launch(key types.NamespacedName, id string, req funclib.Build
 	l.launches[key] = rec
 	l.mu.Unlock()
 	l.wg.Add(1)
-	log := l.Log.WithValues("Function", klog.KRef(key.Namespace, key.Name), "build", id)
+	log := l.log.WithValues("Function", klog.KRef(key.Namespace, key.Name), "build", id)
 	log.Info("launching build", "commit", req.Revision, "path", req.ContextDir)
 	go func() {
 		defer l.wg.Done()
-		err := l.Run(ctx, req)
+		err := l.run(ctx, req)
 		if err != nil {
 			log.Info("build pipeline returned", "error", err.Error())
 		} else {
@@ -77,8 +72,8 @@ func (l *Launcher) Launch(key types.NamespacedName, id string, req funclib.Build
 		rec.ended, rec.err = true, err
 		l.mu.Unlock()
 		cancel()
-		if l.done != nil {
-			l.done(key)
+		if l.onReturn != nil {
+			l.onReturn(key)
 		}
 	}()
 }
@@ -112,19 +107,17 @@ func (l *Launcher) Done(key types.NamespacedName, id string) {
 	}
 }
 
-// Cancel stops the build of a deleted Function: func's provider deletes its
-// PipelineRun. Its slot in the budget is freed.
+// Cancel stops the build of a deleted Function: func's provider deletes its PipelineRun.
 func (l *Launcher) Cancel(key types.NamespacedName) {
 	l.mu.Lock()
 	rec, ok := l.launches[key]
 	delete(l.launches, key)
 	l.mu.Unlock()
 	if ok {
-		l.Log.Info("cancelling the build of a deleted Function", "Function", klog.KRef(key.Namespace, key.Name), "build", rec.id)
+		l.log.Info("cancelling the build of a deleted Function", "Function", klog.KRef(key.Namespace, key.Name), "build", rec.id)
 		rec.cancel()
 	}
-	l.Queue.Forget(key)
 }
 
-// Wait waits for every launch to return, for tests.
-func (l *Launcher) Wait() { l.wg.Wait() }
+// wait waits for every launch to return.
+func (l *Launcher) wait() { l.wg.Wait() }

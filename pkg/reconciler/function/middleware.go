@@ -12,15 +12,7 @@ import (
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/middleware"
 	"github.com/fnops/func-operator/pkg/registry"
-)
-
-// currentFromSource marks a current middleware version read from the function's own source.
-const currentFromSource = "source"
-
-// Where the auto-update setting of a Function comes from.
-const (
-	autoUpdateFromFunction = "Function"
-	autoUpdateFromOperator = "OperatorConfig"
+	"github.com/fnops/func-operator/pkg/rerror"
 )
 
 // ImageInspector tells which middleware an image was built with.
@@ -28,9 +20,10 @@ type ImageInspector interface {
 	Inspect(ctx context.Context, ref string, kc authn.Keychain) (registry.Middleware, error)
 }
 
-// reconcileMiddleware compares the middleware the running image was built with
-// against the one a rebuild with the linked func library would bring.
-func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Function) error {
+// reconcileMiddleware compares the middleware the function runs (from the image
+// obs.deployment.image, or from its own source) with the one a rebuild with the
+// linked func library would bring, into obs.middleware.
+func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Function, obs *observation) (Result, error) {
 	cfg := r.Config.Load()
 	if fn.Status.Middleware == nil {
 		fn.Status.Middleware = &v1alpha1.MiddlewareStatus{}
@@ -38,48 +31,47 @@ func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Funct
 	mw := fn.Status.Middleware
 	mw.FuncVersion = funclib.Version()
 	mw.AutoUpdate = autoUpdate(fn, cfg)
+	mw.PendingRebuild = false
 
-	runtime, invoke := fn.Status.Deployment.Runtime, fn.Status.Deployment.Invoke
+	runtime, invoke := obs.source.runtime, obs.source.invoke
 	pin, err := funclib.AvailableMiddleware(runtime, invoke)
 	if errors.Is(err, funclib.ErrNoMiddleware) {
-		mw.Available, mw.PendingRebuild = "", false
-		fn.Status.MarkMiddlewareTrueWithReason(v1alpha1.ReasonSourceManaged,
+		mw.Available = ""
+		fn.Status.MarkSourceManagedUpToDate(
 			"func %s templates pin no middleware for runtime %s: its dependencies live in the function's own source; a rebuild cannot change them",
 			mw.FuncVersion, runtime)
-		return nil
+		return Result{}, nil
 	}
 	if err != nil {
-		mw.Available, mw.PendingRebuild = "", false
+		mw.Available = ""
 		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonUnsupportedRuntime, "func %s has no template for runtime %q, invoke %q: %s",
 			mw.FuncVersion, runtime, invoke, err)
-		return &stallingError{reason: v1alpha1.ReasonUnsupportedRuntime, message: err.Error()}
+		return Result{}, rerror.NewStalling(v1alpha1.ReasonUnsupportedRuntime, "runtime %q, invoke %q: %w", runtime, invoke, err)
 	}
 	mw.Available = pin.Version
 	if pin.SourceManaged {
-		mw.PendingRebuild = false
-		fn.Status.MarkMiddlewareTrueWithReason(v1alpha1.ReasonSourceManaged,
-			"the %s middleware lives in the function's own source, which pins %s %s%s; func %s templates pin %s; a rebuild cannot change it",
-			runtime, pin.Module, sourceVersion(mw), olderHint(mw.Current, pin.Version), mw.FuncVersion, pin.Version)
-		return nil
+		markSourceManaged(fn, runtime, pin)
+		obs.middleware = middlewareVerdict{current: mw.Current, available: pin.Version}
+		return Result{}, nil
 	}
-	if mw.CurrentSource == currentFromSource {
+	if mw.CurrentSource == v1alpha1.MiddlewareSourceSource {
 		mw.Current, mw.CurrentSource = "", "" // the runtime changed: the image tells now
 	}
 
 	kc, err := r.registryKeychain(ctx, fn)
 	if err != nil {
-		return err
+		return Result{}, err
 	}
-	got, err := r.Inspector.Inspect(ctx, fn.Status.Deployment.Image, kc)
+	got, err := r.Inspector.Inspect(ctx, obs.deployment.image, kc)
 	if err != nil {
-		return r.inspectFailed(fn, err)
+		return Result{}, inspectFailed(fn, err)
 	}
 	mw.Current, mw.CurrentSource = got.Version, got.Source
 
 	outcome, err := middleware.Compare(got.Version, pin.Version)
 	if err != nil {
 		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonImageInspectFailed, "comparing middleware versions: %s", err)
-		return &stallingError{reason: v1alpha1.ReasonImageInspectFailed, message: err.Error()}
+		return Result{}, rerror.NewStalling(v1alpha1.ReasonImageInspectFailed, "comparing middleware versions: %w", err)
 	}
 	current := got.Version
 	if outcome == middleware.Unknown {
@@ -91,26 +83,50 @@ func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Funct
 	}
 	switch {
 	case outcome == middleware.UpToDate:
-		mw.PendingRebuild = false
 		fn.Status.MarkMiddlewareUpToDate("%s %s is the newest func %s builds (running: %s)", pin.Module, pin.Version, mw.FuncVersion, current)
 	case !mw.AutoUpdate.Enabled:
-		mw.PendingRebuild = false
-		fn.Status.MarkMiddlewareTrueWithReason(v1alpha1.ReasonAutoUpdateDisabled,
-			"%s %s is available (running: %s) but auto-update is off (set by %s): no rebuild", pin.Module, pin.Version, current, mw.AutoUpdate.Source)
+		fn.Status.MarkAutoUpdateDisabled("%s %s is available (running: %s) but auto-update is off (set by %s): no rebuild",
+			pin.Module, pin.Version, current, mw.AutoUpdate.Source)
 	default:
 		mw.PendingRebuild = true
 		fn.Status.MarkMiddlewareOutdated("%s %s is available (running: %s): a rebuild is pending", pin.Module, pin.Version, current)
 	}
-	return nil
+	obs.middleware = middlewareVerdict{current: got.Version, available: pin.Version, rebuildDue: mw.PendingRebuild}
+	return Result{}, nil
+}
+
+// markSourceManaged records middleware that lives in the function's own source,
+// which a rebuild cannot change: it never gates Ready.
+func markSourceManaged(fn *v1alpha1.Function, runtime string, pin funclib.MiddlewarePin) {
+	mw := fn.Status.Middleware
+	current := ""
+	if mw.CurrentSource == v1alpha1.MiddlewareSourceSource {
+		current = mw.Current
+	}
+	outcome, err := middleware.Compare(current, pin.Version)
+	switch {
+	case current == "" || err != nil:
+		fn.Status.MarkSourceManagedUnknown(
+			"the %s middleware lives in the function's own source, where no %s version could be read; func %s templates pin %s; a rebuild cannot change it",
+			runtime, pin.Module, mw.FuncVersion, pin.Version)
+	case outcome == middleware.Outdated:
+		fn.Status.MarkSourceManagedOutdated(
+			"the %s middleware lives in the function's own source, which pins %s %s, older than %s that func %s templates pin: update it in the source; a rebuild cannot change it",
+			runtime, pin.Module, current, pin.Version, mw.FuncVersion)
+	default:
+		fn.Status.MarkSourceManagedUpToDate(
+			"the %s middleware lives in the function's own source, which pins %s %s; func %s templates pin %s; a rebuild cannot change it",
+			runtime, pin.Module, current, mw.FuncVersion, pin.Version)
+	}
 }
 
 // autoUpdate decides whether outdated middleware is rebuilt: the Function's own
 // setting, else the operator's.
 func autoUpdate(fn *v1alpha1.Function, cfg config.Config) *v1alpha1.AutoUpdateStatus {
 	if fn.Spec.AutoUpdateMiddleware != nil {
-		return &v1alpha1.AutoUpdateStatus{Enabled: *fn.Spec.AutoUpdateMiddleware, Source: autoUpdateFromFunction}
+		return &v1alpha1.AutoUpdateStatus{Enabled: *fn.Spec.AutoUpdateMiddleware, Source: v1alpha1.AutoUpdateSourceFunction}
 	}
-	return &v1alpha1.AutoUpdateStatus{Enabled: cfg.AutoUpdateMiddleware, Source: autoUpdateFromOperator}
+	return &v1alpha1.AutoUpdateStatus{Enabled: cfg.AutoUpdateMiddleware, Source: v1alpha1.AutoUpdateSourceOperatorConfig}
 }
 
 // registryKeychain reads the kubernetes.io/dockerconfigjson Secret named by
@@ -127,47 +143,42 @@ func (r *Reconciler) registryKeychain(ctx context.Context, fn *v1alpha1.Function
 	case secret == nil:
 		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonRegistrySecretNotFound,
 			"Secret %q named by spec.registry.authSecretRef does not exist in namespace %q", ref.Name, fn.Namespace)
-		return nil, &stallingError{reason: v1alpha1.ReasonRegistrySecretNotFound, message: "registry Secret not found"}
+		return nil, rerror.NewStalling(v1alpha1.ReasonRegistrySecretNotFound, "registry Secret %q not found", ref.Name)
 	}
 	content, ok := secret.Data[corev1.DockerConfigJsonKey]
 	if !ok {
 		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonRegistrySecretInvalid,
 			"Secret %q named by spec.registry.authSecretRef has no key %q: it must be a %s Secret",
 			ref.Name, corev1.DockerConfigJsonKey, corev1.SecretTypeDockerConfigJson)
-		return nil, &stallingError{reason: v1alpha1.ReasonRegistrySecretInvalid, message: "registry Secret has no .dockerconfigjson"}
+		return nil, rerror.NewStalling(v1alpha1.ReasonRegistrySecretInvalid, "registry Secret %q has no %s", ref.Name, corev1.DockerConfigJsonKey)
 	}
 	kc, err := registry.Keychain(content)
 	if err != nil {
 		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonRegistrySecretInvalid, "Secret %q: %s", ref.Name, err)
-		return nil, &stallingError{reason: v1alpha1.ReasonRegistrySecretInvalid, message: err.Error()}
+		return nil, rerror.NewStalling(v1alpha1.ReasonRegistrySecretInvalid, "registry Secret %q: %w", ref.Name, err)
 	}
 	return kc, nil
 }
 
-// inspectFailed records why the image could not be inspected: an unreachable
-// registry is retried with backoff, anything else waits for a change.
-func (r *Reconciler) inspectFailed(fn *v1alpha1.Function, err error) error {
-	var unreachable *registry.UnreachableError
-	if errors.As(err, &unreachable) {
+// inspectFailed records why the image could not be inspected, with a reason users can
+// act on: an unreachable registry is retried with backoff; refused credentials, a
+// missing image and anything else wait for a change.
+func inspectFailed(fn *v1alpha1.Function, err error) error {
+	var (
+		unreachable *registry.UnreachableError
+		auth        *registry.AuthError
+		inspect     *registry.InspectError
+	)
+	reason := v1alpha1.ReasonImageInspectFailed
+	switch {
+	case errors.As(err, &unreachable):
 		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonRegistryUnreachable, "%s", err)
-		return err
+		return &rerror.Transient{Reason: v1alpha1.ReasonRegistryUnreachable, Err: err}
+	case errors.As(err, &auth):
+		reason = v1alpha1.ReasonRegistryAuthFailed
+	case errors.As(err, &inspect) && inspect.Reason == registry.ReasonNotFound:
+		reason = v1alpha1.ReasonImageNotFound
 	}
-	fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonImageInspectFailed, "%s", err)
-	return &stallingError{reason: v1alpha1.ReasonImageInspectFailed, message: err.Error()}
-}
-
-// sourceVersion is the version the function's source pins, for a message.
-func sourceVersion(mw *v1alpha1.MiddlewareStatus) string {
-	if mw.CurrentSource == currentFromSource && mw.Current != "" {
-		return mw.Current
-	}
-	return "(a version that could not be read)"
-}
-
-// olderHint says when the source's version is older than the template's.
-func olderHint(current, available string) string {
-	if c, err := middleware.Compare(current, available); err == nil && c == middleware.Outdated {
-		return " (older: update it in the source)"
-	}
-	return ""
+	fn.Status.MarkMiddlewareUnknown(reason, "%s", err)
+	return &rerror.Stalling{Reason: reason, Err: err}
 }

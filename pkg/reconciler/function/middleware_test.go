@@ -16,7 +16,7 @@ import (
 	"github.com/fnops/func-operator/test/registrytest"
 )
 
-func TestReconciler_Middleware(t *testing.T) {
+func TestReconcile_Middleware(t *testing.T) {
 	pin, err := funclib.AvailableMiddleware("go", "http")
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +47,8 @@ func TestReconciler_Middleware(t *testing.T) {
 		pendingRebuild bool
 		autoUpdate     v1alpha1.AutoUpdateStatus
 		transient      bool
+		// readyTrue: the condition does not gate Ready, which is True.
+		readyTrue bool
 	}
 	operatorOn := v1alpha1.AutoUpdateStatus{Enabled: true, Source: "OperatorConfig"}
 	tests := []struct {
@@ -70,12 +72,12 @@ func TestReconciler_Middleware(t *testing.T) {
 		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonMiddlewareUpToDate, current: "v99.0.0", currentSource: "label", autoUpdate: operatorOn},
 	}, {
 		name: "outdated, auto-update off on the Function", repo: "gofn", image: older, override: &off,
-		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonAutoUpdateDisabled, message: "set by Function",
+		want: want{status: corev1.ConditionFalse, reason: v1alpha1.ReasonAutoUpdateDisabled, message: "set by Function", readyTrue: true,
 			current: "v0.1.0", currentSource: "label", autoUpdate: v1alpha1.AutoUpdateStatus{Enabled: false, Source: "Function"}},
 	}, {
 		name: "outdated, auto-update off in the operator config", repo: "gofn", image: older,
 		cfg: func(c *config.Config) { c.AutoUpdateMiddleware = false },
-		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonAutoUpdateDisabled, message: "set by OperatorConfig",
+		want: want{status: corev1.ConditionFalse, reason: v1alpha1.ReasonAutoUpdateDisabled, message: "set by OperatorConfig", readyTrue: true,
 			current: "v0.1.0", currentSource: "label", autoUpdate: v1alpha1.AutoUpdateStatus{Enabled: false, Source: "OperatorConfig"}},
 	}, {
 		name: "the Function's setting wins over the operator's", repo: "gofn", image: older, override: &on,
@@ -91,8 +93,8 @@ func TestReconciler_Middleware(t *testing.T) {
 		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonMiddlewareUpToDate, autoUpdate: operatorOn},
 	}, {
 		name: "node: middleware in the user's source, which pins an older one", repo: "nodefn", image: older,
-		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonSourceManaged,
-			message: "source, which pins faas-js-runtime ^2.3.0 (older: update it in the source)", current: "^2.3.0", currentSource: "source", autoUpdate: operatorOn},
+		want: want{status: corev1.ConditionFalse, reason: v1alpha1.ReasonSourceManaged, readyTrue: true,
+			message: "source, which pins faas-js-runtime ^2.3.0, older than ^2.4.0 that func v0.44.0 templates pin: update it in the source", current: "^2.3.0", currentSource: "source", autoUpdate: operatorOn},
 	}, {
 		name: "registry Secret missing", repo: "gofn", image: current, ref: "regcred",
 		want: want{status: corev1.ConditionUnknown, reason: v1alpha1.ReasonRegistrySecretNotFound, message: `"regcred"`, autoUpdate: operatorOn},
@@ -102,7 +104,7 @@ func TestReconciler_Middleware(t *testing.T) {
 		want:   want{status: corev1.ConditionUnknown, reason: v1alpha1.ReasonRegistrySecretInvalid, message: ".dockerconfigjson", autoUpdate: operatorOn},
 	}, {
 		name: "image not in the registry", repo: "gofn", image: reg.Host + "/fns/missing@sha256:" + strings.Repeat("0", 64),
-		want: want{status: corev1.ConditionUnknown, reason: v1alpha1.ReasonImageInspectFailed, autoUpdate: operatorOn},
+		want: want{status: corev1.ConditionUnknown, reason: v1alpha1.ReasonImageNotFound, message: "not found in registry", autoUpdate: operatorOn},
 	}, {
 		name: "registry unreachable is retried with backoff", repo: "gofn", image: "127.0.0.1:1/fns/x@sha256:" + strings.Repeat("1", 64),
 		want: want{status: corev1.ConditionUnknown, reason: v1alpha1.ReasonRegistryUnreachable, autoUpdate: operatorOn, transient: true},
@@ -111,7 +113,7 @@ func TestReconciler_Middleware(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := newNamespace(t)
 			knativeService{ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionTrue},
-				readyRevision: "hello-00001", revisionDigest: tc.image}.create(t, ns, "hello")
+				readyRevision: "hello-00001", revisionDigest: tc.image}.create(t, ns)
 			fn := newFunction(ns, "fn", v1alpha1.Repository{URL: srv.URL(tc.repo)})
 			fn.Spec.AutoUpdateMiddleware = tc.override
 			if tc.secret != nil {
@@ -151,17 +153,22 @@ func TestReconciler_Middleware(t *testing.T) {
 			if diff := cmp.Diff(wantMW, mw); diff != "" && tc.want.status != corev1.ConditionUnknown {
 				t.Errorf("status.middleware (-want +got):\n%s", diff)
 			}
-			if tc.want.status == corev1.ConditionTrue && c.Reason != v1alpha1.ReasonMiddlewareOutdated {
-				if ready := got.Status.GetCondition(apis.ConditionReady); !ready.IsTrue() {
-					t.Errorf("Ready = %+v, want True: the function is deployed, ready and up to date or skipped by policy", ready)
-				}
+			ready := got.Status.GetCondition(apis.ConditionReady)
+			if wantReady := tc.want.status == corev1.ConditionTrue || tc.want.readyTrue; wantReady != ready.IsTrue() {
+				t.Errorf("Ready = %+v, want True %t: the function is deployed and ready; only middleware that gates Ready may hold it back", ready, wantReady)
+			}
+			if wantInfo := tc.want.readyTrue; wantInfo != (c.Severity == apis.ConditionSeverityInfo) {
+				t.Errorf("MiddlewareUpToDate severity = %q, want Info %t", c.Severity, wantInfo)
+			}
+			if wantOutdated := tc.want.status == corev1.ConditionFalse; got.Status.MiddlewareOutdated() != wantOutdated {
+				t.Errorf("MiddlewareOutdated() = %t, want %t", got.Status.MiddlewareOutdated(), wantOutdated)
 			}
 		})
 	}
 }
 
 // TestReconciler_MiddlewareCachedByDigest shows an image digest is inspected once.
-func TestReconciler_MiddlewareCachedByDigest(t *testing.T) {
+func TestReconcile_MiddlewareCachedByDigest(t *testing.T) {
 	pin, err := funclib.AvailableMiddleware("go", "http")
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +182,7 @@ func TestReconciler_MiddlewareCachedByDigest(t *testing.T) {
 
 	ns := newNamespace(t)
 	knativeService{ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionTrue},
-		readyRevision: "hello-00001", revisionDigest: image}.create(t, ns, "hello")
+		readyRevision: "hello-00001", revisionDigest: image}.create(t, ns)
 	mustCreate(t, newFunction(ns, "fn", v1alpha1.Repository{URL: srv.URL("gofn")}))
 	r, _ := newTestReconciler(t, 10)
 	if _, err := reconcileOnce(t, r, ns, "fn"); err != nil {
@@ -200,7 +207,7 @@ func TestReconciler_MiddlewareCachedByDigest(t *testing.T) {
 
 // TestReconciler_MiddlewarePrivateRegistry reads the image from a registry that needs
 // the credentials of the Function's dockerconfigjson Secret.
-func TestReconciler_MiddlewarePrivateRegistry(t *testing.T) {
+func TestReconcile_MiddlewarePrivateRegistry(t *testing.T) {
 	const password = "registry-pa55-7f3e"
 	pin, err := funclib.AvailableMiddleware("go", "http")
 	if err != nil {
@@ -218,14 +225,14 @@ func TestReconciler_MiddlewarePrivateRegistry(t *testing.T) {
 		wantReason string
 	}{
 		{name: "with the Secret", secret: reg.DockerConfigJSON(), wantReason: v1alpha1.ReasonMiddlewareUpToDate},
-		{name: "anonymous", wantReason: v1alpha1.ReasonImageInspectFailed},
+		{name: "anonymous", wantReason: v1alpha1.ReasonRegistryAuthFailed},
 		{name: "wrong password", secret: registrytest.StartPrivate(t, "pusher", "wrong-"+password).DockerConfigJSONFor(reg.Host),
-			wantReason: v1alpha1.ReasonImageInspectFailed},
+			wantReason: v1alpha1.ReasonRegistryAuthFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := newNamespace(t)
 			knativeService{ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionTrue},
-				readyRevision: "hello-00001", revisionDigest: image}.create(t, ns, "hello")
+				readyRevision: "hello-00001", revisionDigest: image}.create(t, ns)
 			fn := newFunction(ns, "fn", v1alpha1.Repository{URL: srv.URL("gofn")})
 			if tc.secret != nil {
 				mustCreate(t, &corev1.Secret{

@@ -45,7 +45,7 @@ type fakeClock struct{ now time.Time }
 
 func (c *fakeClock) Now() time.Time { return c.now }
 
-func TestReconciler_PeriodicCheck(t *testing.T) {
+func TestReconcile_PeriodicCheck(t *testing.T) {
 	root := gitserver.NewRepoRoot(t)
 	srv := gitserver.StartHTTP(t, root)
 	repo := gitserver.CreateRepo(t, root, "periodic")
@@ -161,7 +161,7 @@ func TestReconciler_PeriodicCheck(t *testing.T) {
 	}
 }
 
-func TestReconciler_SpecChange(t *testing.T) {
+func TestReconcile_SpecChange(t *testing.T) {
 	root := gitserver.NewRepoRoot(t)
 	srv := gitserver.StartHTTP(t, root)
 	repo := gitserver.CreateRepo(t, root, "mono")
@@ -194,7 +194,7 @@ func TestReconciler_SpecChange(t *testing.T) {
 	}
 }
 
-func TestReconciler_FunctionDeletedWhileReconciled(t *testing.T) {
+func TestReconcile_FunctionDeletedWhileReconciled(t *testing.T) {
 	root := gitserver.NewRepoRoot(t)
 	srv := gitserver.StartHTTP(t, root)
 	repo := gitserver.CreateRepo(t, root, "gone")

@@ -17,6 +17,7 @@ import (
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
+	"github.com/fnops/func-operator/pkg/rerror"
 )
 
 // ensurePipelineAccess prepares the Function's namespace for a build: the
@@ -62,7 +63,7 @@ func (r *Reconciler) ensureServiceAccount(ctx context.Context, fn *v1alpha1.Func
 	case apierrors.IsNotFound(err):
 		fn.Status.MarkRebuildNotPossible("ServiceAccount %q does not exist in namespace %q: create it, or change %s in ConfigMap %s or deploy.serviceAccountName in func.yaml",
 			name, fn.Namespace, config.KeyPipelineServiceAccount, config.ConfigMapName)
-		return &stallingError{reason: v1alpha1.ReasonRebuildNotPossible, message: "ServiceAccount " + name + " not found"}
+		return rerror.NewStalling(v1alpha1.ReasonRebuildNotPossible, "ServiceAccount %s/%s not found", fn.Namespace, name)
 	case err != nil:
 		return fmt.Errorf("reading ServiceAccount %s/%s: %w", fn.Namespace, name, err)
 	}

@@ -6,23 +6,23 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kreconciler "knative.dev/pkg/reconciler"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/buildqueue"
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/knative"
 	"github.com/fnops/func-operator/pkg/metrics"
+	"github.com/fnops/func-operator/pkg/rerror"
 	"github.com/fnops/func-operator/pkg/source"
 )
 
@@ -46,28 +46,30 @@ type Reconciler struct {
 	Now func() time.Time
 	// Tekton is true when the cluster serves Tekton's PipelineRuns: rebuilds are possible.
 	Tekton bool
-	// Launcher starts rebuilds under the fleet budget; nil disables rebuilds.
+	// Queue is the fleet-wide budget of running rebuilds.
+	Queue *buildqueue.Queue
+	// Launcher starts rebuilds off the reconcile path; nil disables rebuilds (and
+	// then Queue is not used).
 	Launcher *Launcher
 	// WorkDir holds scratch directories of builds.
 	WorkDir string
 	// Metrics records the operator's metrics; nil records none.
 	Metrics *metrics.Metrics
-
-	// policyChanged feeds the Functions to re-check after an operator policy change.
-	policyChanged chan event.GenericEvent
-	// wakeups feeds the Functions whose build launch returned or whose turn came.
-	wakeups chan event.GenericEvent
+	// Wakeups brings Functions back from outside the watches: a build's launch
+	// returned, the budget has a slot, the operator policy changed.
+	Wakeups *Wakeups
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
 
-// step is one stage of a reconcile. A step records its outcome in the Function's
-// status; an error stops the reconcile.
-type step func(ctx context.Context, fn *v1alpha1.Function) error
+// reconcileFunc is one step of a reconcile. It records what it observed in the
+// Function's status and in obs, for the steps after it, and stops the reconcile with
+// an error of package rerror: stalling, waiting or transient.
+type reconcileFunc func(ctx context.Context, fn *v1alpha1.Function, obs *observation) (Result, error)
 
 // steps are run in order, stopping at the first error.
-func (r *Reconciler) steps() []step {
-	return []step{
+func (r *Reconciler) steps() []reconcileFunc {
+	return []reconcileFunc{
 		r.observeBuild,
 		r.reconcileSource,
 		r.reconcileDeployment,
@@ -83,68 +85,89 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 	fn := &v1alpha1.Function{}
 	err := r.Client.Get(ctx, req.NamespacedName, fn)
 	if apierrors.IsNotFound(err) || (err == nil && !fn.DeletionTimestamp.IsZero()) {
-		// Deleted: stop its build (func's provider deletes the PipelineRun) and free
-		// its place in the fleet budget. Nothing requeues it.
-		r.Metrics.Forget(req.NamespacedName)
-		if r.Launcher != nil {
-			r.Launcher.Cancel(req.NamespacedName)
-		}
-		if r.Tekton {
-			// Retried with backoff until nothing of its builds is left.
-			return reconcile.Result{}, r.deleteBuildObjects(ctx, req.NamespacedName)
-		}
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, r.finalize(ctx, req.NamespacedName)
 	}
 	if err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, fmt.Errorf("reading Function %s: %w", req.NamespacedName, err)
 	}
 	orig := fn.DeepCopy()
 	fn.Status.InitializeConditions()
-	ctx, st := withState(ctx)
 
+	var (
+		res     Result
+		stepErr error // what stopped the steps; the deferred patch reads it after result() classified it
+	)
 	defer func() {
+		summarize(fn, stepErr)
 		// observedGeneration, and transition times that move only for conditions
 		// that really changed, as every Knative reconciler does.
 		kreconciler.PostProcessReconcile(ctx, fn, orig)
 		written, err := r.patchStatus(ctx, orig, fn)
-		for _, after := range st.after {
-			after(written)
+		if res.AfterPatch != nil {
+			res.AfterPatch(written)
 		}
 		if err != nil {
 			result, retErr = reconcile.Result{}, errors.Join(retErr, err)
 			return
 		}
 		if written {
-			r.Metrics.Conditions(req.NamespacedName, fn.Status.Conditions, middlewareOutdated(fn))
+			r.Metrics.Conditions(req.NamespacedName, fn.Status.Conditions, fn.Status.MiddlewareOutdated())
 		}
 		r.recordEvents(orig, fn)
 	}()
 
-	for _, s := range r.steps() {
-		if err = s(ctx, fn); err != nil {
+	obs := &observation{}
+	for _, step := range r.steps() {
+		var sr Result
+		sr, stepErr = step(ctx, fn, obs)
+		res = res.merge(sr)
+		if stepErr != nil {
 			break
 		}
 	}
-	result, err = r.result(ctx, err)
-	if st.requeueAfter > 0 && err == nil && (result.RequeueAfter == 0 || st.requeueAfter < result.RequeueAfter) {
-		result.RequeueAfter = st.requeueAfter
-	}
-	return result, err
+	return r.result(ctx, res, stepErr)
 }
 
-// result turns the outcome of the steps into a requeue: a success or a stalling
-// error comes back after the check interval, a transient error with backoff.
-func (r *Reconciler) result(ctx context.Context, err error) (reconcile.Result, error) {
-	next := reconcile.Result{RequeueAfter: wait.Jitter(r.Config.Load().CheckInterval, 0.1)}
-	var stall *stallingError
+// result turns the outcome of the steps into a requeue. A success, a stall or a wait
+// comes back after the check interval, or sooner when a step asked; any other error
+// is retried with backoff.
+func (r *Reconciler) result(ctx context.Context, res Result, err error) (reconcile.Result, error) {
+	next := Result{RequeueAfter: wait.Jitter(r.Config.Load().CheckInterval, 0.1)}
+	var waiting *rerror.Waiting
 	switch {
 	case err == nil:
-		return next, nil
-	case errors.As(err, &stall):
-		log.FromContext(ctx).Info("reconcile stalled until the Function, its Secret, its Service or its repository changes", "reason", stall.reason, "message", stall.message)
-		return next, nil
+	case errors.As(err, &waiting):
+		next = next.merge(Result{RequeueAfter: waiting.RequeueAfter})
+	case rerror.IsStalling(err):
+		log.FromContext(ctx).Info("reconcile stalled until the Function, its Secret, its Service or its repository changes",
+			"reason", rerror.Reason(err), "message", err.Error())
 	default:
 		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: next.merge(res).RequeueAfter}, nil
+}
+
+// summarize sets the kstatus conditions from the outcome of the steps: Stalled when
+// only a change can help, Reconciling while a rebuild or a first decision is under
+// way, and neither once Ready.
+func summarize(fn *v1alpha1.Function, err error) {
+	ready := fn.Status.GetCondition(v1alpha1.FunctionConditionReady)
+	b := fn.Status.Build
+	switch {
+	case rerror.IsStalling(err):
+		fn.Status.MarkStalled(rerror.Reason(err), "%s", err)
+	case ready != nil && ready.IsTrue():
+		fn.Status.ClearProgress()
+	case b != nil && (b.Phase == v1alpha1.BuildPhaseQueued || b.Phase == v1alpha1.BuildPhaseStarting || b.Phase == v1alpha1.BuildPhaseRunning):
+		fn.Status.MarkReconciling(ready.Reason, "%s", ready.Message)
+	case ready == nil || ready.IsUnknown():
+		reason, msg := v1alpha1.ReasonReconciling, "the Function is being checked"
+		if ready != nil && ready.Reason != "" {
+			reason, msg = ready.Reason, ready.Message
+		}
+		fn.Status.MarkReconciling(reason, "%s", msg)
+	default:
+		fn.Status.ClearProgress()
 	}
 }
 
@@ -168,82 +191,9 @@ func (r *Reconciler) patchStatus(ctx context.Context, orig, fn *v1alpha1.Functio
 	return true, nil
 }
 
-// recordEvents emits Events for transitions of the source and of builds, never for a
-// reconcile that changed nothing.
-func (r *Reconciler) recordEvents(orig, fn *v1alpha1.Function) {
-	r.recordBuildEvents(orig, fn)
-	before := orig.Status.GetCondition(v1alpha1.FunctionConditionSourceReady)
-	after := fn.Status.GetCondition(v1alpha1.FunctionConditionSourceReady)
-	if after == nil {
-		return
-	}
-	switch {
-	case after.IsFalse() && (before == nil || !before.IsFalse() || before.Reason != after.Reason):
-		r.Recorder.Event(fn, corev1.EventTypeWarning, after.Reason, after.Message)
-	case after.IsTrue() && (before == nil || !before.IsTrue() || commitOf(orig) != commitOf(fn)):
-		r.Recorder.Event(fn, corev1.EventTypeNormal, "SourceReady", after.Message)
-	}
-}
-
-func commitOf(fn *v1alpha1.Function) string {
-	if fn.Status.Git == nil {
-		return ""
-	}
-	return fn.Status.Git.ObservedCommit
-}
-
 func (r *Reconciler) now() time.Time {
 	if r.Now != nil {
 		return r.Now()
 	}
 	return time.Now()
-}
-
-// recordBuildEvents emits an Event when a build is queued, starts, is adopted or fails.
-// (Rebuilt is emitted when the new image is seen serving.)
-func (r *Reconciler) recordBuildEvents(orig, fn *v1alpha1.Function) {
-	before, after := orig.Status.Build, fn.Status.Build
-	if after == nil || (before != nil && before.Phase == after.Phase && before.ID == after.ID) {
-		return
-	}
-	switch after.Phase {
-	case v1alpha1.BuildPhaseQueued:
-		if before == nil || before.Phase != v1alpha1.BuildPhaseQueued {
-			r.Recorder.Eventf(fn, corev1.EventTypeNormal, "RebuildQueued", "rebuild queued at position %d: the fleet budget is in use", after.QueuePosition)
-		}
-	case v1alpha1.BuildPhaseStarting:
-		r.Recorder.Eventf(fn, corev1.EventTypeNormal, "Rebuilding", "build %s started: rebuilding commit %s to bring middleware %s", after.ID, v1alpha1.ShortCommit(after.Commit), after.ToMiddleware)
-	case v1alpha1.BuildPhaseRunning:
-		if before == nil || before.ID != after.ID {
-			r.Recorder.Eventf(fn, corev1.EventTypeNormal, "BuildAdopted", "following build %s already running in PipelineRun %s", after.ID, after.PipelineRun)
-		}
-	case v1alpha1.BuildPhaseSucceeded:
-		r.Metrics.Rebuild(metrics.ResultSucceeded, buildDuration(after))
-	case v1alpha1.BuildPhaseFailed:
-		r.Metrics.Rebuild(metrics.ResultFailed, buildDuration(after))
-		r.Recorder.Eventf(fn, corev1.EventTypeWarning, "BuildFailed", "%s", failureSummary(after))
-	}
-}
-
-// buildDuration is how long a finished build ran; negative when not known.
-func buildDuration(b *v1alpha1.BuildStatus) time.Duration {
-	if b.StartTime == nil || b.CompletionTime == nil {
-		return -1
-	}
-	return b.CompletionTime.Sub(b.StartTime.Time)
-}
-
-// middlewareOutdated is true when a rebuild would bring newer middleware, whether
-// or not one is under way or allowed.
-func middlewareOutdated(fn *v1alpha1.Function) bool {
-	c := fn.Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate)
-	if c == nil {
-		return false
-	}
-	switch c.Reason {
-	case v1alpha1.ReasonMiddlewareOutdated, v1alpha1.ReasonAutoUpdateDisabled, v1alpha1.ReasonRebuildQueued,
-		v1alpha1.ReasonRebuilding, v1alpha1.ReasonBuildFailed, v1alpha1.ReasonRebuildNotPossible:
-		return true
-	}
-	return false
 }

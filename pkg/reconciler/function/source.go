@@ -8,28 +8,35 @@ import (
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/metrics"
+	"github.com/fnops/func-operator/pkg/rerror"
 	"github.com/fnops/func-operator/pkg/source"
 )
 
-// reconcileSource reads func.yaml from the Function's repository. It asks the remote
-// for the branch head first and clones only when that commit (or the spec) is new to
-// the Function and not in the Fetcher's cache.
-func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function) error {
+// reconcileSource reads func.yaml from the Function's repository into obs.source. It
+// asks the remote for the branch head first and clones only when that commit (or the
+// spec) is new to the Function and not in the Fetcher's cache.
+func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function, obs *observation) (Result, error) {
 	cfg := r.Config.Load()
 	repo := fn.Spec.Repository
 
 	auth, err := r.repositoryAuth(ctx, fn)
 	if err != nil {
-		return r.sourceFailed(fn, err)
+		return Result{}, sourceFailed(fn, err)
 	}
 	start := time.Now()
 	head, err := r.Fetcher.Head(ctx, repo.URL, repo.Branch, auth, cfg.GitTimeout)
 	r.Metrics.GitFetch(metrics.GitListRefs, time.Since(start))
 	if err != nil {
-		return r.sourceFailed(fn, err)
+		return Result{}, sourceFailed(fn, err)
 	}
+	obs.source = sourceArtifact{head: head, auth: auth}
 	if sourceUpToDate(fn, head) {
-		return nil // nothing new: no clone, and the status stays as it is
+		// Nothing new: no clone, and the status stays as it is.
+		obs.source.name = fn.Status.Name
+		if d := fn.Status.Deployment; d != nil {
+			obs.source.runtime, obs.source.invoke = d.Runtime, d.Invoke
+		}
+		return Result{}, nil
 	}
 
 	start = time.Now()
@@ -45,24 +52,27 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function)
 		}
 	}
 	if err != nil {
-		return r.sourceFailed(fn, err)
+		return Result{}, sourceFailed(fn, err)
 	}
 
-	fn.Status.Name = res.Metadata.Name
+	md := res.Metadata
+	obs.source.head, obs.source.metadata = res.Head, &md
+	obs.source.name, obs.source.runtime, obs.source.invoke = md.Name, md.Runtime, md.Invoke
+	fn.Status.Name = md.Name
 	if fn.Status.Deployment == nil {
 		fn.Status.Deployment = &v1alpha1.DeploymentStatus{}
 	}
-	fn.Status.Deployment.Runtime = res.Metadata.Runtime
-	fn.Status.Deployment.Invoke = res.Metadata.Invoke
+	fn.Status.Deployment.Runtime = md.Runtime
+	fn.Status.Deployment.Invoke = md.Invoke
 	if sm := res.SourceMiddleware; sm.Version != "" || sm.Problem != "" {
 		// The middleware of this runtime lives in the function's own source.
 		if fn.Status.Middleware == nil {
 			fn.Status.Middleware = &v1alpha1.MiddlewareStatus{}
 		}
-		fn.Status.Middleware.Current, fn.Status.Middleware.CurrentSource = sm.Version, currentFromSource
+		fn.Status.Middleware.Current, fn.Status.Middleware.CurrentSource = sm.Version, v1alpha1.MiddlewareSourceSource
 	}
 	fn.Status.MarkSourceReady(res.Branch, res.Commit)
-	return nil
+	return Result{}, nil
 }
 
 // sourceUpToDate is true when the Function already shows a usable source read at
@@ -82,30 +92,28 @@ func (r *Reconciler) repositoryAuth(ctx context.Context, fn *v1alpha1.Function) 
 		return source.AuthFromSecret(fn.Spec.Repository.URL, nil)
 	}
 	if ref.Name == "" {
-		return nil, source.NewStallingError(v1alpha1.ReasonAuthSecretNotFound, "spec.repository.authSecretRef has no name")
+		return nil, rerror.NewStalling(v1alpha1.ReasonAuthSecretNotFound, "spec.repository.authSecretRef has no name")
 	}
 	secret, err := r.secret(ctx, fn, ref.Name)
 	switch {
 	case err != nil:
 		return nil, err
 	case secret == nil:
-		return nil, source.NewStallingError(v1alpha1.ReasonAuthSecretNotFound,
+		return nil, rerror.NewStalling(v1alpha1.ReasonAuthSecretNotFound,
 			"Secret %q named by spec.repository.authSecretRef does not exist in namespace %q", ref.Name, fn.Namespace)
 	}
 	return source.AuthFromSecret(fn.Spec.Repository.URL, secret)
 }
 
-// sourceFailed records a source failure and classifies it.
-func (r *Reconciler) sourceFailed(fn *v1alpha1.Function, err error) error {
+// sourceFailed records a failure to read the source in SourceReady and returns it:
+// a classified failure with its reason, any other as a transient one.
+func sourceFailed(fn *v1alpha1.Function, err error) error {
 	fn.Status.MarkDownstreamWaitingForSource()
-	e, ok := source.AsError(err)
-	if !ok {
+	reason := rerror.Reason(err)
+	if reason == "" {
 		fn.Status.MarkSourceUnknown(v1alpha1.ReasonReconciling, "reading the source failed: %s", err)
 		return err
 	}
-	fn.Status.MarkSourceFailed(e.Reason, "%s", e.Message)
-	if e.Stalling {
-		return &stallingError{reason: e.Reason, message: e.Message}
-	}
-	return e
+	fn.Status.MarkSourceFailed(reason, "%s", err)
+	return err
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/fnops/func-operator/test/gitserver"
 )
 
-func TestReconciler_Source(t *testing.T) {
+func TestReconcile_Source(t *testing.T) {
 	t.Setenv("FUNC_OPERATOR_TEST_SECRET", envSecret)
 	g := newGitFixture(t)
 	ssh := gitserver.StartSSH(t)

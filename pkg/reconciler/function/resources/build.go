@@ -79,13 +79,9 @@ func HasOwner(refs []metav1.OwnerReference, fn *v1alpha1.Function) bool {
 	return false
 }
 
-// BuildRequest is the func library request that rebuilds fn from the commit it observed.
-func BuildRequest(fn *v1alpha1.Function, id string, m funclib.Metadata, builderImages map[string]string) funclib.BuildRequest {
+// BuildRequest is the func library request that rebuilds fn from commit, the one it observed.
+func BuildRequest(fn *v1alpha1.Function, id, commit string, m funclib.Metadata, builderImages map[string]string) funclib.BuildRequest {
 	builder := funclib.BuilderOf(m)
-	commit := ""
-	if fn.Status.Git != nil {
-		commit = fn.Status.Git.ObservedCommit
-	}
 	return funclib.BuildRequest{
 		Namespace:    fn.Namespace,
 		Function:     m,

@@ -46,7 +46,8 @@ func TestHasOwner(t *testing.T) {
 	fn := testFunction()
 	other := testFunction()
 	other.UID = "uid-2"
-	refs := []metav1.OwnerReference{OwnerReference(other)}
+	refs := make([]metav1.OwnerReference, 1, 2)
+	refs[0] = OwnerReference(other)
 	if HasOwner(refs, fn) {
 		t.Error("HasOwner found a Function that is not among the owners")
 	}
@@ -69,7 +70,7 @@ func TestBuildRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := BuildRequest(testFunction(), "b1", tt.m, tt.builderImages)
+			got := BuildRequest(testFunction(), "b1", testFunction().Status.Git.ObservedCommit, tt.m, tt.builderImages)
 			want := funclib.BuildRequest{
 				Namespace:    "team-a",
 				Function:     tt.m,

@@ -1,0 +1,66 @@
+package function
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
+)
+
+// finalize forgets a deleted Function: its metrics series, its build (func's provider
+// deletes the PipelineRun of a cancelled build), its place in the fleet budget and
+// what its builds left on the cluster. An error is retried with backoff until
+// nothing is left; nothing else requeues it.
+func (r *Reconciler) finalize(ctx context.Context, key types.NamespacedName) error {
+	r.Metrics.Forget(key)
+	if r.Launcher == nil {
+		return nil
+	}
+	r.Launcher.Cancel(key)
+	r.Queue.Forget(key)
+	if !r.Tekton {
+		return nil
+	}
+	return r.deleteBuildObjects(ctx, key)
+}
+
+// buildObjectKinds are the kinds of the objects func's provider creates for a build.
+var buildObjectKinds = []schema.GroupVersionKind{
+	pipelinev1.SchemeGroupVersion.WithKind("PipelineRun"),
+	pipelinev1.SchemeGroupVersion.WithKind("Pipeline"),
+	corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"),
+	corev1.SchemeGroupVersion.WithKind("Secret"),
+}
+
+// deleteBuildObjects deletes what the builds of a deleted Function left: its
+// PipelineRuns (a running one is stopped), Pipeline, PVC and registry Secret, found by
+// the operator's labels. func's provider deletes a PipelineRun only when cancelled
+// while it follows the run, not while it is still creating it, so the operator does.
+func (r *Reconciler) deleteBuildObjects(ctx context.Context, key types.NamespacedName) error {
+	var errs []error
+	for _, gvk := range buildObjectKinds {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := r.APIReader.List(ctx, list, client.InNamespace(key.Namespace),
+			client.MatchingLabels{resources.LabelFunction: key.Name, resources.LabelManagedBy: resources.ManagedBy}); err != nil {
+			errs = append(errs, fmt.Errorf("listing the %ss of deleted Function %s: %w", gvk.Kind, key, err))
+			continue
+		}
+		for i := range list.Items {
+			o := &list.Items[i]
+			o.SetGroupVersionKind(gvk)
+			if err := r.Client.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+				errs = append(errs, fmt.Errorf("deleting %s %s/%s: %w", gvk.Kind, o.Namespace, o.Name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,192 @@
+package function
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"knative.dev/pkg/apis"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
+	"github.com/fnops/func-operator/pkg/rerror"
+)
+
+// Timings of a build's life that are not configurable.
+const (
+	// launchGrace is how long a build may stay Starting, without a PipelineRun, when
+	// this process did not launch it: another process (before a restart) may still be
+	// creating its PipelineRun. After it, the launch counts as lost and is retried.
+	launchGrace = 2 * time.Minute
+	// deployGrace is how long after a successful PipelineRun the Knative Service may
+	// still run the old image before the build counts as failed.
+	deployGrace = 2 * time.Minute
+	// pollWhileWaiting is the requeue while waiting for a launch or a deploy.
+	pollWhileWaiting = 2 * time.Second
+	// maxMessage bounds a build message copied from Tekton or the func library.
+	maxMessage = 1024
+)
+
+// observeBuild follows the Function's build (status.build) through its PipelineRun,
+// mapped back by label: it adopts a run it does not know (after a restart, or a lost
+// status write), and records how a run ended. It runs before every other step, so a
+// build is followed even while the source or the Service cannot be read.
+func (r *Reconciler) observeBuild(ctx context.Context, fn *v1alpha1.Function, _ *observation) (Result, error) {
+	if !r.Tekton || r.Launcher == nil {
+		return Result{}, nil
+	}
+	runs, err := r.pipelineRuns(ctx, fn)
+	if err != nil {
+		return Result{}, err
+	}
+	b := fn.Status.Build
+	if b == nil || (b.Phase != v1alpha1.BuildPhaseStarting && b.Phase != v1alpha1.BuildPhaseRunning) {
+		r.adoptRun(fn, runs)
+		return Result{}, nil
+	}
+
+	var pr *pipelinev1.PipelineRun
+	for i := range runs {
+		if runs[i].Labels[resources.LabelBuildID] == b.ID {
+			pr = &runs[i]
+		}
+	}
+	if pr == nil {
+		return r.observeLaunch(fn), nil
+	}
+
+	key := client.ObjectKeyFromObject(fn)
+	b.PipelineRun = pr.Name
+	c := pr.Status.GetCondition(apis.ConditionSucceeded)
+	switch {
+	case c == nil || c.IsUnknown():
+		b.Phase = v1alpha1.BuildPhaseRunning
+		if st := startTime(pr); st != nil {
+			b.StartTime = st
+		}
+		r.Queue.Running(key)
+	case c.IsTrue():
+		b.Phase, b.Failures, b.RetryAfter = v1alpha1.BuildPhaseSucceeded, 0, nil
+		b.FailedTask, b.FailedStep = "", ""
+		b.CompletionTime = completionTime(pr, r.now())
+		b.Message = fmt.Sprintf("PipelineRun %s succeeded", pr.Name)
+		r.Queue.Release(key)
+		r.Launcher.Done(key, b.ID)
+	default:
+		f, err := r.failedTask(ctx, pr)
+		if err != nil {
+			return Result{}, rerror.NewTransient(v1alpha1.ReasonBuildFailed, "finding why PipelineRun %s failed: %w", pr.Name, err)
+		}
+		r.buildFailed(fn, completionTime(pr, r.now()).Time, f)
+		r.Launcher.Done(key, b.ID)
+	}
+	return Result{}, nil
+}
+
+// adoptRun records an unfinished run of runs that the status does not show (after a
+// restart, or a lost status write), rather than start another build.
+func (r *Reconciler) adoptRun(fn *v1alpha1.Function, runs []pipelinev1.PipelineRun) {
+	key := client.ObjectKeyFromObject(fn)
+	for i := range runs {
+		pr := &runs[i]
+		if pr.IsDone() || r.Launcher.Busy(key) {
+			continue
+		}
+		adopted := &v1alpha1.BuildStatus{ID: pr.Labels[resources.LabelBuildID], Phase: v1alpha1.BuildPhaseRunning,
+			PipelineRun: pr.Name, StartTime: startTime(pr)}
+		if b := fn.Status.Build; b != nil {
+			adopted.Failures = b.Failures
+		}
+		fn.Status.Build = adopted
+		r.Queue.Running(key)
+		return
+	}
+}
+
+// observeLaunch follows a build whose PipelineRun does not exist (yet): launched by
+// this process and on its way, failed before its run existed, deleted, or launched by
+// a process that is gone.
+func (r *Reconciler) observeLaunch(fn *v1alpha1.Function) Result {
+	key := client.ObjectKeyFromObject(fn)
+	b, now := fn.Status.Build, r.now()
+	launched, ended, launchErr := r.Launcher.Launched(key, b.ID)
+	switch {
+	case launched && !ended:
+		return requeueAfter(pollWhileWaiting) // the PipelineRun is on its way
+	case launched && launchErr != nil:
+		r.buildFailed(fn, now, failure{message: fmt.Sprintf("starting the build failed: %s", launchErr)})
+		r.Launcher.Done(key, b.ID)
+	case b.Phase == v1alpha1.BuildPhaseRunning:
+		r.buildFailed(fn, now, failure{message: fmt.Sprintf("PipelineRun %s was deleted before it finished", b.PipelineRun)})
+		r.Launcher.Done(key, b.ID)
+	case b.StartTime != nil && now.Sub(b.StartTime.Time) < launchGrace:
+		return requeueAfter(launchGrace - now.Sub(b.StartTime.Time))
+	default:
+		// Launched by a process that is gone, and no PipelineRun came of it.
+		b.Phase, b.Message = v1alpha1.BuildPhaseFailed, "the build's launch was interrupted before its PipelineRun existed (the operator restarted?): it is retried now"
+		b.CompletionTime, b.RetryAfter = &metav1.Time{Time: now}, &metav1.Time{Time: now}
+		r.Queue.Release(key)
+	}
+	return Result{}
+}
+
+// buildFailed records a failed build and when it may be retried, and frees its slot.
+func (r *Reconciler) buildFailed(fn *v1alpha1.Function, at time.Time, f failure) {
+	b := fn.Status.Build
+	b.Phase, b.FailedTask, b.FailedStep = v1alpha1.BuildPhaseFailed, f.task, f.step
+	b.Message = bound(f.message)
+	b.Failures++
+	b.CompletionTime = &metav1.Time{Time: at}
+	b.RetryAfter = &metav1.Time{Time: at.Add(r.Config.Load().BuildRetryDelay(b.Failures))}
+	r.Queue.Release(client.ObjectKeyFromObject(fn))
+}
+
+// failureSummary describes a failed build for the condition message.
+func failureSummary(b *v1alpha1.BuildStatus) string {
+	where := ""
+	switch {
+	case b.FailedTask != "" && b.FailedStep != "":
+		where = fmt.Sprintf(" in task %s, step %s", b.FailedTask, b.FailedStep)
+	case b.FailedTask != "":
+		where = fmt.Sprintf(" in task %s", b.FailedTask)
+	}
+	return fmt.Sprintf("build %s failed%s (%d in a row): %s; the running revision keeps serving", b.ID, where, b.Failures, b.Message)
+}
+
+// pipelineRuns returns the Function's PipelineRuns, newest first.
+func (r *Reconciler) pipelineRuns(ctx context.Context, fn *v1alpha1.Function) ([]pipelinev1.PipelineRun, error) {
+	var list pipelinev1.PipelineRunList
+	if err := r.Client.List(ctx, &list, client.InNamespace(fn.Namespace),
+		client.MatchingLabels{resources.LabelFunction: fn.Name, resources.LabelManagedBy: resources.ManagedBy}); err != nil {
+		return nil, fmt.Errorf("listing the PipelineRuns of Function %s: %w", fn, err)
+	}
+	runs := list.Items
+	sort.Slice(runs, func(i, j int) bool { return runs[j].CreationTimestamp.Before(&runs[i].CreationTimestamp) })
+	return runs, nil
+}
+
+func startTime(pr *pipelinev1.PipelineRun) *metav1.Time {
+	if pr.Status.StartTime != nil {
+		return pr.Status.StartTime.DeepCopy()
+	}
+	t := pr.CreationTimestamp
+	return &t
+}
+
+func completionTime(pr *pipelinev1.PipelineRun, now time.Time) *metav1.Time {
+	if pr.Status.CompletionTime != nil {
+		return pr.Status.CompletionTime.DeepCopy()
+	}
+	return &metav1.Time{Time: now}
+}
+
+func bound(s string) string {
+	if len(s) > maxMessage {
+		return s[:maxMessage] + "…"
+	}
+	return s
+}

@@ -1,0 +1,369 @@
+package function
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"knative.dev/pkg/apis"
+	duckv1 "knative.dev/pkg/apis/duck/v1"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/buildqueue"
+	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
+	"github.com/fnops/func-operator/pkg/source"
+)
+
+// pipelineRun is a build's PipelineRun with the status a Tekton controller would give it.
+type pipelineRun struct {
+	id        string
+	succeeded corev1.ConditionStatus // "" for no condition yet
+	message   string
+	// failedTaskRun, when set, is a child TaskRun that failed in step "build" (exit 1).
+	failedTaskRun string
+	// missingTaskRun, when set, is a child TaskRun that does not exist.
+	missingTaskRun string
+}
+
+// create creates it as a run of build p.id of Function "fn" of namespace ns.
+func (p pipelineRun) create(t *testing.T, ns string) {
+	t.Helper()
+	const function = "fn"
+	ctx := context.Background()
+	pr := &pipelinev1.PipelineRun{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: function + "-run-" + p.id, Labels: map[string]string{
+			resources.LabelFunction: function, resources.LabelBuildID: p.id, resources.LabelManagedBy: resources.ManagedBy}},
+		Spec: pipelinev1.PipelineRunSpec{PipelineRef: &pipelinev1.PipelineRef{Name: function + "-pipeline"}},
+	}
+	mustCreate(t, pr)
+	if p.failedTaskRun != "" {
+		tr := &pipelinev1.TaskRun{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.failedTaskRun},
+			Spec:       pipelinev1.TaskRunSpec{TaskRef: &pipelinev1.TaskRef{Name: "build"}},
+		}
+		mustCreate(t, tr)
+		tr.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionFalse, Reason: "Failed", Message: "step build exited 1"})
+		tr.Status.Steps = []pipelinev1.StepState{
+			{Name: "prepare", ContainerState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}},
+			{Name: "build", ContainerState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}},
+		}
+		if err := k8sClient.Status().Update(ctx, tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p.succeeded == "" {
+		return
+	}
+	now := metav1.Now()
+	pr.Status.StartTime = &now
+	pr.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionSucceeded, Status: p.succeeded, Reason: "Reason", Message: p.message}}
+	if p.succeeded != corev1.ConditionUnknown {
+		pr.Status.CompletionTime = &now
+	}
+	for _, child := range []string{p.failedTaskRun, p.missingTaskRun} {
+		if child != "" {
+			pr.Status.ChildReferences = append(pr.Status.ChildReferences, pipelinev1.ChildStatusReference{
+				TypeMeta: runtime.TypeMeta{Kind: "TaskRun"}, Name: child, PipelineTaskName: "build"})
+		}
+	}
+	if err := k8sClient.Status().Update(ctx, pr); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// newBuildReconciler returns a test Reconciler that can rebuild, with a seeded queue
+// of budget 2 and a Launcher that records what it runs.
+func newBuildReconciler(t *testing.T) (*Reconciler, *recordingRun) {
+	t.Helper()
+	r, _ := newTestReconciler(t, 100)
+	r.Queue = buildqueue.New(func() int { return r.Config.Load().MaxConcurrentBuilds }, nil)
+	r.Queue.Seed(nil, nil)
+	rec := &recordingRun{}
+	r.Launcher = NewLauncher(rec.run, nil, logr.Discard())
+	r.Tekton = true
+	r.WorkDir = t.TempDir()
+	return r, rec
+}
+
+// buildOutcome is what the observeBuild tests compare.
+type buildOutcome struct {
+	Phase, PipelineRun, FailedTask, FailedStep string
+	Failures                                   int32
+	Retry                                      bool // RetryAfter is set
+	HoldsSlot                                  bool
+}
+
+func buildOutcomeOf(r *Reconciler, fn *v1alpha1.Function) buildOutcome {
+	o := buildOutcome{HoldsSlot: r.Queue.IsRunning(types.NamespacedName{Namespace: fn.Namespace, Name: fn.Name})}
+	if b := fn.Status.Build; b != nil {
+		o.Phase, o.PipelineRun, o.FailedTask, o.FailedStep, o.Failures = b.Phase, b.PipelineRun, b.FailedTask, b.FailedStep, b.Failures
+		o.Retry = b.RetryAfter != nil
+	}
+	return o
+}
+
+func TestReconciler_observeBuild(t *testing.T) {
+	ago := func(d time.Duration) *metav1.Time { return &metav1.Time{Time: time.Now().Add(-d)} }
+	tests := []struct {
+		name      string
+		build     *v1alpha1.BuildStatus // status.build before the step
+		run       *pipelineRun
+		holdsSlot bool // the Function holds a slot before the step
+		want      buildOutcome
+		wantSoon  time.Duration // RequeueAfter at most this, when not zero
+		wantMsg   string        // substring of status.build.message
+	}{{
+		name: "no build, no run: nothing",
+	}, {
+		name: "a run the status does not show is adopted, not started again",
+		run:  &pipelineRun{id: "b0", succeeded: corev1.ConditionUnknown},
+		want: buildOutcome{Phase: v1alpha1.BuildPhaseRunning, PipelineRun: "fn-run-b0", HoldsSlot: true},
+	}, {
+		name:      "Starting, its run now runs",
+		build:     &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseStarting, StartTime: ago(time.Second)},
+		run:       &pipelineRun{id: "b1", succeeded: corev1.ConditionUnknown},
+		holdsSlot: true,
+		want:      buildOutcome{Phase: v1alpha1.BuildPhaseRunning, PipelineRun: "fn-run-b1", HoldsSlot: true},
+	}, {
+		name:      "Running, its run succeeded: the slot is freed",
+		build:     &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseRunning, Failures: 2},
+		run:       &pipelineRun{id: "b1", succeeded: corev1.ConditionTrue},
+		holdsSlot: true,
+		want:      buildOutcome{Phase: v1alpha1.BuildPhaseSucceeded, PipelineRun: "fn-run-b1"},
+		wantMsg:   "PipelineRun fn-run-b1 succeeded",
+	}, {
+		name:      "Running, its run failed: the failed task and step, a retry time, the slot freed",
+		build:     &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseRunning, Failures: 1},
+		run:       &pipelineRun{id: "b1", succeeded: corev1.ConditionFalse, message: "Tasks Completed: 1 (Failed: 1)", failedTaskRun: "fn-run-b1-build"},
+		holdsSlot: true,
+		want:      buildOutcome{Phase: v1alpha1.BuildPhaseFailed, PipelineRun: "fn-run-b1", FailedTask: "build", FailedStep: "build", Failures: 2, Retry: true},
+		wantMsg:   "TaskRun fn-run-b1-build: step build exited 1",
+	}, {
+		name:    "failed run whose TaskRun is gone: the PipelineRun's own message",
+		build:   &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseRunning},
+		run:     &pipelineRun{id: "b1", succeeded: corev1.ConditionFalse, message: "boom", missingTaskRun: "fn-run-b1-gone"},
+		want:    buildOutcome{Phase: v1alpha1.BuildPhaseFailed, PipelineRun: "fn-run-b1", Failures: 1, Retry: true},
+		wantMsg: "PipelineRun fn-run-b1 failed (Reason): boom",
+	}, {
+		name:      "Starting without a run, launched elsewhere moments ago: wait for it",
+		build:     &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseStarting, StartTime: ago(10 * time.Second)},
+		holdsSlot: true,
+		want:      buildOutcome{Phase: v1alpha1.BuildPhaseStarting, HoldsSlot: true},
+		wantSoon:  launchGrace,
+	}, {
+		name:      "Starting without a run past the launch grace: lost, retried now",
+		build:     &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseStarting, StartTime: ago(launchGrace + time.Second)},
+		holdsSlot: true,
+		want:      buildOutcome{Phase: v1alpha1.BuildPhaseFailed, Retry: true},
+		wantMsg:   "interrupted before its PipelineRun existed",
+	}, {
+		name:      "Running, its run deleted: failed",
+		build:     &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseRunning, PipelineRun: "fn-run-b1"},
+		holdsSlot: true,
+		want:      buildOutcome{Phase: v1alpha1.BuildPhaseFailed, PipelineRun: "fn-run-b1", Failures: 1, Retry: true},
+		wantMsg:   "was deleted before it finished",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := newNamespace(t)
+			r, rec := newBuildReconciler(t)
+			if tt.run != nil {
+				tt.run.create(t, ns)
+			}
+			fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fn"}}
+			fn.Status.Build = tt.build
+			if tt.holdsSlot {
+				r.Queue.Running(types.NamespacedName{Namespace: ns, Name: "fn"})
+			}
+
+			res, err := r.observeBuild(context.Background(), fn, &observation{})
+			if err != nil {
+				t.Fatalf("observeBuild: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, buildOutcomeOf(r, fn)); diff != "" {
+				t.Errorf("build (-want +got):\n%s", diff)
+			}
+			if tt.wantMsg != "" && (fn.Status.Build == nil || !strings.Contains(fn.Status.Build.Message, tt.wantMsg)) {
+				t.Errorf("status.build = %+v, want a message with %q", fn.Status.Build, tt.wantMsg)
+			}
+			if tt.wantSoon > 0 && (res.RequeueAfter <= 0 || res.RequeueAfter > tt.wantSoon) {
+				t.Errorf("RequeueAfter = %s, want at most %s", res.RequeueAfter, tt.wantSoon)
+			}
+			if tt.wantSoon == 0 && res.RequeueAfter != 0 {
+				t.Errorf("RequeueAfter = %s, want none", res.RequeueAfter)
+			}
+			if n := len(rec.requests()); n != 0 {
+				t.Errorf("%d builds launched by observing, want none", n)
+			}
+		})
+	}
+}
+
+func TestReconciler_reconcileRebuild(t *testing.T) {
+	const image = "registry.invalid/fns/hello@sha256:0123"
+	meta := funclib.Metadata{Name: "hello", Runtime: "go", Registry: "registry.invalid/fns"}
+	due := middlewareVerdict{current: "v0.1.0", available: "v0.21.3", rebuildDue: true}
+	now := time.Now()
+	tests := []struct {
+		name       string
+		build      *v1alpha1.BuildStatus
+		middleware middlewareVerdict
+		budget     int
+		noTekton   bool
+		private    bool
+		meta       funclib.Metadata
+		queued     bool // the Function waits in the queue before the step
+		want       outcome
+		wantPhase  string
+		wantLaunch bool
+		wantSoon   time.Duration
+		wantQueued bool // the Function waits in the queue after the step
+	}{{
+		name:       "due, a slot free: recorded Starting, launched after the patch",
+		middleware: due, budget: 2, meta: meta,
+		want:      outcome{Condition: "False/Rebuilding/"},
+		wantPhase: v1alpha1.BuildPhaseStarting, wantLaunch: true, wantSoon: pollWhileWaiting,
+	}, {
+		name:       "due, no slot: queued with its position",
+		middleware: due, budget: 0, meta: meta,
+		want:      outcome{Condition: "False/RebuildQueued/"},
+		wantPhase: v1alpha1.BuildPhaseQueued, wantQueued: true,
+	}, {
+		name:       "no longer due while queued: leaves the queue",
+		middleware: middlewareVerdict{current: "v0.21.3", available: "v0.21.3"}, budget: 0, meta: meta,
+		build:  &v1alpha1.BuildStatus{Phase: v1alpha1.BuildPhaseQueued, QueuedAt: &metav1.Time{Time: now}},
+		queued: true,
+		want:   outcome{Condition: "Unknown//"},
+	}, {
+		name:       "a build runs: nothing new, still outdated",
+		middleware: due, budget: 2, meta: meta,
+		build:     &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseRunning, PipelineRun: "fn-run-b1"},
+		want:      outcome{Condition: "False/Rebuilding/"},
+		wantPhase: v1alpha1.BuildPhaseRunning,
+	}, {
+		name:       "failed, backoff not over: back when it is",
+		middleware: due, budget: 2, meta: meta,
+		build: &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseFailed, Failures: 1,
+			RetryAfter: &metav1.Time{Time: now.Add(20 * time.Second)}},
+		want:      outcome{Condition: "False/BuildFailed/"},
+		wantPhase: v1alpha1.BuildPhaseFailed, wantSoon: 21 * time.Second,
+	}, {
+		name:       "no Tekton: stalls",
+		middleware: due, budget: 2, meta: meta, noTekton: true,
+		want: outcome{Kind: "stalling", Reason: v1alpha1.ReasonRebuildNotPossible, Condition: "False/RebuildNotPossible/"},
+	}, {
+		name:       "private repository: stalls",
+		middleware: due, budget: 2, meta: meta, private: true,
+		want: outcome{Kind: "stalling", Reason: v1alpha1.ReasonRebuildNotPossible, Condition: "False/RebuildNotPossible/"},
+	}, {
+		name:       "nowhere to push: stalls",
+		middleware: due, budget: 2, meta: funclib.Metadata{Name: "hello", Runtime: "go"},
+		want: outcome{Kind: "stalling", Reason: v1alpha1.ReasonRebuildNotPossible, Condition: "False/RebuildNotPossible/"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := newNamespace(t)
+			r, rec := newBuildReconciler(t)
+			cfg := r.Config.Load()
+			cfg.MaxConcurrentBuilds = tt.budget
+			r.Config.Set(cfg)
+			r.Tekton = !tt.noTekton
+			key := types.NamespacedName{Namespace: ns, Name: "fn"}
+			if tt.queued {
+				r.Queue.Admit(key, now)
+			}
+			fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fn", UID: "uid-1"}}
+			fn.Spec.Repository.URL = "http://127.0.0.1:1/fn.git"
+			if tt.private {
+				fn.Spec.Repository.AuthSecretRef = secretRef("git")
+			}
+			fn.Status.InitializeConditions()
+			fn.Status.Build = tt.build
+			fn.Status.Middleware = &v1alpha1.MiddlewareStatus{}
+			fn.Status.Deployment = &v1alpha1.DeploymentStatus{Image: image}
+			md := tt.meta
+			obs := &observation{
+				source:     sourceArtifact{head: source.Head{Branch: "main", Commit: "0123456789abcdef"}, name: "hello", runtime: "go", metadata: &md},
+				deployment: deployment{image: image},
+				middleware: tt.middleware,
+			}
+
+			res, err := r.reconcileRebuild(context.Background(), fn, obs)
+
+			if diff := cmp.Diff(tt.want, outcomeOf(err, fn, v1alpha1.FunctionConditionMiddlewareUpToDate)); diff != "" {
+				t.Errorf("outcome (-want +got):\n%s\nerror: %v", diff, err)
+			}
+			phase := ""
+			if fn.Status.Build != nil {
+				phase = fn.Status.Build.Phase
+			}
+			if diff := cmp.Diff(tt.wantPhase, phase); diff != "" {
+				t.Errorf("status.build.phase (-want +got):\n%s", diff)
+			}
+			if tt.wantSoon > 0 && (res.RequeueAfter <= 0 || res.RequeueAfter > tt.wantSoon) {
+				t.Errorf("RequeueAfter = %s, want at most %s", res.RequeueAfter, tt.wantSoon)
+			}
+			if diff := cmp.Diff(tt.wantQueued, r.Queue.IsWaiting(key)); diff != "" {
+				t.Errorf("waits in the queue (-want +got):\n%s", diff)
+			}
+			// Nothing is launched before the status that records it is written.
+			r.Launcher.wait()
+			if n := len(rec.requests()); n != 0 {
+				t.Fatalf("%d builds launched before AfterPatch, want none", n)
+			}
+			if (res.AfterPatch != nil) != tt.wantLaunch {
+				t.Fatalf("AfterPatch set = %t, want %t", res.AfterPatch != nil, tt.wantLaunch)
+			}
+			if !tt.wantLaunch {
+				return
+			}
+			b := fn.Status.Build
+			if b.Commit != "0123456789abcdef" || b.FromImage != image || b.FromMiddleware != "v0.1.0" || b.ToMiddleware != "v0.21.3" {
+				t.Errorf("status.build = %+v", b)
+			}
+			res.AfterPatch(true)
+			r.Launcher.wait()
+			reqs := rec.requests()
+			if len(reqs) != 1 || reqs[0].Revision != "0123456789abcdef" || reqs[0].Labels[resources.LabelBuildID] != b.ID {
+				t.Errorf("launched %+v, want one build of the observed commit with id %s", reqs, b.ID)
+			}
+			if !r.Queue.IsRunning(key) {
+				t.Error("the launched build holds no slot")
+			}
+		})
+	}
+
+	t.Run("the status write failed: nothing launched, the slot freed", func(t *testing.T) {
+		r, rec := newBuildReconciler(t)
+		ns := newNamespace(t)
+		fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fn", UID: "uid-1"}}
+		fn.Spec.Repository.URL = "http://127.0.0.1:1/fn.git"
+		fn.Status.InitializeConditions()
+		fn.Status.Middleware = &v1alpha1.MiddlewareStatus{}
+		fn.Status.Deployment = &v1alpha1.DeploymentStatus{Image: image}
+		md := meta
+		res, err := r.reconcileRebuild(context.Background(), fn, &observation{
+			source: sourceArtifact{head: source.Head{Branch: "main", Commit: "c1"}, metadata: &md}, middleware: due})
+		if err != nil || res.AfterPatch == nil {
+			t.Fatalf("reconcileRebuild = %+v, %v; want a launch after the patch", res, err)
+		}
+		key := types.NamespacedName{Namespace: ns, Name: "fn"}
+		if !r.Queue.IsRunning(key) {
+			t.Fatal("positive control: the admitted build holds a slot before the patch")
+		}
+		res.AfterPatch(false)
+		r.Launcher.wait()
+		if n := len(rec.requests()); n != 0 || r.Queue.IsRunning(key) {
+			t.Errorf("after a failed status write: %d launched, holds a slot %t; want none and false", n, r.Queue.IsRunning(key))
+		}
+	})
+}

@@ -1,0 +1,68 @@
+package function
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/metrics"
+)
+
+// recordEvents emits Events for transitions of the source and of builds, never for a
+// reconcile that changed nothing.
+func (r *Reconciler) recordEvents(orig, fn *v1alpha1.Function) {
+	r.recordBuildEvents(orig, fn)
+	before := orig.Status.GetCondition(v1alpha1.FunctionConditionSourceReady)
+	after := fn.Status.GetCondition(v1alpha1.FunctionConditionSourceReady)
+	if after == nil {
+		return
+	}
+	switch {
+	case after.IsFalse() && (before == nil || !before.IsFalse() || before.Reason != after.Reason):
+		r.Recorder.Event(fn, corev1.EventTypeWarning, after.Reason, after.Message)
+	case after.IsTrue() && (before == nil || !before.IsTrue() || commitOf(orig) != commitOf(fn)):
+		r.Recorder.Event(fn, corev1.EventTypeNormal, "SourceReady", after.Message)
+	}
+}
+
+func commitOf(fn *v1alpha1.Function) string {
+	if fn.Status.Git == nil {
+		return ""
+	}
+	return fn.Status.Git.ObservedCommit
+}
+
+// recordBuildEvents emits an Event when a build is queued, starts, is adopted or fails.
+// (Rebuilt is emitted when the new image is seen serving.)
+func (r *Reconciler) recordBuildEvents(orig, fn *v1alpha1.Function) {
+	before, after := orig.Status.Build, fn.Status.Build
+	if after == nil || (before != nil && before.Phase == after.Phase && before.ID == after.ID) {
+		return
+	}
+	switch after.Phase {
+	case v1alpha1.BuildPhaseQueued:
+		if before == nil || before.Phase != v1alpha1.BuildPhaseQueued {
+			r.Recorder.Eventf(fn, corev1.EventTypeNormal, "RebuildQueued", "rebuild queued at position %d: the fleet budget is in use", after.QueuePosition)
+		}
+	case v1alpha1.BuildPhaseStarting:
+		r.Recorder.Eventf(fn, corev1.EventTypeNormal, "Rebuilding", "build %s started: rebuilding commit %s to bring middleware %s", after.ID, v1alpha1.ShortCommit(after.Commit), after.ToMiddleware)
+	case v1alpha1.BuildPhaseRunning:
+		if before == nil || before.ID != after.ID {
+			r.Recorder.Eventf(fn, corev1.EventTypeNormal, "BuildAdopted", "following build %s already running in PipelineRun %s", after.ID, after.PipelineRun)
+		}
+	case v1alpha1.BuildPhaseSucceeded:
+		r.Metrics.Rebuild(metrics.ResultSucceeded, buildDuration(after))
+	case v1alpha1.BuildPhaseFailed:
+		r.Metrics.Rebuild(metrics.ResultFailed, buildDuration(after))
+		r.Recorder.Eventf(fn, corev1.EventTypeWarning, "BuildFailed", "%s", failureSummary(after))
+	}
+}
+
+// buildDuration is how long a finished build ran; negative when not known.
+func buildDuration(b *v1alpha1.BuildStatus) time.Duration {
+	if b.StartTime == nil || b.CompletionTime == nil {
+		return -1
+	}
+	return b.CompletionTime.Sub(b.StartTime.Time)
+}

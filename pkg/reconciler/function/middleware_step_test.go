@@ -1,0 +1,193 @@
+package function
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/authn"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"knative.dev/pkg/apis"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/config"
+	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/registry"
+	"github.com/fnops/func-operator/pkg/rerror"
+)
+
+// fakeInspector answers Inspect with a fixed result, and records the reference.
+type fakeInspector struct {
+	got registry.Middleware
+	err error
+	ref string
+}
+
+func (f *fakeInspector) Inspect(_ context.Context, ref string, _ authn.Keychain) (registry.Middleware, error) {
+	f.ref = ref
+	return f.got, f.err
+}
+
+// outcome is what a step tests compares: the error's kind and reason, and a condition.
+type outcome struct {
+	Kind      string // "", "stalling", "waiting" or "transient"
+	Reason    string // of the error
+	Condition string // status/reason/severity of the condition under test
+}
+
+func outcomeOf(err error, c *v1alpha1.Function, t apis.ConditionType) outcome {
+	o := outcome{Reason: rerror.Reason(err)}
+	switch {
+	case err == nil:
+	case rerror.IsStalling(err):
+		o.Kind = "stalling"
+	case rerror.IsWaiting(err):
+		o.Kind = "waiting"
+	default:
+		o.Kind = "transient"
+	}
+	if cond := c.Status.GetCondition(t); cond != nil {
+		o.Condition = string(cond.Status) + "/" + cond.Reason + "/" + string(cond.Severity)
+	}
+	return o
+}
+
+func TestReconciler_reconcileMiddleware(t *testing.T) {
+	goPin, err := funclib.AvailableMiddleware("go", "http")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodePin, err := funclib.AvailableMiddleware("node", "http")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const image = "registry.invalid/fns/hello@sha256:0123"
+	off := false
+	tests := []struct {
+		name        string
+		runtime     string
+		current     *v1alpha1.MiddlewareStatus // status.middleware before the step
+		autoUpdate  *bool
+		cfg         func(*config.Config)
+		registryRef string // spec.registry.authSecretRef, without a Secret
+		inspect     fakeInspector
+		want        outcome
+		wantVerdict middlewareVerdict
+	}{{
+		name:        "up to date",
+		runtime:     "go",
+		inspect:     fakeInspector{got: registry.Middleware{Version: goPin.Version, Source: registry.SourceLabel}},
+		want:        outcome{Condition: "True/UpToDate/"},
+		wantVerdict: middlewareVerdict{current: goPin.Version, available: goPin.Version},
+	}, {
+		name:        "outdated, auto-update on: a rebuild is due, and it gates Ready",
+		runtime:     "go",
+		inspect:     fakeInspector{got: registry.Middleware{Version: "v0.1.0", Source: registry.SourceLabel}},
+		want:        outcome{Condition: "False/MiddlewareOutdated/"},
+		wantVerdict: middlewareVerdict{current: "v0.1.0", available: goPin.Version, rebuildDue: true},
+	}, {
+		name:        "outdated, auto-update off: False, severity Info, no rebuild",
+		runtime:     "go",
+		autoUpdate:  &off,
+		inspect:     fakeInspector{got: registry.Middleware{Version: "v0.1.0", Source: registry.SourceLabel}},
+		want:        outcome{Condition: "False/AutoUpdateDisabled/Info"},
+		wantVerdict: middlewareVerdict{current: "v0.1.0", available: goPin.Version},
+	}, {
+		name:        "unknown middleware, policy UpToDate",
+		runtime:     "go",
+		cfg:         func(c *config.Config) { c.UnknownMiddlewarePolicy = config.UnknownMiddlewareUpToDate },
+		inspect:     fakeInspector{},
+		want:        outcome{Condition: "True/UpToDate/"},
+		wantVerdict: middlewareVerdict{available: goPin.Version},
+	}, {
+		name:    "registry unreachable: transient",
+		runtime: "go",
+		inspect: fakeInspector{err: &registry.UnreachableError{Ref: image, Registry: "registry.invalid", Err: errors.New("connection refused")}},
+		want:    outcome{Kind: "transient", Reason: v1alpha1.ReasonRegistryUnreachable, Condition: "Unknown/RegistryUnreachable/"},
+	}, {
+		name:    "registry refuses the credentials: stalls until they change",
+		runtime: "go",
+		inspect: fakeInspector{err: &registry.AuthError{Ref: image, Registry: "registry.invalid", StatusCode: 401, Err: errors.New("401")}},
+		want:    outcome{Kind: "stalling", Reason: v1alpha1.ReasonRegistryAuthFailed, Condition: "Unknown/RegistryAuthFailed/"},
+	}, {
+		name:    "image not found: stalls",
+		runtime: "go",
+		inspect: fakeInspector{err: &registry.InspectError{Ref: image, Reason: registry.ReasonNotFound, StatusCode: 404, Err: errors.New("404")}},
+		want:    outcome{Kind: "stalling", Reason: v1alpha1.ReasonImageNotFound, Condition: "Unknown/ImageNotFound/"},
+	}, {
+		name:    "malformed image: stalls",
+		runtime: "go",
+		inspect: fakeInspector{err: &registry.InspectError{Ref: image, Reason: registry.ReasonBadManifest, Err: errors.New("bad")}},
+		want:    outcome{Kind: "stalling", Reason: v1alpha1.ReasonImageInspectFailed, Condition: "Unknown/ImageInspectFailed/"},
+	}, {
+		name:        "registry Secret missing: stalls before any registry call",
+		runtime:     "go",
+		registryRef: "regcred",
+		want:        outcome{Kind: "stalling", Reason: v1alpha1.ReasonRegistrySecretNotFound, Condition: "Unknown/RegistryAuthSecretNotFound/"},
+	}, {
+		name:        "node: older middleware in the function's source: False, severity Info",
+		runtime:     "node",
+		current:     &v1alpha1.MiddlewareStatus{Current: "^2.3.0", CurrentSource: v1alpha1.MiddlewareSourceSource},
+		want:        outcome{Condition: "False/SourceManagedMiddleware/Info"},
+		wantVerdict: middlewareVerdict{current: "^2.3.0", available: nodePin.Version},
+	}, {
+		name:        "node: the source pins the template's version",
+		runtime:     "node",
+		current:     &v1alpha1.MiddlewareStatus{Current: nodePin.Version, CurrentSource: v1alpha1.MiddlewareSourceSource},
+		want:        outcome{Condition: "True/SourceManagedMiddleware/"},
+		wantVerdict: middlewareVerdict{current: nodePin.Version, available: nodePin.Version},
+	}, {
+		name:        "node: no version in the source: Unknown, severity Info",
+		runtime:     "node",
+		want:        outcome{Condition: "Unknown/SourceManagedMiddleware/Info"},
+		wantVerdict: middlewareVerdict{available: nodePin.Version},
+	}, {
+		name:    "runtime func has no template for: stalls",
+		runtime: "cobol",
+		want:    outcome{Kind: "stalling", Reason: v1alpha1.ReasonUnsupportedRuntime, Condition: "Unknown/UnsupportedRuntime/"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, _ := newTestReconciler(t, 10)
+			if tt.cfg != nil {
+				c := r.Config.Load()
+				tt.cfg(&c)
+				r.Config.Set(c)
+			}
+			inspector := tt.inspect
+			r.Inspector = &inspector
+			fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: newNamespace(t), Name: "fn"}}
+			fn.Spec.AutoUpdateMiddleware = tt.autoUpdate
+			if tt.registryRef != "" {
+				fn.Spec.Registry.AuthSecretRef = &corev1.LocalObjectReference{Name: tt.registryRef}
+			}
+			fn.Status.InitializeConditions()
+			fn.Status.Middleware = tt.current
+			fn.Status.Deployment = &v1alpha1.DeploymentStatus{Runtime: tt.runtime, Invoke: "http", Image: image}
+			obs := &observation{
+				source:     sourceArtifact{name: "hello", runtime: tt.runtime, invoke: "http"},
+				deployment: deployment{image: image},
+			}
+
+			res, err := r.reconcileMiddleware(context.Background(), fn, obs)
+
+			if diff := cmp.Diff(tt.want, outcomeOf(err, fn, v1alpha1.FunctionConditionMiddlewareUpToDate)); diff != "" {
+				t.Errorf("outcome (-want +got):\n%s\nerror: %v", diff, err)
+			}
+			if diff := cmp.Diff(tt.wantVerdict, obs.middleware, cmp.AllowUnexported(middlewareVerdict{})); diff != "" {
+				t.Errorf("obs.middleware (-want +got):\n%s", diff)
+			}
+			if res.RequeueAfter != 0 || res.AfterPatch != nil {
+				t.Errorf("Result = %+v, want none", res)
+			}
+			if inspected := inspector.ref != ""; inspected && inspector.ref != image {
+				t.Errorf("inspected %q, want obs.deployment.image %q", inspector.ref, image)
+			}
+			if err == nil && fn.Status.Middleware.PendingRebuild != tt.wantVerdict.rebuildDue {
+				t.Errorf("status.middleware.pendingRebuild = %t, want %t", fn.Status.Middleware.PendingRebuild, tt.wantVerdict.rebuildDue)
+			}
+		})
+	}
+}

@@ -1,0 +1,78 @@
+package function
+
+import (
+	"time"
+
+	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/source"
+)
+
+// Result is what a step asks of the end of its reconcile, besides its error.
+type Result struct {
+	// RequeueAfter, when not zero, brings the Function back sooner than its check interval.
+	RequeueAfter time.Duration
+	// AfterPatch, when set, runs once the status is written (patched true) or failed to be.
+	AfterPatch func(patched bool)
+}
+
+// requeueAfter returns a Result that brings the Function back within d.
+func requeueAfter(d time.Duration) Result {
+	if d <= 0 {
+		d = time.Millisecond
+	}
+	return Result{RequeueAfter: d}
+}
+
+// merge combines the Results of two steps: the sooner requeue, and both callbacks, in order.
+func (r Result) merge(o Result) Result {
+	if o.RequeueAfter > 0 && (r.RequeueAfter == 0 || o.RequeueAfter < r.RequeueAfter) {
+		r.RequeueAfter = o.RequeueAfter
+	}
+	switch first, second := r.AfterPatch, o.AfterPatch; {
+	case first == nil:
+		r.AfterPatch = second
+	case second != nil:
+		r.AfterPatch = func(patched bool) { first(patched); second(patched) }
+	}
+	return r
+}
+
+// observation is what the steps of one reconcile learn and hand on, in their order.
+// Each part names the step that sets it; a step reads only the parts of the steps
+// before it. What outlives the reconcile is in the Function's status.
+type observation struct {
+	// source is set by reconcileSource.
+	source sourceArtifact
+	// deployment is set by reconcileDeployment.
+	deployment deployment
+	// middleware is set by reconcileMiddleware.
+	middleware middlewareVerdict
+}
+
+// sourceArtifact is the function's source at the branch head.
+type sourceArtifact struct {
+	// head is the branch followed and its commit.
+	head source.Head
+	// auth are the repository credentials, read in this reconcile.
+	auth *source.Auth
+	// name, runtime and invoke are func.yaml's, read at head by this reconcile or by
+	// an earlier one (then from the status).
+	name, runtime, invoke string
+	// metadata is func.yaml in full when this reconcile read it; nil when the status
+	// already showed head (the rebuild step reads it then, from the Fetcher's cache).
+	metadata *funclib.Metadata
+}
+
+// deployment is the function's Knative Service as described through the func library.
+type deployment struct {
+	// image is the image the Service runs, by digest when a Revision resolved it.
+	image string
+}
+
+// middlewareVerdict is how the running middleware compares with what a rebuild brings.
+type middlewareVerdict struct {
+	// current is the running version ("" when unknown); available what a rebuild brings.
+	current, available string
+	// rebuildDue is true when the middleware is outdated and auto-update is on.
+	rebuildDue bool
+}

@@ -1,0 +1,122 @@
+package function
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/source"
+)
+
+// artifact is what the source step tests compare of obs.source.
+type artifact struct {
+	Head                  source.Head
+	Name, Runtime, Invoke string
+	HasMetadata           bool // func.yaml was read in this step
+	HasAuth               bool
+}
+
+func artifactOf(a sourceArtifact) artifact {
+	return artifact{Head: a.head, Name: a.name, Runtime: a.runtime, Invoke: a.invoke, HasMetadata: a.metadata != nil, HasAuth: a.auth != nil}
+}
+
+func TestReconciler_reconcileSource(t *testing.T) {
+	g := newGitFixture(t)
+	head := source.Head{Branch: "main", Commit: g.public.Head(t, "main")}
+	tests := []struct {
+		name string
+		repo v1alpha1.Repository
+		// before is status the Function shows before the step; nil for a new Function.
+		before       func(fs *v1alpha1.FunctionStatus)
+		secret       map[string]string // the repository Secret "git", when set
+		want         outcome
+		wantArtifact artifact
+		wantClones   int64
+	}{{
+		name:         "new Function: func.yaml read at the branch head",
+		repo:         v1alpha1.Repository{URL: g.http.URL("public")},
+		want:         outcome{Condition: "True/FuncYamlRead/"},
+		wantArtifact: artifact{Head: head, Name: "hello", Runtime: "go", Invoke: "http", HasMetadata: true, HasAuth: true},
+		wantClones:   1,
+	}, {
+		name: "status already at the head: no clone, func.yaml's fields from the status",
+		repo: v1alpha1.Repository{URL: g.http.URL("public")},
+		before: func(fs *v1alpha1.FunctionStatus) {
+			fs.Git = &v1alpha1.GitStatus{ResolvedBranch: "main", ObservedCommit: head.Commit}
+			fs.Name = "from-status"
+			fs.Deployment = &v1alpha1.DeploymentStatus{Runtime: "python", Invoke: "cloudevent"}
+			fs.MarkSourceReady("main", head.Commit)
+		},
+		want:         outcome{Condition: "True/FuncYamlRead/"},
+		wantArtifact: artifact{Head: head, Name: "from-status", Runtime: "python", Invoke: "cloudevent", HasAuth: true},
+	}, {
+		name:   "private repository with its token",
+		repo:   v1alpha1.Repository{URL: g.http.URL("private"), AuthSecretRef: secretRef("git")},
+		secret: map[string]string{"token": testToken},
+		want:   outcome{Condition: "True/FuncYamlRead/"},
+		wantArtifact: artifact{Head: source.Head{Branch: "main", Commit: g.private.Head(t, "main")},
+			Name: "private", Runtime: "python", Invoke: "http", HasMetadata: true, HasAuth: true},
+		wantClones: 1,
+	}, {
+		name: "Secret missing: stalls until it exists",
+		repo: v1alpha1.Repository{URL: g.http.URL("private"), AuthSecretRef: secretRef("git")},
+		want: outcome{Kind: "stalling", Reason: v1alpha1.ReasonAuthSecretNotFound, Condition: "False/AuthSecretNotFound/"},
+	}, {
+		name:   "Secret refused: stalls until it changes",
+		repo:   v1alpha1.Repository{URL: g.http.URL("private"), AuthSecretRef: secretRef("git")},
+		secret: map[string]string{"token": "wrong"},
+		want:   outcome{Kind: "stalling", Reason: v1alpha1.ReasonGitCloneFailed, Condition: "False/GitCloneFailed/"},
+	}, {
+		name: "path not in the repository: stalls until a new commit",
+		repo: v1alpha1.Repository{URL: g.http.URL("public"), Path: "missing"},
+		want: outcome{Kind: "stalling", Reason: v1alpha1.ReasonPathNotFound, Condition: "False/PathNotFound/"},
+		// The head is known, the read failed.
+		wantArtifact: artifact{Head: head, HasAuth: true},
+		wantClones:   1,
+	}, {
+		name:         "invalid func.yaml: stalls",
+		repo:         v1alpha1.Repository{URL: g.http.URL("public"), Path: "fns/bad"},
+		want:         outcome{Kind: "stalling", Reason: v1alpha1.ReasonFuncYamlInvalid, Condition: "False/FuncYamlInvalid/"},
+		wantArtifact: artifact{Head: head, HasAuth: true},
+		wantClones:   1,
+	}, {
+		name: "branch that does not exist: stalls",
+		repo: v1alpha1.Repository{URL: g.http.URL("public"), Branch: "nope"},
+		want: outcome{Kind: "stalling", Reason: v1alpha1.ReasonBranchNotFound, Condition: "False/BranchNotFound/"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := newNamespace(t)
+			if tt.secret != nil {
+				s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "git"}, StringData: tt.secret}
+				mustCreate(t, s)
+			}
+			r, _ := newTestReconciler(t, 10)
+			fn := newFunction(ns, "fn", tt.repo)
+			fn.Status.InitializeConditions()
+			if tt.before != nil {
+				tt.before(&fn.Status)
+			}
+			obs := &observation{}
+
+			res, err := r.reconcileSource(context.Background(), fn, obs)
+
+			if diff := cmp.Diff(tt.want, outcomeOf(err, fn, v1alpha1.FunctionConditionSourceReady)); diff != "" {
+				t.Errorf("outcome (-want +got):\n%s\nerror: %v", diff, err)
+			}
+			if diff := cmp.Diff(tt.wantArtifact, artifactOf(obs.source)); diff != "" {
+				t.Errorf("obs.source (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantClones, r.Fetcher.Clones()); diff != "" {
+				t.Errorf("clones (-want +got):\n%s", diff)
+			}
+			if res.RequeueAfter != 0 || res.AfterPatch != nil {
+				t.Errorf("Result = %+v, want none", res)
+			}
+		})
+	}
+}
