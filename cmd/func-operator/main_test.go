@@ -90,7 +90,7 @@ func TestBinary(t *testing.T) {
 	t.Cleanup(func() {
 		if !stopped {
 			_ = cmd.Process.Kill()
-			<-exited
+			t.Logf("operator stopped: %v", <-exited)
 		}
 		if t.Failed() {
 			t.Logf("operator output:\n%s", logs.String())
@@ -125,7 +125,7 @@ func TestBinary(t *testing.T) {
 		if err != nil {
 			return err.Error()
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		body, _ := io.ReadAll(resp.Body)
 		if !strings.Contains(string(body), `controller_runtime_reconcile_total{controller="function"`) {
 			return "no reconcile metric of the function controller yet"
@@ -214,7 +214,7 @@ func freeAddr(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().String()
 }
 
@@ -223,7 +223,7 @@ func httpStatus(url string) string {
 	if err != nil {
 		return err.Error()
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Sprintf("GET %s = %d", url, resp.StatusCode)
 	}

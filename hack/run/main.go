@@ -18,11 +18,10 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-
-	fotenv "github.com/fnops/func-operator/test/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/fnops/func-operator/pkg/operator"
+	fotenv "github.com/fnops/func-operator/test/envtest"
 )
 
 func main() {
@@ -80,13 +79,13 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(dir)
+		defer func() { _ = os.RemoveAll(dir) }()
 		url, stopServer, err := serveSample(dir)
 		if err != nil {
 			return err
 		}
 		defer stopServer()
-		if _, err := applySample(ctx, cfg, root, url); err != nil {
+		if err := applySample(ctx, cfg, root, url); err != nil {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "run: sample Function default/sample created from %s; watch it with:\n\n    kubectl get functions -A -w\n\n", url)

@@ -88,20 +88,20 @@ func serveSample(dir string) (url string, stop func(), err error) {
 }
 
 // applySample creates config/samples/function.yaml in the cluster, pointed at url.
-func applySample(ctx context.Context, cfg *rest.Config, root, url string) (*unstructured.Unstructured, error) {
+func applySample(ctx context.Context, cfg *rest.Config, root, url string) error {
 	content, err := os.ReadFile(filepath.Join(root, "config", "samples", "function.yaml"))
 	if err != nil {
-		return nil, fmt.Errorf("reading the sample Function: %w", err)
+		return fmt.Errorf("reading the sample Function: %w", err)
 	}
 	u := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal(content, &u.Object); err != nil {
-		return nil, fmt.Errorf("decoding the sample Function: %w", err)
+		return fmt.Errorf("decoding the sample Function: %w", err)
 	}
 	if err := unstructured.SetNestedField(u.Object, url, "spec", "repository", "url"); err != nil {
-		return nil, err
+		return err
 	}
 	if err := fotenv.ApplyObjects(ctx, cfg, u); err != nil {
-		return nil, fmt.Errorf("creating the sample Function: %w", err)
+		return fmt.Errorf("creating the sample Function: %w", err)
 	}
-	return u, nil
+	return nil
 }

@@ -53,7 +53,7 @@ func TestSample(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	if _, err := applySample(ctx, env.Config, fotenv.RepoRoot(), url); err != nil {
+	if err := applySample(ctx, env.Config, fotenv.RepoRoot(), url); err != nil {
 		t.Fatal(err)
 	}
 

@@ -82,7 +82,7 @@ func LoadFuncYAML(content []byte, tmpDir string) (Metadata, error) {
 	if err != nil {
 		return Metadata{}, fmt.Errorf("creating scratch directory for func.yaml: %w", err)
 	}
-	defer os.RemoveAll(scratch)
+	defer func() { _ = os.RemoveAll(scratch) }()
 	if err := os.WriteFile(filepath.Join(scratch, fn.FunctionFile), content, 0o600); err != nil {
 		return Metadata{}, fmt.Errorf("writing scratch copy of func.yaml: %w", err)
 	}

@@ -58,7 +58,7 @@ func RunPipeline(ctx context.Context, req BuildRequest) error {
 	if err != nil {
 		return fmt.Errorf("creating the build's scratch directory: %w", err)
 	}
-	defer os.RemoveAll(root)
+	defer func() { _ = os.RemoveAll(root) }()
 	f.Root = root
 
 	creds := func(ctx context.Context, image string) (docker.Credentials, error) {

@@ -340,7 +340,7 @@ func TestOperator_HealthProbes(t *testing.T) {
 			if err != nil {
 				return err.Error()
 			}
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode != http.StatusOK {
 				return fmt.Sprintf("GET %s = %d", path, resp.StatusCode)
 			}

@@ -17,6 +17,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"k8s.io/utils/lru"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
 )
 
 const (
@@ -27,10 +29,10 @@ const (
 	FuncGoModule = "knative.dev/func-go"
 
 	// SourceLabel: Middleware.Version comes from LabelMiddlewareVersion.
-	SourceLabel = "label"
+	SourceLabel = v1alpha1.MiddlewareSourceLabel
 	// SourceBuildInfo: Middleware.Version comes from the Go build info of an
 	// executable in the image's layers that depends on FuncGoModule.
-	SourceBuildInfo = "buildinfo"
+	SourceBuildInfo = v1alpha1.MiddlewareSourceBuildInfo
 
 	// DefaultCacheSize is used by NewInspector when cacheSize <= 0.
 	DefaultCacheSize = 1024
@@ -56,7 +58,10 @@ const (
 type Middleware struct {
 	Digest  string // sha256:... of the image manifest inspected
 	Version string // "" when unknown
-	Source  string // "label" (OCI config label middleware-version, as upstream func >= v0.48 writes), "buildinfo" (knative.dev/func-go version read from a Go binary's build info in the layers), or "" (unknown)
+	// Source is where Version comes from: "label" (OCI config label middleware-version,
+	// as upstream func >= v0.48 writes), "buildinfo" (knative.dev/func-go version read
+	// from a Go binary's build info in the layers), or "" (unknown).
+	Source string
 }
 
 // Inspector reads images; safe for concurrent use. Results are cached by digest: each digest is inspected once.
@@ -111,9 +116,9 @@ func NewInspector(cacheSize int, opts ...remote.Option) *Inspector { // opts e.g
 	}
 }
 
-// Stats returns how many images were actually inspected (manifests and
+// stats returns how many images were actually inspected (manifests and
 // layers read) and how many Inspect calls were answered from the cache.
-func (i *Inspector) Stats() (inspections, cacheHits int64) {
+func (i *Inspector) stats() (inspections, cacheHits int64) {
 	return i.inspections.Load(), i.cacheHits.Load()
 }
 
@@ -275,7 +280,7 @@ func (i *Inspector) puller(repo name.Repository, cfg *authn.AuthConfig) (*remote
 	if v, ok := i.pullers.Get(key); ok {
 		return v.(*remote.Puller), key, nil
 	}
-	var auth authn.Authenticator = authn.Anonymous
+	auth := authn.Anonymous
 	if *cfg != (authn.AuthConfig{}) {
 		auth = authn.FromConfig(*cfg)
 	}
@@ -385,7 +390,7 @@ func choosePlatform(manifests []v1.Descriptor) (v1.Descriptor, string, bool) {
 		}
 	}
 	for _, d := range manifests {
-		if !(d.MediaType.IsImage() || d.MediaType.IsIndex()) || isAttestation(d) {
+		if (!d.MediaType.IsImage() && !d.MediaType.IsIndex()) || isAttestation(d) {
 			continue
 		}
 		plat := "no platform"

@@ -65,7 +65,7 @@ func TestInspectLabel(t *testing.T) {
 
 func TestInspectBuildInfo(t *testing.T) {
 	tr := newTestRegistry(t)
-	img := goFunctionImage(t, "amd64")
+	img := goFunctionImage(t)
 	t.Logf("building the test Go binaries took %v", binBuildTime)
 	d := tr.push(t, "fn/go:v1", img)
 
@@ -164,7 +164,7 @@ func dockerConfig(host, user, pass string) []byte {
 
 func TestInspectPrivate(t *testing.T) {
 	tr := newTestRegistry(t)
-	d := tr.push(t, "team/private/fn:v1", goFunctionImage(t, "amd64"))
+	d := tr.push(t, "team/private/fn:v1", goFunctionImage(t))
 	ref := tr.ref("team/private/fn:v1")
 	wantOK := Middleware{Digest: d.String(), Version: testFuncGoVersion, Source: SourceBuildInfo}
 
@@ -228,7 +228,7 @@ func TestInspectPrivate(t *testing.T) {
 func TestInspectIndex(t *testing.T) {
 	tr := newTestRegistry(t)
 	arm := image(t, "arm64", map[string]string{LabelMiddlewareVersion: "v0.0.1-arm"}, baseLayer(t))
-	amd := goFunctionImage(t, "amd64")
+	amd := goFunctionImage(t)
 	s390 := image(t, "s390x", map[string]string{LabelMiddlewareVersion: "v0.0.1-s390x"}, baseLayer(t))
 	amdDigest, _ := amd.Digest()
 	armDigest, _ := arm.Digest()
@@ -303,7 +303,7 @@ func corruptBlob(digest string) func(w http.ResponseWriter, r *http.Request) boo
 
 func TestCacheByDigest(t *testing.T) {
 	tr := newTestRegistry(t)
-	d := tr.push(t, "fn/cache:v1", goFunctionImage(t, "amd64"))
+	d := tr.push(t, "fn/cache:v1", goFunctionImage(t))
 	ref := tr.host + "/fn/cache@" + d.String()
 	i := NewInspector(10)
 
@@ -316,7 +316,7 @@ func TestCacheByDigest(t *testing.T) {
 	if first != second {
 		t.Errorf("results differ: %+v vs %+v", first, second)
 	}
-	if ins, hits := i.Stats(); ins != 1 || hits != 1 {
+	if ins, hits := i.stats(); ins != 1 || hits != 1 {
 		t.Errorf("Stats() = %d inspections, %d hits; want 1, 1", ins, hits)
 	}
 
@@ -331,14 +331,14 @@ func TestCacheByDigest(t *testing.T) {
 	if reqs := tr.since(mark); len(reqs) != 0 {
 		t.Errorf("second Inspect of an unknown image made requests: %v", reqs)
 	}
-	if ins, hits := i.Stats(); ins != 2 || hits != 2 {
+	if ins, hits := i.stats(); ins != 2 || hits != 2 {
 		t.Errorf("Stats() = %d inspections, %d hits; want 2, 2", ins, hits)
 	}
 }
 
 func TestCacheByTag(t *testing.T) {
 	tr := newTestRegistry(t)
-	tr.push(t, "fn/cache:v1", goFunctionImage(t, "amd64"))
+	tr.push(t, "fn/cache:v1", goFunctionImage(t))
 	ref := tr.ref("fn/cache:v1")
 	i := NewInspector(10)
 
@@ -359,7 +359,7 @@ func TestCacheByTag(t *testing.T) {
 	if first != second {
 		t.Errorf("results differ: %+v vs %+v", first, second)
 	}
-	if ins, hits := i.Stats(); ins != 1 || hits != 1 {
+	if ins, hits := i.stats(); ins != 1 || hits != 1 {
 		t.Errorf("Stats() = %d inspections, %d hits; want 1, 1", ins, hits)
 	}
 
@@ -384,7 +384,7 @@ func TestErrorsNotCached(t *testing.T) {
 	}
 
 	// A layer failure is not cached either.
-	img := goFunctionImage(t, "amd64")
+	img := goFunctionImage(t)
 	layers, _ := img.Layers()
 	d := tr.push(t, "fn/flaky:v1", img)
 	tr.setOverride(corruptBlob(layerDigest(t, layers[len(layers)-1]).String()))
@@ -400,7 +400,7 @@ func TestErrorsNotCached(t *testing.T) {
 
 func TestConcurrentInspectOnce(t *testing.T) {
 	tr := newTestRegistry(t)
-	d := tr.push(t, "fn/conc:v1", goFunctionImage(t, "amd64"))
+	d := tr.push(t, "fn/conc:v1", goFunctionImage(t))
 	i := NewInspector(10)
 	const n = 8
 	var wg sync.WaitGroup
@@ -423,7 +423,7 @@ func TestConcurrentInspectOnce(t *testing.T) {
 			t.Errorf("call %d: %+v, %v", k, results[k], errs[k])
 		}
 	}
-	if ins, hits := i.Stats(); ins != 1 || hits != n-1 {
+	if ins, hits := i.stats(); ins != 1 || hits != n-1 {
 		t.Errorf("Stats() = %d inspections, %d hits; want 1, %d", ins, hits, n-1)
 	}
 }

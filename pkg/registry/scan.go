@@ -93,7 +93,7 @@ func (i *Inspector) scanLayer(ctx context.Context, l v1.Layer, s *scanState) (ve
 	if err != nil {
 		return "", false, err
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 
 	var hides, opaques []string
 	tr := tar.NewReader(rc)

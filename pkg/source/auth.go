@@ -32,6 +32,9 @@ const (
 // no username: hosting services check the token, not the user name.
 const defaultTokenUser = "git"
 
+// protocolSSH is what Protocol returns for ssh:// and scp-like URLs.
+const protocolSSH = "ssh"
+
 // Auth is how to authenticate to a repository.
 type Auth struct {
 	// Method is go-git's authentication; nil means anonymous.
@@ -48,7 +51,7 @@ func Protocol(url string) (string, error) {
 		return "", stalling(v1alpha1.ReasonGitCloneFailed, "repository URL cannot be parsed: %s", scrub(err.Error(), nil))
 	}
 	switch ep.Protocol {
-	case "http", "https", "ssh":
+	case "http", "https", protocolSSH:
 		return ep.Protocol, nil
 	default:
 		return "", stalling(v1alpha1.ReasonGitCloneFailed,
@@ -64,14 +67,14 @@ func AuthFromSecret(url string, secret *corev1.Secret) (*Auth, error) {
 		return nil, err
 	}
 	if secret == nil {
-		if proto == "ssh" {
+		if proto == protocolSSH {
 			return nil, stalling(v1alpha1.ReasonAuthSecretNotFound,
 				"repository %s is reached over SSH, which needs spec.repository.authSecretRef naming a Secret with keys %s and %s",
 				url, KeySSHPrivateKey, KeyKnownHosts)
 		}
 		return &Auth{}, nil
 	}
-	if proto == "ssh" {
+	if proto == protocolSSH {
 		return sshAuth(url, secret)
 	}
 	return httpAuth(secret)
@@ -171,9 +174,9 @@ func knownHostsCallback(content []byte) (ssh.HostKeyCallback, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating temporary known_hosts file: %w", err)
 	}
-	defer os.Remove(f.Name())
+	defer func() { _ = os.Remove(f.Name()) }()
 	if _, err := f.Write(content); err != nil {
-		f.Close()
+		_ = f.Close() // the write error is the one to report
 		return nil, fmt.Errorf("writing temporary known_hosts file: %w", err)
 	}
 	if err := f.Close(); err != nil {

@@ -107,16 +107,16 @@ func TestProtocol(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Protocol (-want +got):\n%s", diff)
 			}
-			var gotErr *Error
+			var gotErr *classified
 			if err != nil {
 				var ok bool
-				if gotErr, ok = AsError(err); !ok {
-					t.Fatalf("error %v is not a *source.Error", err)
+				if gotErr, ok = asClassified(err); !ok {
+					t.Fatalf("error %v is not a classified error", err)
 				}
 			}
-			var wantErr *Error
+			var wantErr *classified
 			if tt.wantMsg != "" {
-				wantErr = &Error{Reason: v1alpha1.ReasonGitCloneFailed, Message: tt.wantMsg, Stalling: true}
+				wantErr = &classified{Reason: v1alpha1.ReasonGitCloneFailed, Message: tt.wantMsg, Stalling: true}
 			}
 			if diff := cmp.Diff(wantErr, gotErr); diff != "" {
 				t.Errorf("error (-want +got):\n%s", diff)
@@ -153,7 +153,7 @@ func TestAuthFromSecret(t *testing.T) {
 		want        *githttp.BasicAuth
 		wantSSH     *wantSSH
 		wantSecrets []string
-		wantErr     *Error
+		wantErr     *classified
 	}{{
 		name:     "https without Secret is anonymous",
 		url:      httpsURL,
@@ -166,13 +166,13 @@ func TestAuthFromSecret(t *testing.T) {
 		name:     "ssh without Secret",
 		url:      sshURL,
 		noSecret: true,
-		wantErr: &Error{Reason: v1alpha1.ReasonAuthSecretNotFound, Stalling: true,
+		wantErr: &classified{Reason: v1alpha1.ReasonAuthSecretNotFound, Stalling: true,
 			Message: "repository " + sshURL + " is reached over SSH, which needs spec.repository.authSecretRef naming a Secret with keys ssh-privatekey and known_hosts"},
 	}, {
 		name:     "scp-like URL is ssh",
 		url:      "git@github.com:org/repo.git",
 		noSecret: true,
-		wantErr: &Error{Reason: v1alpha1.ReasonAuthSecretNotFound, Stalling: true,
+		wantErr: &classified{Reason: v1alpha1.ReasonAuthSecretNotFound, Stalling: true,
 			Message: "repository git@github.com:org/repo.git is reached over SSH, which needs spec.repository.authSecretRef naming a Secret with keys ssh-privatekey and known_hosts"},
 	}, {
 		name:        "token is sent as the password of user git",
@@ -190,7 +190,7 @@ func TestAuthFromSecret(t *testing.T) {
 		name: "an empty token is named",
 		url:  httpsURL,
 		data: map[string][]byte{KeyToken: []byte("\n")},
-		wantErr: &Error{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
+		wantErr: &classified{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
 			Message: `Secret "repo-creds": the value of key "token" is empty`},
 	}, {
 		name:        "token with username",
@@ -214,25 +214,25 @@ func TestAuthFromSecret(t *testing.T) {
 		name: "username without password",
 		url:  httpsURL,
 		data: map[string][]byte{KeyUsername: []byte("alice")},
-		wantErr: &Error{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
+		wantErr: &classified{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
 			Message: `Secret "repo-creds" has key "username" but no non-empty "password": HTTP(S) repositories need "token", or "username" and "password"`},
 	}, {
 		name: "password without username",
 		url:  httpsURL,
 		data: map[string][]byte{KeyPassword: []byte(password)},
-		wantErr: &Error{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
+		wantErr: &classified{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
 			Message: `Secret "repo-creds" has key "password" but no "username": HTTP(S) repositories need "token", or "username" and "password"`},
 	}, {
 		name: "empty Secret",
 		url:  httpsURL,
 		data: map[string][]byte{},
-		wantErr: &Error{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
+		wantErr: &classified{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
 			Message: `Secret "repo-creds" has neither a non-empty key "token" nor keys "username" and "password", which HTTP(S) repositories need (it has: no keys)`},
 	}, {
 		name: "SSH Secret for an https repository lists its keys, not their values",
 		url:  httpsURL,
 		data: map[string][]byte{KeySSHPrivateKey: key.pem, KeyKnownHosts: knownHosts, KeyPassphrase: []byte(passphrase)},
-		wantErr: &Error{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
+		wantErr: &classified{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
 			Message: `Secret "repo-creds" has neither a non-empty key "token" nor keys "username" and "password", which HTTP(S) repositories need (it has: known_hosts, passphrase, ssh-privatekey)`},
 	}, {
 		name:    "ssh key and known_hosts",
@@ -263,7 +263,7 @@ func TestAuthFromSecret(t *testing.T) {
 		name: "ssh-privatekey wins over identity",
 		url:  sshURL,
 		data: map[string][]byte{KeySSHPrivateKey: []byte("not a key at all"), KeyIdentity: key.pem, KeyKnownHosts: knownHosts},
-		wantErr: &Error{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
+		wantErr: &classified{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
 			Message: `Secret "repo-creds": the SSH private key cannot be used: it is not a PEM-encoded private key`},
 	}, {
 		name:        "encrypted key with its passphrase",
@@ -281,61 +281,61 @@ func TestAuthFromSecret(t *testing.T) {
 		name: "ssh key without known_hosts",
 		url:  sshURL,
 		data: map[string][]byte{KeySSHPrivateKey: key.pem},
-		wantErr: &Error{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
+		wantErr: &classified{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
 			Message: `Secret "repo-creds" has no key "known_hosts": the host key of an SSH repository is always verified, so known_hosts is required`},
 	}, {
 		name: "ssh key with empty known_hosts",
 		url:  sshURL,
 		data: map[string][]byte{KeySSHPrivateKey: key.pem, KeyKnownHosts: {}},
-		wantErr: &Error{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
+		wantErr: &classified{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
 			Message: `Secret "repo-creds" has no key "known_hosts": the host key of an SSH repository is always verified, so known_hosts is required`},
 	}, {
 		name: "ssh without key",
 		url:  sshURL,
 		data: map[string][]byte{KeyToken: []byte(token), KeyKnownHosts: knownHosts},
-		wantErr: &Error{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
+		wantErr: &classified{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
 			Message: `Secret "repo-creds" has no key "ssh-privatekey" (or "identity"), which SSH repositories need (it has: known_hosts, token)`},
 	}, {
 		name: "garbage key",
 		url:  sshURL,
 		data: map[string][]byte{KeySSHPrivateKey: []byte("this-is-not-a-private-key-at-all"), KeyKnownHosts: knownHosts},
-		wantErr: &Error{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
+		wantErr: &classified{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
 			Message: `Secret "repo-creds": the SSH private key cannot be used: it is not a PEM-encoded private key`},
 	}, {
 		name: "corrupt PEM key",
 		url:  sshURL,
 		data: map[string][]byte{KeySSHPrivateKey: []byte("-----BEGIN OPENSSH PRIVATE KEY-----\nY29ycnVwdGVkLWtleS1ib2R5LXZhbHVl\n-----END OPENSSH PRIVATE KEY-----\n"), KeyKnownHosts: knownHosts},
-		wantErr: &Error{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
+		wantErr: &classified{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
 			Message: `Secret "repo-creds": the SSH private key cannot be used: it cannot be parsed`},
 	}, {
 		name: "encrypted key without passphrase",
 		url:  sshURL,
 		data: map[string][]byte{KeySSHPrivateKey: encryptedKey, KeyKnownHosts: knownHosts},
-		wantErr: &Error{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
+		wantErr: &classified{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
 			Message: `Secret "repo-creds": the SSH private key cannot be used: it is protected by a passphrase and the Secret has no key "passphrase"`},
 	}, {
 		name: "encrypted key with the wrong passphrase",
 		url:  sshURL,
 		data: map[string][]byte{KeySSHPrivateKey: encryptedKey, KeyPassphrase: []byte("Wrong-Passphrase-1234"), KeyKnownHosts: knownHosts},
-		wantErr: &Error{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
+		wantErr: &classified{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
 			Message: `Secret "repo-creds": the SSH private key cannot be used: key "passphrase" does not decrypt it`},
 	}, {
 		name: "known_hosts that does not parse",
 		url:  sshURL,
 		data: map[string][]byte{KeySSHPrivateKey: key.pem, KeyKnownHosts: []byte("git.example.com ssh-ed25519 not-base64!\n")},
-		wantErr: &Error{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
+		wantErr: &classified{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
 			Message: `Secret "repo-creds": key "known_hosts" cannot be parsed: knownhosts: known_hosts:1: illegal base64 data at input byte 3`},
 	}, {
 		name: "unsupported scheme with a Secret",
 		url:  "ftp://x/y",
 		data: map[string][]byte{KeyToken: []byte(token)},
-		wantErr: &Error{Reason: v1alpha1.ReasonGitCloneFailed, Stalling: true,
+		wantErr: &classified{Reason: v1alpha1.ReasonGitCloneFailed, Stalling: true,
 			Message: `repository URL scheme "ftp" is not supported: use https://, http://, ssh:// or user@host:path`},
 	}, {
 		name:     "file URL",
 		url:      "file:///tmp/x",
 		noSecret: true,
-		wantErr: &Error{Reason: v1alpha1.ReasonGitCloneFailed, Stalling: true,
+		wantErr: &classified{Reason: v1alpha1.ReasonGitCloneFailed, Stalling: true,
 			Message: `repository URL scheme "file" is not supported: use https://, http://, ssh:// or user@host:path`},
 	}}
 	for _, tt := range tests {
@@ -346,11 +346,11 @@ func TestAuthFromSecret(t *testing.T) {
 			}
 			got, err := AuthFromSecret(tt.url, secret)
 
-			var gotErr *Error
+			var gotErr *classified
 			if err != nil {
 				var ok bool
-				if gotErr, ok = AsError(err); !ok {
-					t.Fatalf("error %v is not a *source.Error", err)
+				if gotErr, ok = asClassified(err); !ok {
+					t.Fatalf("error %v is not a classified error", err)
 				}
 				assertNoSecretValues(t, err.Error(), tt.data)
 				if strings.Contains(err.Error(), "known_hosts-") {
@@ -474,36 +474,28 @@ func TestScrub(t *testing.T) {
 }
 
 func TestError(t *testing.T) {
-	e := NewStallingError(v1alpha1.ReasonAuthSecretNotFound, "Secret %q not found", "creds")
-	if diff := cmp.Diff(&Error{Reason: v1alpha1.ReasonAuthSecretNotFound, Message: `Secret "creds" not found`, Stalling: true}, e); diff != "" {
-		t.Errorf("NewStallingError (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(`AuthSecretNotFound: Secret "creds" not found`, e.Error()); diff != "" {
-		t.Errorf("Error() (-want +got):\n%s", diff)
-	}
-	tr := transient(v1alpha1.ReasonGitCloneFailed, "timed out after %ds", 3)
-	if diff := cmp.Diff(&Error{Reason: v1alpha1.ReasonGitCloneFailed, Message: "timed out after 3s"}, tr); diff != "" {
-		t.Errorf("transient (-want +got):\n%s", diff)
-	}
-
 	tests := []struct {
 		name string
 		err  error
-		want *Error
+		want *classified
 	}{
 		{"nil", nil, nil},
 		{"other error", errors.New("boom"), nil},
-		{"Error", e, e},
-		{"wrapped Error", fmt.Errorf("reconciling: %w", e), e},
+		{"stalling", stalling(v1alpha1.ReasonAuthSecretNotFound, "Secret %q not found", "creds"),
+			&classified{Reason: v1alpha1.ReasonAuthSecretNotFound, Message: `Secret "creds" not found`, Stalling: true}},
+		{"transient", transient("timed out after %ds", 3),
+			&classified{Reason: v1alpha1.ReasonGitCloneFailed, Message: "timed out after 3s"}},
+		{"wrapped", fmt.Errorf("reconciling: %w", stalling(v1alpha1.ReasonPathNotFound, "no path")),
+			&classified{Reason: v1alpha1.ReasonPathNotFound, Message: "reconciling: no path", Stalling: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := AsError(tt.err)
+			got, ok := asClassified(tt.err)
 			if diff := cmp.Diff(tt.want != nil, ok); diff != "" {
 				t.Errorf("ok (-want +got):\n%s", diff)
 			}
-			if got != tt.want {
-				t.Errorf("AsError = %v, want %v", got, tt.want)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("asClassified (-want +got):\n%s", diff)
 			}
 		})
 	}

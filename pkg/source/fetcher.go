@@ -13,6 +13,7 @@ import (
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/rerror"
 )
 
 // DefaultCacheSize is how many (url, commit, path) results a Fetcher keeps.
@@ -27,6 +28,7 @@ type Fetcher struct {
 
 	cache  *lru.Cache
 	flight singleflight.Group
+	// clones counts the clones made, for the tests.
 	clones atomic.Int64
 }
 
@@ -64,7 +66,7 @@ type cached struct {
 	commit   string
 	metadata funclib.Metadata
 	source   SourceMiddleware
-	err      *Error
+	err      error
 }
 
 // Head returns the branch (the default one when branch is empty) and its tip commit,
@@ -126,7 +128,7 @@ func (f *Fetcher) clone(ctx context.Context, url string, head Head, fnPath strin
 	if err != nil {
 		return cached{}, fmt.Errorf("creating a temporary directory for the clone: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 
 	f.clones.Add(1)
 	commit, content, fnDir, err := readFuncYAML(ctx, url, head.Branch, dir, fnPath, auth)
@@ -134,8 +136,8 @@ func (f *Fetcher) clone(ctx context.Context, url string, head Head, fnPath strin
 		commit = head.Commit
 	}
 	if err != nil {
-		if e, ok := AsError(err); ok && e.Stalling && e.Reason != v1alpha1.ReasonBranchNotFound && e.Reason != v1alpha1.ReasonGitCloneFailed {
-			return cached{commit: commit, err: e}, nil
+		if reason := rerror.Reason(err); rerror.IsStalling(err) && reason != v1alpha1.ReasonBranchNotFound && reason != v1alpha1.ReasonGitCloneFailed {
+			return cached{commit: commit, err: err}, nil
 		}
 		return cached{}, err
 	}
@@ -170,6 +172,3 @@ func sourceMiddleware(fnDir *object.Tree, md funclib.Metadata) SourceMiddleware 
 	}
 	return SourceMiddleware{Version: v}
 }
-
-// Clones returns how many clones the Fetcher has made.
-func (f *Fetcher) Clones() int64 { return f.clones.Load() }

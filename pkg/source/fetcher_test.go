@@ -112,9 +112,9 @@ func checkError(t *testing.T, want *wantError, err error) {
 	if err == nil {
 		t.Fatalf("no error, want %s", want.reason)
 	}
-	e, ok := AsError(err)
+	e, ok := asClassified(err)
 	if !ok {
-		t.Fatalf("error %v is not a *source.Error", err)
+		t.Fatalf("error %v is not a classified error", err)
 	}
 	type kind struct {
 		Reason   string
@@ -293,7 +293,7 @@ func TestFetcher_Head(t *testing.T) {
 					t.Errorf("[ref advertisements, upload-packs] (-want +got):\n%s", diff)
 				}
 			}
-			if diff := cmp.Diff(int64(0), f.Clones()); diff != "" {
+			if diff := cmp.Diff(int64(0), f.clones.Load()); diff != "" {
 				t.Errorf("Clones() (-want +got):\n%s", diff)
 			}
 			testfs.AssertEmptyDir(t, tmp)
@@ -451,7 +451,7 @@ func TestFetcher_Read(t *testing.T) {
 			if diff := cmp.Diff([2]int{before[0] + 1, before[1] + 1}, g.counts("mono")); diff != "" {
 				t.Errorf("[ref advertisements, upload-packs] after the second Read (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(int64(1), f.Clones()); diff != "" {
+			if diff := cmp.Diff(int64(1), f.clones.Load()); diff != "" {
 				t.Errorf("Clones() (-want +got):\n%s", diff)
 			}
 			testfs.AssertEmptyDir(t, tmp)
@@ -541,7 +541,7 @@ func TestFetcher_ReadCache(t *testing.T) {
 			testfs.AssertEmptyDir(t, tmp)
 		})
 	}
-	if diff := cmp.Diff(int64(3), f.Clones()); diff != "" {
+	if diff := cmp.Diff(int64(3), f.clones.Load()); diff != "" {
 		t.Errorf("Clones() (-want +got):\n%s", diff)
 	}
 }
@@ -666,8 +666,8 @@ func TestFetcher_ReadErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "creating a temporary directory for the clone") {
 			t.Fatalf("error = %v, want one about the temporary directory", err)
 		}
-		if _, ok := AsError(err); ok {
-			t.Errorf("error %v is a *source.Error: it is no fault of the Function", err)
+		if _, ok := asClassified(err); ok {
+			t.Errorf("error %v is a classified error: it is no fault of the Function", err)
 		}
 	})
 }
@@ -736,7 +736,7 @@ func TestFetcher_ReadConcurrent(t *testing.T) {
 	if diff := cmp.Diff(1, g.srv.UploadPacks("busy")); diff != "" {
 		t.Errorf("upload-packs (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(int64(1), f.Clones()); diff != "" {
+	if diff := cmp.Diff(int64(1), f.clones.Load()); diff != "" {
 		t.Errorf("Clones() (-want +got):\n%s", diff)
 	}
 	testfs.AssertEmptyDir(t, tmp)
@@ -753,8 +753,9 @@ func TestFetcher_CacheSize(t *testing.T) {
 	auth := anonymous(t, url)
 	head := Head{Branch: "main", Commit: commit}
 
-	var cloned []bool
-	for _, p := range []string{"a", "a", "b", "b", "a"} {
+	paths := []string{"a", "a", "b", "b", "a"}
+	cloned := make([]bool, 0, len(paths))
+	for _, p := range paths {
 		got, err := f.Read(context.Background(), url, head, p, auth, gitTimeout)
 		if err != nil {
 			t.Fatalf("Read %s: %v", p, err)

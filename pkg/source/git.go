@@ -86,15 +86,15 @@ func readFuncYAML(ctx context.Context, url, branch, dir, fnPath string, auth *Au
 	}
 	ref, err := repo.Reference(plumbing.NewBranchReferenceName(branch), true)
 	if err != nil {
-		return "", nil, nil, transient(v1alpha1.ReasonGitCloneFailed, "reading branch %q of the clone: %s", branch, err)
+		return "", nil, nil, transient("reading branch %q of the clone: %s", branch, err)
 	}
 	commit, err := repo.CommitObject(ref.Hash())
 	if err != nil {
-		return "", nil, nil, transient(v1alpha1.ReasonGitCloneFailed, "reading commit %s of the clone: %s", ref.Hash(), err)
+		return "", nil, nil, transient("reading commit %s of the clone: %s", ref.Hash(), err)
 	}
 	tree, err := commit.Tree()
 	if err != nil {
-		return "", nil, nil, transient(v1alpha1.ReasonGitCloneFailed, "reading the tree of commit %s: %s", ref.Hash(), err)
+		return "", nil, nil, transient("reading the tree of commit %s: %s", ref.Hash(), err)
 	}
 	fnDir, content, err := fileIn(tree, fnPath, ref.Hash().String())
 	return ref.Hash().String(), content, fnDir, err
@@ -151,7 +151,7 @@ func fileIn(tree *object.Tree, fnPath, commit string) (*object.Tree, []byte, err
 	}
 	f, err := dir.TreeEntryFile(entry)
 	if err != nil {
-		return nil, nil, transient(v1alpha1.ReasonGitCloneFailed, "reading %s at commit %s: %s", where, short, err)
+		return nil, nil, transient("reading %s at commit %s: %s", where, short, err)
 	}
 	if f.Size > maxFuncYAMLSize {
 		return nil, nil, stalling(v1alpha1.ReasonFuncYamlInvalid, "%s is %d bytes at commit %s: more than the %d a func.yaml may have",
@@ -159,25 +159,25 @@ func fileIn(tree *object.Tree, fnPath, commit string) (*object.Tree, []byte, err
 	}
 	r, err := f.Reader()
 	if err != nil {
-		return nil, nil, transient(v1alpha1.ReasonGitCloneFailed, "reading %s at commit %s: %s", where, short, err)
+		return nil, nil, transient("reading %s at commit %s: %s", where, short, err)
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }()
 	content, err := io.ReadAll(io.LimitReader(r, maxFuncYAMLSize+1))
 	if err != nil {
-		return nil, nil, transient(v1alpha1.ReasonGitCloneFailed, "reading %s at commit %s: %s", where, short, err)
+		return nil, nil, transient("reading %s at commit %s: %s", where, short, err)
 	}
 	return dir, content, nil
 }
 
 // remoteError turns a go-git transport error into a GitCloneFailed error that
 // carries the real git message, without credentials.
-func remoteError(ctx context.Context, doing, url string, auth *Auth, err error) *Error {
+func remoteError(ctx context.Context, doing, url string, auth *Auth, err error) error {
 	u := scrub(url, auth.secrets)
 	// Servers put their own text into errors, newlines and all: keep one line.
 	msg := strings.TrimSuffix(strings.Join(strings.Fields(scrub(err.Error(), auth.secrets)), " "), ":")
 	switch {
 	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return transient(v1alpha1.ReasonGitCloneFailed, "%s %s timed out: %s", doing, u, msg)
+		return transient("%s %s timed out: %s", doing, u, msg)
 	case errors.Is(err, transport.ErrAuthenticationRequired) && auth.Method == nil:
 		return stalling(v1alpha1.ReasonGitCloneFailed,
 			"%s %s: %s: the repository is private, set spec.repository.authSecretRef", doing, u, msg)
@@ -193,7 +193,7 @@ func remoteError(ctx context.Context, doing, url string, auth *Auth, err error) 
 		return stalling(v1alpha1.ReasonGitCloneFailed,
 			"%s %s: %s: the SSH key in spec.repository.authSecretRef was refused", doing, u, msg)
 	default:
-		return transient(v1alpha1.ReasonGitCloneFailed, "%s %s: %s", doing, u, msg)
+		return transient("%s %s: %s", doing, u, msg)
 	}
 }
 

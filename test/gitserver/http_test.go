@@ -56,7 +56,7 @@ func TestHTTPBasicAuth(t *testing.T) {
 	if err != nil {
 		t.Fatalf("GET info/refs: %v", err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if resp.StatusCode != nethttp.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != `Basic realm="git"` {
 		t.Fatalf("unauthenticated GET: status %d, WWW-Authenticate %q; want 401 and Basic realm=\"git\"",
 			resp.StatusCode, resp.Header.Get("WWW-Authenticate"))

@@ -74,8 +74,8 @@ func StartSSH(t testing.TB) *SSHServer {
 
 	hostKeyFile := filepath.Join(dir, "ssh_host_ed25519_key")
 	authKeysFile := filepath.Join(dir, "authorized_keys")
-	mustWriteFile(t, hostKeyFile, hostPEM, 0o600)
-	mustWriteFile(t, authKeysFile, ssh.MarshalAuthorizedKey(clientSigner.PublicKey()), 0o600)
+	mustWriteFile(t, hostKeyFile, hostPEM)
+	mustWriteFile(t, authKeysFile, ssh.MarshalAuthorizedKey(clientSigner.PublicKey()))
 
 	// Privilege separation directory; sshd refuses to start without it.
 	if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
@@ -111,14 +111,15 @@ func (s *SSHServer) start(t testing.TB, cfgFile string) {
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
 		select {
-		case <-exited:
+		case err := <-exited:
+			t.Logf("gitserver: sshd had exited: %v", err)
 			return
 		default:
 		}
 		if err := cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
 			t.Errorf("gitserver: kill sshd (pid %d): %v", cmd.Process.Pid, err)
 		}
-		<-exited
+		t.Logf("gitserver: sshd stopped: %v", <-exited)
 	})
 
 	deadline := time.Now().Add(sshdStartWait)
@@ -157,7 +158,7 @@ func (s *SSHServer) probe() error {
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	signer, err := ssh.NewSignerFromKey(s.clientKey)
 	if err != nil {
 		return &sshHandshakeError{fmt.Errorf("wrap client key: %w", err)}
@@ -172,7 +173,7 @@ func (s *SSHServer) probe() error {
 		return &sshHandshakeError{fmt.Errorf("log in as %s: %w", s.user, err)}
 	}
 	client := ssh.NewClient(c, chans, reqs)
-	defer client.Close()
+	defer func() { _ = client.Close() }()
 	// Opening a session waits for sshd's post-login messages, so closing
 	// afterwards does not make it log a broken pipe.
 	session, err := client.NewSession()
@@ -264,11 +265,11 @@ func (c sshdConfig) render() string {
 // dropping options this sshd version does not know.
 func mustWriteSSHDConfig(t testing.TB, file string, cfg sshdConfig) {
 	t.Helper()
-	mustWriteFile(t, file, []byte(cfg.render()), 0o600)
+	mustWriteFile(t, file, []byte(cfg.render()))
 	out, err := exec.Command(sshdPath, "-t", "-f", file).CombinedOutput()
 	if err != nil && cfg.noPenaltyLimit && bytes.Contains(out, []byte("PerSourcePenalties")) {
 		cfg.noPenaltyLimit = false
-		mustWriteFile(t, file, []byte(cfg.render()), 0o600)
+		mustWriteFile(t, file, []byte(cfg.render()))
 		out, err = exec.Command(sshdPath, "-t", "-f", file).CombinedOutput()
 	}
 	if err != nil {
@@ -307,12 +308,15 @@ func mustFreePort(t testing.TB) int {
 	if err != nil {
 		t.Fatalf("gitserver: pick free port: %v", err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func mustWriteFile(t testing.TB, path string, data []byte, perm os.FileMode) {
+// mustWriteFile writes data to path with mode 0o600 (read and write by the owner
+// only), which sshd's checks of its key files accept.
+func mustWriteFile(t testing.TB, path string, data []byte) {
 	t.Helper()
+	const perm os.FileMode = 0o600
 	if err := os.WriteFile(path, data, perm); err != nil {
 		t.Fatalf("gitserver: write %s: %v", path, err)
 	}

@@ -22,8 +22,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// The task of func's pipelines that builds and pushes the image, and its step.
+const (
+	buildTask = "build"
+	buildStep = "build"
+)
+
 // Tasks are the tasks of func's pipelines, in the order they run.
-var Tasks = []string{"fetch-sources", "build", "deploy"}
+var Tasks = []string{"fetch-sources", buildTask, "deploy"}
 
 // FunctionLabel is the PipelineRun label func writes the function's name to, which
 // is the name of its Knative Service.
@@ -367,10 +373,10 @@ func (s *Sim) deploy(ctx context.Context, pr *pipelinev1.PipelineRun, label stri
 		}
 	}
 	if image == "" {
-		return failure("build", "build", "no "+ImageParam+" parameter"), nil
+		return failure(buildTask, buildStep, "no "+ImageParam+" parameter"), nil
 	}
 	if s.opts.Registry == nil {
-		return failure("build", "build", "tektonsim: no Registry to push "+image+" to"), nil
+		return failure(buildTask, buildStep, "tektonsim: no Registry to push "+image+" to"), nil
 	}
 	svc := types.NamespacedName{Namespace: pr.Namespace, Name: pr.Labels[FunctionLabel]}
 	if svc.Name == "" {
@@ -378,7 +384,7 @@ func (s *Sim) deploy(ctx context.Context, pr *pipelinev1.PipelineRun, label stri
 	}
 	ref, err := s.opts.Registry.PushImage(image, label)
 	if err != nil {
-		return failure("build", "build", err.Error()), nil
+		return failure(buildTask, buildStep, err.Error()), nil
 	}
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		ksvc := &servingv1.Service{}
@@ -409,10 +415,10 @@ func (s *Sim) deploy(ctx context.Context, pr *pipelinev1.PipelineRun, label stri
 // of Outcome for what is empty.
 func failure(task, step, msg string) *Outcome {
 	if task == "" {
-		task = "build"
+		task = buildTask
 	}
 	if step == "" {
-		step = "build"
+		step = buildStep
 	}
 	if msg == "" {
 		msg = fmt.Sprintf("%q exited with code 1", "step-"+step)

@@ -131,11 +131,11 @@ func newNamespace(t *testing.T) string {
 	return ns
 }
 
-// createService creates the Knative Service of function name, running image.
-func createService(t *testing.T, ns, name, image string) {
+// createService creates the Knative Service of function fn, running image.
+func createService(t *testing.T, ns, fn, image string) {
 	t.Helper()
 	svc := &servingv1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fn},
 		Spec: servingv1.ServiceSpec{ConfigurationSpec: servingv1.ConfigurationSpec{Template: servingv1.RevisionTemplateSpec{
 			Spec: servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: image}}}},
 		}}},
@@ -145,10 +145,10 @@ func createService(t *testing.T, ns, name, image string) {
 	}
 }
 
-func serviceImage(t *testing.T, ns, name string) string {
+func serviceImage(t *testing.T, ns, service string) string {
 	t.Helper()
 	svc := &servingv1.Service{}
-	if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, svc); err != nil {
+	if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: service}, svc); err != nil {
 		t.Fatal(err)
 	}
 	return svc.Spec.Template.Spec.Containers[0].Image
@@ -156,13 +156,13 @@ func serviceImage(t *testing.T, ns, name string) string {
 
 // createPipelineRun creates a PipelineRun of function fn as func v0.44 does: as
 // tekton.dev/v1beta1.
-func createPipelineRun(t *testing.T, ns, name, fn, image string) {
+func createPipelineRun(t *testing.T, ns, run, fn, image string) {
 	t.Helper()
 	pr := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "tekton.dev/v1beta1",
 		"kind":       "PipelineRun",
 		"metadata": map[string]any{
-			"namespace": ns, "name": name,
+			"namespace": ns, "name": run,
 			"labels": map[string]any{tektonsim.FunctionLabel: fn},
 		},
 		"spec": map[string]any{
@@ -175,28 +175,29 @@ func createPipelineRun(t *testing.T, ns, name, fn, image string) {
 	}
 }
 
-func getPipelineRun(t *testing.T, ns, name string) *pipelinev1.PipelineRun {
+func getPipelineRun(t *testing.T, ns, run string) *pipelinev1.PipelineRun {
 	t.Helper()
 	pr := &pipelinev1.PipelineRun{}
-	if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, pr); err != nil {
+	if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: run}, pr); err != nil {
 		t.Fatal(err)
 	}
 	return pr
 }
 
-func getTaskRun(t *testing.T, ns, name string) *pipelinev1.TaskRun {
+func getTaskRun(t *testing.T, ns, taskRun string) *pipelinev1.TaskRun {
 	t.Helper()
 	tr := &pipelinev1.TaskRun{}
-	if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, tr); err != nil {
+	if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: taskRun}, tr); err != nil {
 		t.Fatal(err)
 	}
 	return tr
 }
 
 // eventually polls cond until it returns "", failing the test with its last
-// answer after timeout.
-func eventually(t *testing.T, timeout time.Duration, cond func() string) {
+// answer after 10 seconds.
+func eventually(t *testing.T, cond func() string) {
 	t.Helper()
+	const timeout = 10 * time.Second
 	deadline := time.Now().Add(timeout)
 	for {
 		msg := cond()
@@ -211,9 +212,9 @@ func eventually(t *testing.T, timeout time.Duration, cond func() string) {
 }
 
 // reason returns status/reason of the run's Succeeded condition ("" when none).
-func reason(t *testing.T, ns, name string) string {
+func reason(t *testing.T, ns, run string) string {
 	t.Helper()
-	c := getPipelineRun(t, ns, name).Status.GetCondition(apis.ConditionSucceeded)
+	c := getPipelineRun(t, ns, run).Status.GetCondition(apis.ConditionSucceeded)
 	if c == nil {
 		return ""
 	}
@@ -221,10 +222,10 @@ func reason(t *testing.T, ns, name string) string {
 }
 
 // inState returns a condition for eventually: the run's reason is want.
-func inState(t *testing.T, ns, name, want string) func() string {
+func inState(t *testing.T, ns, run, want string) func() string {
 	return func() string {
-		if got := reason(t, ns, name); got != want {
-			return fmt.Sprintf("PipelineRun %s/%s is %q, want %q", ns, name, got, want)
+		if got := reason(t, ns, run); got != want {
+			return fmt.Sprintf("PipelineRun %s/%s is %q, want %q", ns, run, got, want)
 		}
 		return ""
 	}
@@ -257,7 +258,7 @@ func TestSim_Succeeds(t *testing.T) {
 	createPipelineRun(t, ns, "hello-build", "hello", reg.Host+"/fns/hello:latest")
 	createPipelineRun(t, other, "elsewhere", "hello", reg.Host+"/fns/hello:latest")
 
-	eventually(t, 10*time.Second, inState(t, ns, "hello-build", running))
+	eventually(t, inState(t, ns, "hello-build", running))
 	pr := getPipelineRun(t, ns, "hello-build")
 	if c := pr.Status.GetCondition(apis.ConditionSucceeded); c.Message != "Tasks Completed: 0 (Failed: 0, Cancelled 0), Skipped: 0" || pr.Status.StartTime == nil {
 		t.Errorf("running status = %+v", pr.Status)
@@ -271,7 +272,7 @@ func TestSim_Succeeds(t *testing.T) {
 	}
 
 	release.Store(true)
-	eventually(t, 10*time.Second, inState(t, ns, "hello-build", succeeded))
+	eventually(t, inState(t, ns, "hello-build", succeeded))
 	pr = getPipelineRun(t, ns, "hello-build")
 	if c := pr.Status.GetCondition(apis.ConditionSucceeded); c.Message != "Tasks Completed: 3 (Failed: 0, Cancelled 0), Skipped: 0" || pr.Status.CompletionTime == nil {
 		t.Errorf("succeeded status = %+v", pr.Status)
@@ -289,7 +290,7 @@ func TestSim_Succeeds(t *testing.T) {
 		t.Errorf("label %s of the deployed image = %q, want v2", registrytest.MiddlewareLabel, got)
 	}
 
-	var children []string
+	children := make([]string, 0, len(pr.Status.ChildReferences))
 	for _, child := range pr.Status.ChildReferences {
 		if child.APIVersion != "tekton.dev/v1" || child.Kind != "TaskRun" {
 			t.Errorf("child reference %+v, want a tekton.dev/v1 TaskRun", child)
@@ -352,7 +353,7 @@ func TestSim_Fails(t *testing.T) {
 	})
 	createPipelineRun(t, ns, "hello-build", "hello", reg.Host+"/fns/hello:latest")
 
-	eventually(t, 10*time.Second, inState(t, ns, "hello-build", failed))
+	eventually(t, inState(t, ns, "hello-build", failed))
 	pr := getPipelineRun(t, ns, "hello-build")
 	if c := pr.Status.GetCondition(apis.ConditionSucceeded); c.Message != "Tasks Completed: 2 (Failed: 1, Cancelled 0), Skipped: 1" || pr.Status.CompletionTime == nil {
 		t.Errorf("failed status = %+v", pr.Status)
@@ -360,7 +361,7 @@ func TestSim_Fails(t *testing.T) {
 	if got := serviceImage(t, ns, "hello"); got != oldImage {
 		t.Errorf("Service image = %s after a failed run, want %s", got, oldImage)
 	}
-	var children []string
+	children := make([]string, 0, len(pr.Status.ChildReferences))
 	for _, child := range pr.Status.ChildReferences {
 		children = append(children, child.PipelineTaskName+"="+child.Name)
 	}
@@ -374,7 +375,7 @@ func TestSim_Fails(t *testing.T) {
 	if c := tr.Status.GetCondition(apis.ConditionSucceeded); c == nil || !c.IsFalse() || c.Reason != "Failed" || c.Message != `"step-build" exited with code 1` {
 		t.Errorf("build TaskRun is %+v, want failed", c)
 	}
-	var steps []string
+	steps := make([]string, 0, len(tr.Status.Steps))
 	for _, s := range tr.Status.Steps {
 		if s.Terminated == nil {
 			t.Fatalf("step %s not terminated", s.Name)
@@ -392,9 +393,9 @@ func TestSim_Fails(t *testing.T) {
 	}
 }
 
-func getTaskRunErr(ns, name string) (*pipelinev1.TaskRun, error) {
+func getTaskRunErr(ns, taskRun string) (*pipelinev1.TaskRun, error) {
 	tr := &pipelinev1.TaskRun{}
-	return tr, k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, tr)
+	return tr, k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: taskRun}, tr)
 }
 
 func TestSim_NoService(t *testing.T) {
@@ -403,7 +404,7 @@ func TestSim_NoService(t *testing.T) {
 	tektonsim.Start(t, restConfig, tektonsim.Options{Namespaces: []string{ns}, Registry: reg})
 	createPipelineRun(t, ns, "ghost-build", "ghost", reg.Host+"/fns/ghost:latest")
 
-	eventually(t, 10*time.Second, inState(t, ns, "ghost-build", failed))
+	eventually(t, inState(t, ns, "ghost-build", failed))
 	if c := getPipelineRun(t, ns, "ghost-build").Status.GetCondition(apis.ConditionSucceeded); c.Message != "Tasks Completed: 3 (Failed: 1, Cancelled 0), Skipped: 0" {
 		t.Errorf("failed condition = %+v", c)
 	}
@@ -429,7 +430,7 @@ func TestSim_MaxRunning(t *testing.T) {
 		createPipelineRun(t, ns, n+"-build", n, reg.Host+"/fns/"+n+":latest")
 	}
 	for _, n := range names {
-		eventually(t, 10*time.Second, inState(t, ns, n+"-build", running))
+		eventually(t, inState(t, ns, n+"-build", running))
 	}
 	if got := sim.MaxRunning(); got != 3 {
 		t.Errorf("MaxRunning = %d with 3 runs held, want 3", got)
@@ -442,10 +443,10 @@ func TestSim_MaxRunning(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	release.Store(true)
 	for _, n := range names[:2] {
-		eventually(t, 10*time.Second, inState(t, ns, n+"-build", succeeded))
+		eventually(t, inState(t, ns, n+"-build", succeeded))
 	}
 	// The sim records a run as finished right after writing its status: wait for it.
-	eventually(t, 10*time.Second, func() string {
+	eventually(t, func() string {
 		if f := sim.Finished(); len(f) != 2 || slices.Contains(f, ns+"/c-build") {
 			return fmt.Sprintf("finished %v, want a and b", f)
 		}
@@ -455,12 +456,12 @@ func TestSim_MaxRunning(t *testing.T) {
 	// Held again, one new run: running is back to 1, so the maximum stays 3.
 	release.Store(false)
 	createPipelineRun(t, ns, "d-build", "a", reg.Host+"/fns/a:latest")
-	eventually(t, 10*time.Second, inState(t, ns, "d-build", running))
+	eventually(t, inState(t, ns, "d-build", running))
 	if got, s := sim.MaxRunning(), sim.Started(); got != 3 || len(s) != 4 {
 		t.Errorf("MaxRunning = %d, started %v; want 3 and 4 runs", got, s)
 	}
 	release.Store(true)
-	eventually(t, 10*time.Second, inState(t, ns, "d-build", succeeded))
+	eventually(t, inState(t, ns, "d-build", succeeded))
 }
 
 func TestRegistry_PushImagePrivate(t *testing.T) {

@@ -13,7 +13,7 @@ func AssertEmptyDir(t testing.TB, dir string) {
 	if err != nil {
 		t.Fatalf("reading %s: %v", dir, err)
 	}
-	var names []string
+	names := make([]string, 0, len(entries))
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}

@@ -31,25 +31,25 @@ func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Funct
 	mw := fn.Status.Middleware
 	mw.FuncVersion = funclib.Version()
 	mw.AutoUpdate = autoUpdate(fn, cfg)
-	mw.PendingRebuild = false
 
 	runtime, invoke := obs.source.runtime, obs.source.invoke
 	pin, err := funclib.AvailableMiddleware(runtime, invoke)
 	if errors.Is(err, funclib.ErrNoMiddleware) {
-		mw.Available = ""
+		mw.Available, mw.PendingRebuild = "", false
 		fn.Status.MarkSourceManagedUpToDate(
 			"func %s templates pin no middleware for runtime %s: its dependencies live in the function's own source; a rebuild cannot change them",
 			mw.FuncVersion, runtime)
 		return Result{}, nil
 	}
 	if err != nil {
-		mw.Available = ""
+		mw.Available, mw.PendingRebuild = "", false
 		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonUnsupportedRuntime, "func %s has no template for runtime %q, invoke %q: %s",
 			mw.FuncVersion, runtime, invoke, err)
 		return Result{}, rerror.NewStalling(v1alpha1.ReasonUnsupportedRuntime, "runtime %q, invoke %q: %w", runtime, invoke, err)
 	}
 	mw.Available = pin.Version
 	if pin.SourceManaged {
+		mw.PendingRebuild = false
 		markSourceManaged(fn, runtime, pin)
 		obs.middleware = middlewareVerdict{current: mw.Current, available: pin.Version}
 		return Result{}, nil
@@ -58,6 +58,7 @@ func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Funct
 		mw.Current, mw.CurrentSource = "", "" // the runtime changed: the image tells now
 	}
 
+	// A failed read of the image leaves pendingRebuild as it was: nothing new is known.
 	kc, err := r.registryKeychain(ctx, fn)
 	if err != nil {
 		return Result{}, err
@@ -81,6 +82,7 @@ func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Funct
 			outcome = middleware.UpToDate
 		}
 	}
+	mw.PendingRebuild = outcome == middleware.Outdated && mw.AutoUpdate.Enabled
 	switch {
 	case outcome == middleware.UpToDate:
 		fn.Status.MarkMiddlewareUpToDate("%s %s is the newest func %s builds (running: %s)", pin.Module, pin.Version, mw.FuncVersion, current)
@@ -88,7 +90,6 @@ func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Funct
 		fn.Status.MarkAutoUpdateDisabled("%s %s is available (running: %s) but auto-update is off (set by %s): no rebuild",
 			pin.Module, pin.Version, current, mw.AutoUpdate.Source)
 	default:
-		mw.PendingRebuild = true
 		fn.Status.MarkMiddlewareOutdated("%s %s is available (running: %s): a rebuild is pending", pin.Module, pin.Version, current)
 	}
 	obs.middleware = middlewareVerdict{current: got.Version, available: pin.Version, rebuildDue: mw.PendingRebuild}

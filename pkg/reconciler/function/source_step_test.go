@@ -2,6 +2,7 @@ package function
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -35,7 +36,7 @@ func TestReconciler_reconcileSource(t *testing.T) {
 		secret       map[string]string // the repository Secret "git", when set
 		want         outcome
 		wantArtifact artifact
-		wantClones   int64
+		wantClones   int // upload-pack requests to the repository: clones
 	}{{
 		name:         "new Function: func.yaml read at the branch head",
 		repo:         v1alpha1.Repository{URL: g.http.URL("public")},
@@ -102,6 +103,8 @@ func TestReconciler_reconcileSource(t *testing.T) {
 				tt.before(&fn.Status)
 			}
 			obs := &observation{}
+			repo := strings.TrimSuffix(tt.repo.URL[strings.LastIndex(tt.repo.URL, "/")+1:], ".git")
+			clonesBefore := g.http.UploadPacks(repo)
 
 			res, err := r.reconcileSource(context.Background(), fn, obs)
 
@@ -111,7 +114,7 @@ func TestReconciler_reconcileSource(t *testing.T) {
 			if diff := cmp.Diff(tt.wantArtifact, artifactOf(obs.source)); diff != "" {
 				t.Errorf("obs.source (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tt.wantClones, r.Fetcher.Clones()); diff != "" {
+			if diff := cmp.Diff(tt.wantClones, g.http.UploadPacks(repo)-clonesBefore); diff != "" {
 				t.Errorf("clones (-want +got):\n%s", diff)
 			}
 			if res.RequeueAfter != 0 || res.AfterPatch != nil {
