@@ -160,28 +160,32 @@ func (fs *FunctionStatus) InitializeConditions() {
 // Ready again afterwards.
 
 func (fs *FunctionStatus) markTrue(t apis.ConditionType, reason, messageFormat string, messageA ...interface{}) {
+	before := fs.GetCondition(FunctionConditionReady)
 	functionCondSet.Manage(fs).MarkTrueWithReason(t, reason, messageFormat, messageA...)
-	fs.recomputeReady()
+	fs.recomputeReady(before)
 }
 
 func (fs *FunctionStatus) markFalse(t apis.ConditionType, reason, messageFormat string, messageA ...interface{}) {
+	before := fs.GetCondition(FunctionConditionReady)
 	functionCondSet.Manage(fs).MarkFalse(t, reason, messageFormat, messageA...)
-	fs.recomputeReady()
+	fs.recomputeReady(before)
 }
 
 func (fs *FunctionStatus) markUnknown(t apis.ConditionType, reason, messageFormat string, messageA ...interface{}) {
+	before := fs.GetCondition(FunctionConditionReady)
 	functionCondSet.Manage(fs).MarkUnknown(t, reason, messageFormat, messageA...)
-	fs.recomputeReady()
+	fs.recomputeReady(before)
 }
 
 // markInfo sets a condition that does not gate Ready: Knative severity Info, which the
 // ConditionSet leaves out when it derives Ready.
 func (fs *FunctionStatus) markInfo(t apis.ConditionType, status corev1.ConditionStatus, reason, messageFormat string, messageA ...interface{}) {
+	before := fs.GetCondition(FunctionConditionReady)
 	functionCondSet.Manage(fs).SetCondition(apis.Condition{
 		Type: t, Status: status, Reason: reason, Message: fmt.Sprintf(messageFormat, messageA...),
 		Severity: apis.ConditionSeverityInfo,
 	})
-	fs.recomputeReady()
+	fs.recomputeReady(before)
 }
 
 // recomputeReady derives Ready by the ConditionSet's own rule: True when every
@@ -189,13 +193,13 @@ func (fs *FunctionStatus) markInfo(t apis.ConditionType, status corev1.Condition
 // Marking Ready True makes a ConditionSet look at its dependents again. (Knative's
 // MarkFalse and MarkUnknown also look at dependents of severity Info, and its
 // ConditionSet counts an Info dependent as missing: a MiddlewareUpToDate of severity
-// Info is therefore left to readyWithoutMiddleware.)
-func (fs *FunctionStatus) recomputeReady() {
+// Info is therefore left to readyWithoutMiddleware.) before is Ready as it was before
+// the mark: its transition time is kept when Ready ends up the same.
+func (fs *FunctionStatus) recomputeReady(before *apis.Condition) {
 	set := functionCondSet
 	if c := fs.GetCondition(FunctionConditionMiddlewareUpToDate); c != nil && c.Severity == apis.ConditionSeverityInfo {
 		set = readyWithoutMiddleware
 	}
-	before := fs.GetCondition(FunctionConditionReady)
 	set.Manage(fs).MarkTrue(FunctionConditionReady)
 	if before == nil {
 		return

@@ -790,3 +790,32 @@ func TestFunctionStatus_Progress(t *testing.T) {
 		t.Errorf("%d conditions after ClearProgress, want the 5 of the set: %+v", len(got), got)
 	}
 }
+
+// TestFunctionStatus_ReadyTransitionTimeWithInfoMiddleware: while MiddlewareUpToDate
+// has severity Info, marking a condition again leaves Ready's transition time alone.
+func TestFunctionStatus_ReadyTransitionTimeWithInfoMiddleware(t *testing.T) {
+	past := apis.VolatileTime{Inner: metav1.NewTime(time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC))}
+	fs := initialized()
+	fs.MarkSourceReady("main", testCommit)
+	fs.MarkDeployed("hello", "img")
+	fs.MarkServiceReady("hello")
+	fs.MarkAutoUpdateDisabled("v2 is available")
+	for i := range fs.Conditions {
+		if fs.Conditions[i].Type == FunctionConditionReady {
+			fs.Conditions[i].LastTransitionTime = past
+		}
+	}
+	fs.MarkServiceReady("hello")
+	fs.MarkAutoUpdateDisabled("v2 is available")
+	ready := fs.GetCondition(FunctionConditionReady)
+	if !ready.IsTrue() {
+		t.Fatalf("Ready = %+v, want True", ready)
+	}
+	if diff := cmp.Diff(past, ready.LastTransitionTime); diff != "" {
+		t.Errorf("Ready LastTransitionTime moved (-want +got):\n%s", diff)
+	}
+	fs.MarkServiceNotReady("RevisionFailed", "crash")
+	if got := fs.GetCondition(FunctionConditionReady).LastTransitionTime; got == past {
+		t.Error("positive control: Ready went False but its transition time did not move")
+	}
+}

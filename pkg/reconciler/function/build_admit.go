@@ -40,14 +40,7 @@ func (r *Reconciler) reconcileRebuild(ctx context.Context, fn *v1alpha1.Function
 		}
 	}
 	if !mw.rebuildDue {
-		if b != nil && b.Phase == v1alpha1.BuildPhaseQueued {
-			fn.Status.Build = nil // no longer needed
-		}
-		// Only a queued Function leaves the queue: Forget wakes the head of the
-		// queue, which every up-to-date Function's check must not do.
-		if r.Queue.IsWaiting(key) {
-			r.Queue.Forget(key)
-		}
+		r.leaveQueue(fn)
 		return Result{}, nil
 	}
 	if r.Launcher.Busy(key) {
@@ -57,11 +50,13 @@ func (r *Reconciler) reconcileRebuild(ctx context.Context, fn *v1alpha1.Function
 	}
 	running := orDefault(mw.current, "unknown")
 	if !r.Tekton {
+		r.leaveQueue(fn)
 		fn.Status.MarkRebuildNotPossible("%s is available (running: %s) but the cluster has no Tekton Pipelines API (tekton.dev/v1 PipelineRun): install Tekton Pipelines and restart the operator",
 			mw.available, running)
 		return Result{}, rerror.NewStalling(v1alpha1.ReasonRebuildNotPossible, "Tekton Pipelines is not installed")
 	}
 	if fn.Spec.Repository.AuthSecretRef != nil {
+		r.leaveQueue(fn)
 		fn.Status.MarkRebuildNotPossible("%s is available (running: %s) but the repository is private: func %s's pipeline clones it with the Tekton Hub "+
 			"git-clone task, which gets no credentials; rebuild it with `func deploy --remote` and a credentialed pipeline",
 			mw.available, running, funclib.Version())
@@ -72,6 +67,7 @@ func (r *Reconciler) reconcileRebuild(ctx context.Context, fn *v1alpha1.Function
 		return Result{}, err
 	}
 	if err := funclib.CheckBuildable(meta); err != nil {
+		r.leaveQueue(fn)
 		fn.Status.MarkRebuildNotPossible("%s is available (running: %s) but func's pipeline cannot build the function: %s",
 			mw.available, running, err)
 		return Result{}, rerror.NewStalling(v1alpha1.ReasonRebuildNotPossible, "func's pipeline cannot build the function: %w", err)
@@ -128,6 +124,22 @@ func (r *Reconciler) reconcileRebuild(ctx context.Context, fn *v1alpha1.Function
 			}
 		},
 	}, nil
+}
+
+// leaveQueue takes a Function that cannot or need not be rebuilt now out of the queue,
+// and its Queued build out of the status, so that it holds no place a slot would wait
+// on. Only a queued Function leaves: Forget wakes the head of the queue, which every
+// up-to-date Function's check must not do. A Queued status counts too, before the
+// queue is seeded from it.
+func (r *Reconciler) leaveQueue(fn *v1alpha1.Function) {
+	key := client.ObjectKeyFromObject(fn)
+	queued := fn.Status.Build != nil && fn.Status.Build.Phase == v1alpha1.BuildPhaseQueued
+	if queued {
+		fn.Status.Build = nil
+	}
+	if queued || r.Queue.IsWaiting(key) {
+		r.Queue.Forget(key)
+	}
 }
 
 // buildMetadata returns func.yaml at src.head: as the source step read it, or from the

@@ -21,11 +21,10 @@ import (
 // nothing is left; nothing else requeues it.
 func (r *Reconciler) finalize(ctx context.Context, key types.NamespacedName) error {
 	r.Metrics.Forget(key)
-	if r.Launcher == nil {
-		return nil
+	if r.Launcher != nil {
+		r.Launcher.Cancel(key)
+		r.Queue.Forget(key)
 	}
-	r.Launcher.Cancel(key)
-	r.Queue.Forget(key)
 	if !r.Tekton {
 		return nil
 	}

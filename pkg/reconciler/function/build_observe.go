@@ -13,7 +13,6 @@ import (
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
-	"github.com/fnops/func-operator/pkg/rerror"
 )
 
 // Timings of a build's life that are not configurable.
@@ -77,11 +76,7 @@ func (r *Reconciler) observeBuild(ctx context.Context, fn *v1alpha1.Function, _ 
 		r.Queue.Release(key)
 		r.Launcher.Done(key, b.ID)
 	default:
-		f, err := r.failedTask(ctx, pr)
-		if err != nil {
-			return Result{}, rerror.NewTransient(v1alpha1.ReasonBuildFailed, "finding why PipelineRun %s failed: %w", pr.Name, err)
-		}
-		r.buildFailed(fn, completionTime(pr, r.now()).Time, f)
+		r.buildFailed(fn, completionTime(pr, r.now()).Time, r.failedTask(ctx, pr))
 		r.Launcher.Done(key, b.ID)
 	}
 	return Result{}, nil

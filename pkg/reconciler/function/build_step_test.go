@@ -2,6 +2,7 @@ package function
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/buildqueue"
@@ -80,6 +82,16 @@ func (p pipelineRun) create(t *testing.T, ns string) {
 	}
 }
 
+// taskRunsUnreadable fails every read of a TaskRun.
+type taskRunsUnreadable struct{ client.Reader }
+
+func (r taskRunsUnreadable) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*pipelinev1.TaskRun); ok {
+		return errors.New("reading TaskRuns is broken")
+	}
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
 // newBuildReconciler returns a test Reconciler that can rebuild, with a seeded queue
 // of budget 2 and a Launcher that records what it runs.
 func newBuildReconciler(t *testing.T) (*Reconciler, *recordingRun) {
@@ -121,6 +133,8 @@ func TestReconciler_observeBuild(t *testing.T) {
 		want      buildOutcome
 		wantSoon  time.Duration // RequeueAfter at most this, when not zero
 		wantMsg   string        // substring of status.build.message
+		// taskRunsUnreadable makes reading TaskRuns fail, as a broken API server would.
+		taskRunsUnreadable bool
 	}{{
 		name: "no build, no run: nothing",
 	}, {
@@ -154,6 +168,15 @@ func TestReconciler_observeBuild(t *testing.T) {
 		want:    buildOutcome{Phase: v1alpha1.BuildPhaseFailed, PipelineRun: "fn-run-b1", Failures: 1, Retry: true},
 		wantMsg: "PipelineRun fn-run-b1 failed (Reason): boom",
 	}, {
+		name:      "failed run whose TaskRun cannot be read: recorded all the same, the slot freed",
+		build:     &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseRunning},
+		run:       &pipelineRun{id: "b1", succeeded: corev1.ConditionFalse, message: "boom", failedTaskRun: "fn-run-b1-build"},
+		holdsSlot: true,
+		want:      buildOutcome{Phase: v1alpha1.BuildPhaseFailed, PipelineRun: "fn-run-b1", Failures: 1, Retry: true},
+		wantMsg:   "boom (TaskRun fn-run-b1-build could not be read: reading TaskRuns is broken)",
+		// The control: the row above reads the same TaskRun and names the failed step.
+		taskRunsUnreadable: true,
+	}, {
 		name:      "Starting without a run, launched elsewhere moments ago: wait for it",
 		build:     &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseStarting, StartTime: ago(10 * time.Second)},
 		holdsSlot: true,
@@ -183,6 +206,9 @@ func TestReconciler_observeBuild(t *testing.T) {
 			fn.Status.Build = tt.build
 			if tt.holdsSlot {
 				r.Queue.Running(types.NamespacedName{Namespace: ns, Name: "fn"})
+			}
+			if tt.taskRunsUnreadable {
+				r.APIReader = taskRunsUnreadable{r.APIReader}
 			}
 
 			res, err := r.observeBuild(context.Background(), fn, &observation{})
@@ -243,6 +269,12 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 		build:  &v1alpha1.BuildStatus{Phase: v1alpha1.BuildPhaseQueued, QueuedAt: &metav1.Time{Time: now}},
 		queued: true,
 		want:   outcome{Condition: "Unknown//"},
+	}, {
+		name:       "queued, now impossible to build: leaves the queue and the status",
+		middleware: due, budget: 0, meta: meta, noTekton: true,
+		build:  &v1alpha1.BuildStatus{Phase: v1alpha1.BuildPhaseQueued, QueuedAt: &metav1.Time{Time: now}},
+		queued: true,
+		want:   outcome{Kind: "stalling", Reason: v1alpha1.ReasonRebuildNotPossible, Condition: "False/RebuildNotPossible/"},
 	}, {
 		name:       "a build runs: nothing new, still outdated",
 		middleware: due, budget: 2, meta: meta,
@@ -341,6 +373,31 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("queued in the status before the queue is seeded, no longer due: the seed does not bring it back", func(t *testing.T) {
+		r, _ := newBuildReconciler(t)
+		r.Queue = buildqueue.New(func() int { return 1 }, nil) // not seeded yet
+		ns := newNamespace(t)
+		key := types.NamespacedName{Namespace: ns, Name: "fn"}
+		other := types.NamespacedName{Namespace: ns, Name: "other"}
+		fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fn"}}
+		fn.Status.InitializeConditions()
+		fn.Status.Build = &v1alpha1.BuildStatus{Phase: v1alpha1.BuildPhaseQueued, QueuedAt: &metav1.Time{Time: now}}
+		if _, err := r.reconcileRebuild(context.Background(), fn, &observation{}); err != nil {
+			t.Fatal(err)
+		}
+		if fn.Status.Build != nil {
+			t.Errorf("status.build = %+v, want none", fn.Status.Build)
+		}
+		// What the seeder listed before: both queued.
+		r.Queue.Seed(nil, map[types.NamespacedName]time.Time{key: now, other: now.Add(time.Second)})
+		if r.Queue.IsWaiting(key) {
+			t.Error("the seed brought back a Function that left the queue")
+		}
+		if !r.Queue.IsWaiting(other) {
+			t.Error("positive control: the seed did not queue the other Function")
+		}
+	})
 
 	t.Run("the status write failed: nothing launched, the slot freed", func(t *testing.T) {
 		r, rec := newBuildReconciler(t)

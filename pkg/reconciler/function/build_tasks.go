@@ -18,8 +18,10 @@ type failure struct {
 }
 
 // failedTask finds the task and step that failed a PipelineRun, from its TaskRuns.
-// A TaskRun that no longer exists is skipped; failing to read one is an error.
-func (r *Reconciler) failedTask(ctx context.Context, pr *pipelinev1.PipelineRun) (failure, error) {
+// A TaskRun that no longer exists is skipped. One that cannot be read is named in the
+// message, which then is the PipelineRun's own: the build's outcome is recorded, and its
+// slot freed, whatever the TaskRuns say.
+func (r *Reconciler) failedTask(ctx context.Context, pr *pipelinev1.PipelineRun) failure {
 	f := failure{message: "PipelineRun " + pr.Name + " failed"}
 	if c := pr.Status.GetCondition(apis.ConditionSucceeded); c != nil && c.Message != "" {
 		f.message = fmt.Sprintf("PipelineRun %s failed (%s): %s", pr.Name, c.Reason, c.Message)
@@ -34,7 +36,8 @@ func (r *Reconciler) failedTask(ctx context.Context, pr *pipelinev1.PipelineRun)
 		case apierrors.IsNotFound(err):
 			continue
 		case err != nil:
-			return failure{}, fmt.Errorf("reading TaskRun %s/%s: %w", pr.Namespace, child.Name, err)
+			f.message = fmt.Sprintf("%s (TaskRun %s could not be read: %s)", f.message, child.Name, err)
+			continue
 		}
 		c := tr.Status.GetCondition(apis.ConditionSucceeded)
 		if c == nil || !c.IsFalse() {
@@ -47,7 +50,7 @@ func (r *Reconciler) failedTask(ctx context.Context, pr *pipelinev1.PipelineRun)
 				break
 			}
 		}
-		return failed, nil
+		return failed
 	}
-	return f, nil
+	return f
 }

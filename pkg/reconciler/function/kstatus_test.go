@@ -2,6 +2,7 @@ package function
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -150,6 +151,16 @@ func TestSummarize(t *testing.T) {
 		mark: func(fs *v1alpha1.FunctionStatus) { fs.MarkSourceReady("main", "c1"); fs.MarkNotDeployed("hello", "ns") },
 		err:  rerror.NewWaiting(v1alpha1.ReasonNotDeployed, 0, "waiting"),
 		want: map[apis.ConditionType]string{},
+	}, {
+		name: "a transient error: Stalled kept, nothing new is known of it",
+		mark: func(fs *v1alpha1.FunctionStatus) { fs.MarkSourceFailed(v1alpha1.ReasonGitCloneFailed, "timed out") },
+		err:  rerror.NewTransient(v1alpha1.ReasonGitCloneFailed, "timed out"),
+		want: map[apis.ConditionType]string{v1alpha1.FunctionConditionStalled: "True/Old"},
+	}, {
+		name: "an unclassified error counts as transient",
+		mark: func(fs *v1alpha1.FunctionStatus) {},
+		err:  errors.New("cache not synced"),
+		want: map[apis.ConditionType]string{v1alpha1.FunctionConditionStalled: "True/Old"},
 	}, {
 		name: "a failed build waiting for its retry: neither",
 		mark: func(fs *v1alpha1.FunctionStatus) {

@@ -149,11 +149,15 @@ func (r *Reconciler) result(ctx context.Context, res Result, err error) (reconci
 
 // summarize sets the kstatus conditions from the outcome of the steps: Stalled when
 // only a change can help, Reconciling while a rebuild or a first decision is under
-// way, and neither once Ready.
+// way, and neither once Ready. A transient error leaves them as they were: the steps
+// after the one that failed did not run, so nothing new is known of a stall, and
+// kstatus does not flap between Failed and InProgress on a passing fault.
 func summarize(fn *v1alpha1.Function, err error) {
 	ready := fn.Status.GetCondition(v1alpha1.FunctionConditionReady)
 	b := fn.Status.Build
 	switch {
+	case err != nil && !rerror.IsStalling(err) && !rerror.IsWaiting(err):
+		return
 	case rerror.IsStalling(err):
 		fn.Status.MarkStalled(rerror.Reason(err), "%s", err)
 	case ready != nil && ready.IsTrue():
