@@ -23,6 +23,7 @@ import (
 	ctrlenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/operator"
 	"github.com/fnops/func-operator/test/envtest"
 	"github.com/fnops/func-operator/test/gitserver"
@@ -78,7 +79,9 @@ func TestBinary(t *testing.T) {
 
 	metrics, probes := freeAddr(t), freeAddr(t)
 	cmd := exec.Command(bin, "--metrics-bind-address="+metrics, "--health-probe-bind-address="+probes, "--leader-elect")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "WATCH_NAMESPACE=team-a", "SYSTEM_NAMESPACE=func-system")
+	// The binary's default --work-dir is $TMPDIR: a folder of this test's, to look into.
+	tmp := t.TempDir()
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "WATCH_NAMESPACE=team-a", "SYSTEM_NAMESPACE=func-system", "TMPDIR="+tmp)
 	logs := &syncbuffer.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
@@ -135,6 +138,21 @@ func TestBinary(t *testing.T) {
 	if !strings.Contains(logs.String(), `"funcLibrary":"v0.44.0"`) {
 		t.Errorf("the start-up log does not name the linked func library v0.44.0")
 	}
+	// The func library's kubeconfig, with the operator's credentials, is in a directory
+	// of this process alone, under a name nobody can predict, and nowhere else.
+	private, err := filepath.Glob(filepath.Join(tmp, "func-library-*", funclib.KubeconfigFile))
+	if err != nil || len(private) != 1 {
+		t.Fatalf("func library kubeconfigs under the work dir = %v, %v; want one in a func-library-* directory", private, err)
+	}
+	if fi, err := os.Stat(filepath.Dir(private[0])); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the kubeconfig's directory has mode %v, %v; want 0700", fi.Mode().Perm(), err)
+	}
+	if fi, err := os.Stat(private[0]); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the kubeconfig has mode %v, %v; want 0600", fi.Mode().Perm(), err)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, funclib.KubeconfigFile)); !os.IsNotExist(err) {
+		t.Errorf("a kubeconfig at the predictable %s: %v", filepath.Join(tmp, funclib.KubeconfigFile), err)
+	}
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -144,6 +162,9 @@ func TestBinary(t *testing.T) {
 		stopped = true
 		if err != nil {
 			t.Errorf("the operator exited with %v after SIGTERM", err)
+		}
+		if _, err := os.Stat(filepath.Dir(private[0])); !os.IsNotExist(err) {
+			t.Errorf("the func library's kubeconfig directory is still there after the operator stopped: %v", err)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("the operator did not stop within 30s of SIGTERM")

@@ -1,10 +1,15 @@
 package funclib
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -16,11 +21,22 @@ const KubeconfigFile = "func-library.kubeconfig"
 
 // UseCluster points the func library at the cluster of cfg. func v0.44 builds its
 // clients from KUBECONFIG (or the in-cluster config) and takes no rest.Config, so
-// this writes cfg as a kubeconfig under dir, sets KUBECONFIG to it for the whole
-// process, and checks that func now resolves the same API server. Call it once at
-// start-up. cfg's credentials stay files or in-memory values of this process: the
-// kubeconfig is written with mode 0600 into the operator's own work directory.
-func UseCluster(cfg *rest.Config, dir string) (string, error) {
+// this writes cfg as a kubeconfig (mode 0600) into dir, sets KUBECONFIG to it for the
+// whole process, and checks that func's clients now reach the same API server as the
+// same user. Call it once at start-up.
+//
+// dir must be a directory of this process alone (mode 0700, as os.MkdirTemp makes
+// it): the kubeconfig holds the operator's credentials, or the paths to them. Client
+// certificates, tokens, token files and exec plugins carry over; auth-provider plugins
+// do not, and make UseCluster fail.
+func UseCluster(ctx context.Context, cfg *rest.Config, dir string) (string, error) {
+	if cfg.AuthProvider != nil {
+		return "", fmt.Errorf("the operator authenticates through the %q auth-provider plugin, which the func library's kubeconfig cannot carry: "+
+			"use a client certificate, a token, a token file or an exec plugin", cfg.AuthProvider.Name)
+	}
+	if err := privateDir(dir); err != nil {
+		return "", err
+	}
 	kc := clientcmdapi.NewConfig()
 	const name = "func-operator"
 	kc.Clusters[name] = &clientcmdapi.Cluster{
@@ -39,6 +55,7 @@ func UseCluster(cfg *rest.Config, dir string) (string, error) {
 		TokenFile:             cfg.BearerTokenFile,
 		Username:              cfg.Username,
 		Password:              cfg.Password,
+		Exec:                  cfg.ExecProvider.DeepCopy(),
 		Impersonate:           cfg.Impersonate.UserName,
 		ImpersonateUID:        cfg.Impersonate.UID,
 		ImpersonateGroups:     cfg.Impersonate.Groups,
@@ -46,9 +63,6 @@ func UseCluster(cfg *rest.Config, dir string) (string, error) {
 	}
 	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
 	kc.CurrentContext = name
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("creating %s: %w", dir, err)
-	}
 	path := filepath.Join(dir, KubeconfigFile)
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
 		return "", fmt.Errorf("writing the func library's kubeconfig: %w", err)
@@ -66,5 +80,47 @@ func UseCluster(cfg *rest.Config, dir string) (string, error) {
 	if got.Host != kc.Clusters[name].Server {
 		return "", fmt.Errorf("the func library talks to %s, the operator to %s", got.Host, kc.Clusters[name].Server)
 	}
+	want, err := whoAmI(ctx, cfg)
+	if err != nil {
+		return "", fmt.Errorf("asking the API server who the operator is: %w", err)
+	}
+	is, err := whoAmI(ctx, got)
+	if err != nil {
+		return "", fmt.Errorf("the func library cannot authenticate with the operator's credentials: %w", err)
+	}
+	if is != want {
+		return "", fmt.Errorf("the func library authenticates as %q, the operator as %q", is, want)
+	}
 	return path, nil
+}
+
+// privateDir fails unless dir is a directory that only its owner may enter.
+func privateDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return fmt.Errorf("the directory for the func library's kubeconfig: %w", err)
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a directory", dir)
+	case fi.Mode().Perm()&0o077 != 0:
+		return fmt.Errorf("%s has mode %v: the func library's kubeconfig holds the operator's credentials and goes only into a private directory (0700)",
+			dir, fi.Mode().Perm())
+	}
+	return nil
+}
+
+// whoAmI returns the user the API server sees behind cfg.
+func whoAmI(ctx context.Context, cfg *rest.Config) (string, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	if r.Status.UserInfo.Username == "" {
+		return "", errors.New("the API server names no user")
+	}
+	return r.Status.UserInfo.Username, nil
 }

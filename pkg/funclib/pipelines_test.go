@@ -1,14 +1,10 @@
 package funclib
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	fn "knative.dev/func/pkg/functions"
 )
 
@@ -102,28 +98,3 @@ func TestLabels_UpdateLabels(t *testing.T) {
 	}
 }
 
-func TestUseCluster(t *testing.T) {
-	t.Setenv(clientcmd.RecommendedConfigPathEnvVar, "/nonexistent/kubeconfig")
-	dir := t.TempDir()
-	cfg := &rest.Config{Host: "https://127.0.0.1:6443", BearerToken: "tok-cluster-secret",
-		TLSClientConfig: rest.TLSClientConfig{CAData: []byte("ca")}}
-	cfg.Impersonate.UserName = "system:serviceaccount:func-operator:func-operator"
-	path, err := UseCluster(cfg, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if path != filepath.Join(dir, KubeconfigFile) || os.Getenv(clientcmd.RecommendedConfigPathEnvVar) != path {
-		t.Errorf("kubeconfig at %s, KUBECONFIG=%s", path, os.Getenv(clientcmd.RecommendedConfigPathEnvVar))
-	}
-	fi, err := os.Stat(path)
-	if err != nil || fi.Mode().Perm() != 0o600 {
-		t.Errorf("kubeconfig mode = %v, %v; want 0600", fi.Mode(), err)
-	}
-	got, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Host != cfg.Host || got.BearerToken != cfg.BearerToken || got.Impersonate.UserName != cfg.Impersonate.UserName {
-		t.Errorf("the func library would use host %s, impersonating %q", got.Host, got.Impersonate.UserName)
-	}
-}

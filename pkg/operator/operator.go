@@ -160,8 +160,7 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (manager.Manag
 		store = config.NewStore()
 	}
 	if o.WorkDir == "" {
-		// A directory of its own, removed when the operator stops: it holds the
-		// func library's kubeconfig, with the operator's credentials.
+		// A directory of its own for temporary clones, removed when the operator stops.
 		dir, err := os.MkdirTemp("", "func-operator-")
 		if err != nil {
 			return nil, fmt.Errorf("creating the work directory: %w", err)
@@ -171,7 +170,19 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (manager.Manag
 		}
 		o.WorkDir = dir
 	}
-	if err := setUpFuncLibrary(ctx, restConfig, mgr.GetAPIReader(), o); err != nil {
+	// The func library's kubeconfig holds the operator's credentials: it goes into a
+	// directory of this process alone (0700, a name no other process can predict),
+	// removed when the operator stops.
+	kubeconfigDir, err := os.MkdirTemp(o.WorkDir, "func-library-")
+	if err != nil {
+		return nil, fmt.Errorf("creating the func library's private directory: %w", err)
+	}
+	if err := mgr.Add(cleanup(func() error { return os.RemoveAll(kubeconfigDir) })); err != nil {
+		_ = os.RemoveAll(kubeconfigDir)
+		return nil, fmt.Errorf("adding the func library directory's clean-up: %w", err)
+	}
+	if err := setUpFuncLibrary(ctx, restConfig, mgr.GetAPIReader(), kubeconfigDir, o); err != nil {
+		_ = os.RemoveAll(kubeconfigDir)
 		return nil, err
 	}
 	// The rebuild machinery, wired here and nowhere else: the queue and the launcher
@@ -258,8 +269,8 @@ func tektonInstalled(cfg *rest.Config) (bool, error) {
 
 // setUpFuncLibrary points the func library at the operator's cluster and pins the
 // image its pipelines run, from the ConfigMap as it is when the operator starts.
-func setUpFuncLibrary(ctx context.Context, restConfig *rest.Config, reader client.Reader, o Options) error {
-	path, err := funclib.UseCluster(restConfig, o.WorkDir)
+func setUpFuncLibrary(ctx context.Context, restConfig *rest.Config, reader client.Reader, kubeconfigDir string, o Options) error {
+	path, err := funclib.UseCluster(ctx, restConfig, kubeconfigDir)
 	if err != nil {
 		return fmt.Errorf("pointing the func library at the operator's cluster: %w", err)
 	}
