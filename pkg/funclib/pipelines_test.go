@@ -97,4 +97,3 @@ func TestLabels_UpdateLabels(t *testing.T) {
 		t.Error("UpdateLabels changed its input")
 	}
 }
-

@@ -159,28 +159,11 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (manager.Manag
 	if store == nil {
 		store = config.NewStore()
 	}
-	if o.WorkDir == "" {
-		// A directory of its own for temporary clones, removed when the operator stops.
-		dir, err := os.MkdirTemp("", "func-operator-")
-		if err != nil {
-			return nil, fmt.Errorf("creating the work directory: %w", err)
-		}
-		if err := mgr.Add(cleanup(func() error { return os.RemoveAll(dir) })); err != nil {
-			return nil, fmt.Errorf("adding the work directory's clean-up: %w", err)
-		}
-		o.WorkDir = dir
-	}
-	// The func library's kubeconfig holds the operator's credentials: it goes into a
-	// directory of this process alone (0700, a name no other process can predict),
-	// removed when the operator stops.
-	kubeconfigDir, err := os.MkdirTemp(o.WorkDir, "func-library-")
+	workDir, kubeconfigDir, err := privateDirs(mgr, o.WorkDir)
 	if err != nil {
-		return nil, fmt.Errorf("creating the func library's private directory: %w", err)
+		return nil, err
 	}
-	if err := mgr.Add(cleanup(func() error { return os.RemoveAll(kubeconfigDir) })); err != nil {
-		_ = os.RemoveAll(kubeconfigDir)
-		return nil, fmt.Errorf("adding the func library directory's clean-up: %w", err)
-	}
+	o.WorkDir = workDir
 	if err := setUpFuncLibrary(ctx, restConfig, mgr.GetAPIReader(), kubeconfigDir, o); err != nil {
 		_ = os.RemoveAll(kubeconfigDir)
 		return nil, err
@@ -319,3 +302,37 @@ func (c cleanup) Start(ctx context.Context) error {
 
 // NeedLeaderElection is false: every replica cleans up after itself.
 func (cleanup) NeedLeaderElection() bool { return false }
+
+// privateDirs returns the work directory for temporary clones (workDir, or one made
+// for this process when empty) and, under it, a directory of this process alone for
+// the func library's kubeconfig, which holds the operator's credentials: mode 0700,
+// under a name no other process can predict. What it makes is removed when the
+// manager stops.
+func privateDirs(mgr manager.Manager, workDir string) (string, string, error) {
+	var made []string
+	remove := func() error {
+		var errs []error
+		for i := len(made) - 1; i >= 0; i-- {
+			errs = append(errs, os.RemoveAll(made[i]))
+		}
+		return errors.Join(errs...)
+	}
+	if workDir == "" {
+		dir, err := os.MkdirTemp("", "func-operator-")
+		if err != nil {
+			return "", "", fmt.Errorf("creating the work directory: %w", err)
+		}
+		made, workDir = append(made, dir), dir
+	}
+	kubeconfigDir, err := os.MkdirTemp(workDir, "func-library-")
+	if err != nil {
+		_ = remove()
+		return "", "", fmt.Errorf("creating the func library's private directory: %w", err)
+	}
+	made = append(made, kubeconfigDir)
+	if err := mgr.Add(cleanup(remove)); err != nil {
+		_ = remove()
+		return "", "", fmt.Errorf("adding the clean-up of the operator's directories: %w", err)
+	}
+	return workDir, kubeconfigDir, nil
+}
