@@ -64,6 +64,13 @@ const (
 	ReasonServiceNotReady = "ServiceNotReady"
 	// ReasonServiceReconciling says Knative has not yet observed the Service's latest spec.
 	ReasonServiceReconciling = "ServiceReconciling"
+	// ReasonServiceNotFromFunc says the Knative Service named as the function was not
+	// deployed by func for it (no label function.knative.dev/name): the operator does
+	// not describe, inspect or rebuild it.
+	ReasonServiceNotFromFunc = "ServiceNotFromFunc"
+	// ReasonFunctionNameConflict says another Function of the namespace is bound to the
+	// Knative Service of the same function name.
+	ReasonFunctionNameConflict = "FunctionNameConflict"
 )
 
 // Reasons of the MiddlewareUpToDate condition.
@@ -241,6 +248,15 @@ func (fs *FunctionStatus) MarkNotDeployed(service, namespace string) {
 		"no Knative Service %q in namespace %q: deploy the function (func deploy)", service, namespace)
 	fs.MarkServiceReadyUnknown(ReasonNotDeployed, "the function has no Knative Service")
 	fs.MarkMiddlewareUnknown(ReasonNotDeployed, "the function has no Knative Service")
+}
+
+// MarkNotBound records why the Function may not act on the Knative Service named as
+// its function (reason ServiceNotFromFunc or FunctionNameConflict). The conditions
+// that need the Service wait.
+func (fs *FunctionStatus) MarkNotBound(reason, messageFormat string, messageA ...interface{}) {
+	fs.markFalse(FunctionConditionDeployed, reason, messageFormat, messageA...)
+	fs.MarkServiceReadyUnknown(reason, "the Knative Service is not this Function's")
+	fs.MarkMiddlewareUnknown(reason, "the Knative Service is not this Function's")
 }
 
 // MarkServiceReady records that the Knative Service is ready.

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 )
 
@@ -326,6 +327,11 @@ type BuildStatus struct {
 	// RetryAfter is when a failed build may be retried (exponential backoff).
 	// +optional
 	RetryAfter *metav1.Time `json:"retryAfter,omitempty"`
+
+	// ServiceUID is the UID of the Knative Service the build was started for. A build
+	// never goes on over a Service that was replaced since: it is stopped.
+	// +optional
+	ServiceUID types.UID `json:"serviceUID,omitempty"`
 }
 
 // ServiceStatus is the Knative Service serving the function.
@@ -346,6 +352,12 @@ type ServiceStatus struct {
 	// function, when Knative Eventing is installed.
 	// +optional
 	Subscriptions []Subscription `json:"subscriptions,omitempty"`
+
+	// UID of the Knative Service this Function is bound to: the one func deployed for
+	// its function (label function.knative.dev/name), which no other Function of the
+	// namespace is bound to. The operator describes, inspects and rebuilds only it.
+	// +optional
+	UID types.UID `json:"uid,omitempty"`
 }
 
 // Subscription is a Knative Eventing Trigger that delivers events to the function.

@@ -77,17 +77,25 @@ func NewTransient(reason, format string, a ...any) *Transient {
 	return &Transient{Reason: reason, Err: fmt.Errorf(format, a...)}
 }
 
-// Reason returns the reason of the outermost classified error in err's chain, or ""
-// when err is nil or unclassified.
+// Reason returns the reason of the outermost classified error in err's tree (depth
+// first, as errors.As walks it), or "" when err is nil or unclassified.
 func Reason(err error) string {
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		switch c := e.(type) {
-		case *Stalling:
-			return c.Reason
-		case *Waiting:
-			return c.Reason
-		case *Transient:
-			return c.Reason
+	switch e := err.(type) {
+	case nil:
+		return ""
+	case *Stalling:
+		return e.Reason
+	case *Waiting:
+		return e.Reason
+	case *Transient:
+		return e.Reason
+	case interface{ Unwrap() error }:
+		return Reason(e.Unwrap())
+	case interface{ Unwrap() []error }:
+		for _, inner := range e.Unwrap() {
+			if r := Reason(inner); r != "" {
+				return r
+			}
 		}
 	}
 	return ""

@@ -43,6 +43,12 @@ func TestKinds(t *testing.T) {
 		wantText:     "reading the source: no such path: file does not exist",
 		wantStalling: true,
 	}, {
+		name:         "joined with another error",
+		err:          errors.Join(errors.New("also this"), NewStalling("ServiceNotFromFunc", "not func's: %w", cause)),
+		wantReason:   "ServiceNotFromFunc",
+		wantText:     "also this\nnot func's: file does not exist",
+		wantStalling: true,
+	}, {
 		name:     "unclassified",
 		err:      fmt.Errorf("boom: %w", cause),
 		wantText: "boom: file does not exist",

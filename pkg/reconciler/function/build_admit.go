@@ -106,7 +106,7 @@ func (r *Reconciler) reconcileRebuild(ctx context.Context, fn *v1alpha1.Function
 	fn.Status.Build = &v1alpha1.BuildStatus{
 		ID: id, Phase: v1alpha1.BuildPhaseStarting, StartTime: &start, QueuedAt: &queuedAt,
 		Commit: commit, FromImage: obs.deployment.image,
-		FromMiddleware: mw.current, ToMiddleware: mw.available, Failures: failures,
+		FromMiddleware: mw.current, ToMiddleware: mw.available, Failures: failures, ServiceUID: obs.deployment.uid,
 	}
 	fn.Status.MarkRebuilding("build %s starting: rebuilding commit %s to bring %s (running: %s)",
 		id, v1alpha1.ShortCommit(commit), mw.available, running)

@@ -46,19 +46,25 @@ var buildObjectKinds = []schema.GroupVersionKind{
 func (r *Reconciler) deleteBuildObjects(ctx context.Context, key types.NamespacedName) error {
 	var errs []error
 	for _, gvk := range buildObjectKinds {
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.APIReader.List(ctx, list, client.InNamespace(key.Namespace),
-			client.MatchingLabels{resources.LabelFunction: key.Name, resources.LabelManagedBy: resources.ManagedBy}); err != nil {
-			errs = append(errs, fmt.Errorf("listing the %ss of deleted Function %s: %w", gvk.Kind, key, err))
-			continue
-		}
-		for i := range list.Items {
-			o := &list.Items[i]
-			o.SetGroupVersionKind(gvk)
-			if err := r.Client.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
-				errs = append(errs, fmt.Errorf("deleting %s %s/%s: %w", gvk.Kind, o.Namespace, o.Name, err))
-			}
+		errs = append(errs, r.deleteLabelled(ctx, gvk, key.Namespace,
+			client.MatchingLabels{resources.LabelFunction: key.Name, resources.LabelManagedBy: resources.ManagedBy}))
+	}
+	return errors.Join(errs...)
+}
+
+// deleteLabelled deletes the objects of kind gvk in namespace that carry labels.
+func (r *Reconciler) deleteLabelled(ctx context.Context, gvk schema.GroupVersionKind, namespace string, labels client.MatchingLabels) error {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := r.APIReader.List(ctx, list, client.InNamespace(namespace), labels); err != nil {
+		return fmt.Errorf("listing %ss in namespace %s: %w", gvk.Kind, namespace, err)
+	}
+	var errs []error
+	for i := range list.Items {
+		o := &list.Items[i]
+		o.SetGroupVersionKind(gvk)
+		if err := r.Client.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("deleting %s %s/%s: %w", gvk.Kind, o.Namespace, o.Name, err))
 		}
 	}
 	return errors.Join(errs...)

@@ -88,8 +88,11 @@ func (r *Reconciler) adoptRun(fn *v1alpha1.Function, runs []pipelinev1.PipelineR
 	key := client.ObjectKeyFromObject(fn)
 	for i := range runs {
 		pr := &runs[i]
-		if pr.IsDone() || r.Launcher.Busy(key) {
+		if pr.IsDone() || !pr.DeletionTimestamp.IsZero() || r.Launcher.Busy(key) {
 			continue
+		}
+		if b := fn.Status.Build; b != nil && b.ID != "" && pr.Labels[resources.LabelBuildID] == b.ID {
+			continue // a build whose end is recorded (a stopped one): never adopted again
 		}
 		adopted := &v1alpha1.BuildStatus{ID: pr.Labels[resources.LabelBuildID], Phase: v1alpha1.BuildPhaseRunning,
 			PipelineRun: pr.Name, StartTime: startTime(pr)}

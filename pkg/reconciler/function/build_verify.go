@@ -18,6 +18,12 @@ func (r *Reconciler) verifyRebuild(fn *v1alpha1.Function, obs *observation) (Res
 		return Result{}, false // recorded already
 	}
 	now, image := r.now(), obs.deployment.image
+	if b.ServiceUID != "" && b.ServiceUID != obs.deployment.uid {
+		r.buildFailed(fn, now, failure{message: fmt.Sprintf("PipelineRun %s succeeded, but the Knative Service it was started for (UID %s) was replaced since: not counted as a rebuild",
+			b.PipelineRun, b.ServiceUID)})
+		fn.Status.MarkBuildFailed("%s", failureSummary(b))
+		return Result{}, true
+	}
 	if image == b.FromImage && b.FromImage != "" {
 		if b.CompletionTime != nil && now.Sub(b.CompletionTime.Time) > deployGrace {
 			r.buildFailed(fn, now, failure{message: fmt.Sprintf("PipelineRun %s succeeded but the Knative Service still runs %s after %s", b.PipelineRun, b.FromImage, deployGrace)})

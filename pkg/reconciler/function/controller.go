@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -77,6 +78,13 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			predicate.LabelChangedPredicate{},
 		))).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.functionsForSecret)).
+		// A deleted Function frees its Knative Service for the others of its function name.
+		Watches(&v1alpha1.Function{}, handler.EnqueueRequestsFromMapFunc(r.rivals), builder.WithPredicates(predicate.Funcs{
+			CreateFunc:  func(event.CreateEvent) bool { return false },
+			UpdateFunc:  func(event.UpdateEvent) bool { return false },
+			DeleteFunc:  func(event.DeleteEvent) bool { return true },
+			GenericFunc: func(event.GenericEvent) bool { return false },
+		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 }
@@ -172,6 +180,21 @@ func (r *Reconciler) OperatorPolicyChanged(ctx context.Context) {
 		}
 	}
 	r.Wakeups.EnqueueAll(ctx, keys)
+}
+
+// rivals maps a Function to the others of its namespace that name the same function.
+func (r *Reconciler) rivals(ctx context.Context, o client.Object) []reconcile.Request {
+	fn, ok := o.(*v1alpha1.Function)
+	if !ok || fn.Status.Name == "" {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, req := range r.functionsNamed(ctx, fn.Namespace, fn.Status.Name) {
+		if req.Name != fn.Name {
+			out = append(out, req)
+		}
+	}
+	return out
 }
 
 // functionForPipelineRun maps a build's PipelineRun to its Function, by label.

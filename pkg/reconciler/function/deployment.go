@@ -14,17 +14,29 @@ import (
 )
 
 // reconcileDeployment describes the function named obs.source.name through the func
-// library, into obs.deployment. No Service is a normal state: Deployed False, and the
-// Service watch brings the Function back when one appears.
+// library, into obs.deployment, once its Knative Service is bound to fn (binding.go).
+// No Service is a normal state: Deployed False, and the Service watch brings the
+// Function back when one appears.
 func (r *Reconciler) reconcileDeployment(ctx context.Context, fn *v1alpha1.Function, obs *observation) (Result, error) {
 	name := obs.source.name
-	in, err := r.Describer.Describe(ctx, name, fn.Namespace)
+	svc, err := r.Services.Service(ctx, name, fn.Namespace)
+	var in funclib.Instance
+	if err == nil {
+		if err := r.bind(ctx, fn, svc); err != nil {
+			forgetService(fn)
+			if stopErr := r.stopUnboundBuild(ctx, fn, ""); stopErr != nil {
+				return Result{}, stopErr
+			}
+			return Result{}, err
+		}
+		in, err = r.Describer.Describe(ctx, name, fn.Namespace)
+	}
 	switch {
 	case errors.Is(err, funclib.ErrNotDeployed):
 		fn.Status.MarkNotDeployed(name, fn.Namespace)
-		fn.Status.Service = nil
-		if fn.Status.Deployment != nil {
-			fn.Status.Deployment.Image, fn.Status.Deployment.Deployer = "", ""
+		forgetService(fn)
+		if err := r.stopUnboundBuild(ctx, fn, ""); err != nil {
+			return Result{}, err
 		}
 		return Result{}, rerror.NewWaiting(v1alpha1.ReasonNotDeployed, 0, "waiting for Knative Service %s/%s", fn.Namespace, name)
 	case meta.IsNoMatchError(err):
@@ -38,7 +50,10 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, fn *v1alpha1.Funct
 		return Result{}, rerror.NewTransient(v1alpha1.ReasonDescribeFailed, "describing Knative Service %s/%s: %w", fn.Namespace, name, err)
 	}
 
-	obs.deployment = deployment{image: in.Image}
+	if err := r.stopUnboundBuild(ctx, fn, svc.UID); err != nil {
+		return Result{}, err
+	}
+	obs.deployment = deployment{image: in.Image, uid: svc.UID}
 	if fn.Status.Deployment == nil {
 		fn.Status.Deployment = &v1alpha1.DeploymentStatus{}
 	}
@@ -47,6 +62,7 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, fn *v1alpha1.Funct
 	if fn.Status.Service == nil {
 		fn.Status.Service = &v1alpha1.ServiceStatus{}
 	}
+	fn.Status.Service.UID = svc.UID
 	fn.Status.Service.URL = in.Route
 	fn.Status.Service.Subscriptions = nil
 	for _, sub := range in.Subscriptions {
@@ -55,6 +71,14 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, fn *v1alpha1.Funct
 	}
 	fn.Status.MarkDeployed(name, in.Image)
 	return Result{}, nil
+}
+
+// forgetService drops what the status says of a Service the Function has not, or may not touch.
+func forgetService(fn *v1alpha1.Function) {
+	fn.Status.Service = nil
+	if fn.Status.Deployment != nil {
+		fn.Status.Deployment.Image, fn.Status.Deployment.Deployer = "", ""
+	}
 }
 
 // reconcileServiceReady mirrors the Ready condition of the Knative Service named

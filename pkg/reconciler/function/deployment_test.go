@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
@@ -175,6 +176,12 @@ func TestReconcile_Deployment(t *testing.T) {
 			}
 			if tc.wantService != nil {
 				tc.wantService.URL = sprintfNS(tc.wantService.URL, ns)
+				// Bound to the Service the test made.
+				svc := &servingv1.Service{}
+				if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "hello"}, svc); err != nil {
+					t.Fatal(err)
+				}
+				tc.wantService.UID = svc.UID
 			}
 			if diff := cmp.Diff(tc.wantService, got.Status.Service); diff != "" {
 				t.Errorf("status.service (-want +got):\n%s", diff)

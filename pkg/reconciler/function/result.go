@@ -3,6 +3,8 @@ package function
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/source"
 )
@@ -67,6 +69,8 @@ type sourceArtifact struct {
 type deployment struct {
 	// image is the image the Service runs, by digest when a Revision resolved it.
 	image string
+	// uid is the Service's, which the Function is bound to.
+	uid types.UID
 }
 
 // middlewareVerdict is how the running middleware compares with what a rebuild brings.

@@ -1,0 +1,39 @@
+package function
+
+import (
+	"context"
+	"fmt"
+
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
+	"github.com/fnops/func-operator/pkg/rerror"
+)
+
+// stopUnboundBuild stops fn's build in flight when it was started for another Knative
+// Service than uid, the one fn is bound to now ("" for none: the Service is gone, or
+// not fn's any more). A build never goes on to deploy over a Service whose binding
+// changed: its launch is cancelled (func's provider deletes the PipelineRun it
+// follows), its PipelineRun deleted, and the build recorded as failed.
+func (r *Reconciler) stopUnboundBuild(ctx context.Context, fn *v1alpha1.Function, uid types.UID) error {
+	b := fn.Status.Build
+	if r.Launcher == nil || b == nil || (b.Phase != v1alpha1.BuildPhaseStarting && b.Phase != v1alpha1.BuildPhaseRunning) ||
+		b.ServiceUID == "" || b.ServiceUID == uid {
+		return nil
+	}
+	key := client.ObjectKeyFromObject(fn)
+	r.Launcher.Cancel(key)
+	if r.Tekton {
+		err := r.deleteLabelled(ctx, pipelinev1.SchemeGroupVersion.WithKind("PipelineRun"), fn.Namespace, client.MatchingLabels{
+			resources.LabelFunction: fn.Name, resources.LabelBuildID: b.ID, resources.LabelManagedBy: resources.ManagedBy})
+		if err != nil {
+			return rerror.NewTransient(v1alpha1.ReasonBuildFailed, "stopping build %s: %w", b.ID, err)
+		}
+	}
+	r.buildFailed(fn, r.now(), failure{message: fmt.Sprintf(
+		"stopped: the Knative Service the build was started for (UID %s) is no longer the one this Function is bound to, and the build must not deploy over another", b.ServiceUID)})
+	return nil
+}
