@@ -54,7 +54,7 @@ func TestOperator_BindingRefusesTakeover(t *testing.T) {
 
 	runs := pipelineRuns(t, ns)
 	if len(runs) != 1 || runs[0].Labels[resources.LabelFunction] != "hello" {
-		var of []string
+		of := make([]string, 0, len(runs))
 		for _, pr := range runs {
 			of = append(of, pr.Labels[resources.LabelFunction])
 		}

@@ -44,7 +44,7 @@ var buildObjectKinds = []schema.GroupVersionKind{
 // the operator's labels. func's provider deletes a PipelineRun only when cancelled
 // while it follows the run, not while it is still creating it, so the operator does.
 func (r *Reconciler) deleteBuildObjects(ctx context.Context, key types.NamespacedName) error {
-	var errs []error
+	errs := make([]error, 0, len(buildObjectKinds))
 	for _, gvk := range buildObjectKinds {
 		errs = append(errs, r.deleteLabelled(ctx, gvk, key.Namespace,
 			client.MatchingLabels{resources.LabelFunction: key.Name, resources.LabelManagedBy: resources.ManagedBy}))
