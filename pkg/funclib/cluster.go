@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,7 +52,7 @@ func UseCluster(ctx context.Context, cfg *rest.Config, dir string) (string, erro
 		ClientCertificateData: cfg.CertData,
 		ClientKey:             cfg.KeyFile,
 		ClientKeyData:         cfg.KeyData,
-		Token:                 cfg.BearerToken,
+		Token:                 tokenUnlessFile(cfg),
 		TokenFile:             cfg.BearerTokenFile,
 		Username:              cfg.Username,
 		Password:              cfg.Password,
@@ -89,9 +90,18 @@ func UseCluster(ctx context.Context, cfg *rest.Config, dir string) (string, erro
 		return "", fmt.Errorf("the func library cannot authenticate with the operator's credentials: %w", err)
 	}
 	if is != want {
-		return "", fmt.Errorf("the func library authenticates as %q, the operator as %q", is, want)
+		return "", fmt.Errorf("the func library authenticates as %s, the operator as %s", is, want)
 	}
 	return path, nil
+}
+
+// tokenUnlessFile is cfg's bearer token, unless it comes from a file (as in a pod):
+// then the kubeconfig names the file, which the kubelet rotates, and holds no token.
+func tokenUnlessFile(cfg *rest.Config) string {
+	if cfg.BearerTokenFile != "" {
+		return ""
+	}
+	return cfg.BearerToken
 }
 
 // privateDir fails unless dir is a directory that only its owner may enter.
@@ -106,10 +116,14 @@ func privateDir(dir string) error {
 		return fmt.Errorf("%s has mode %v: the func library's kubeconfig holds the operator's credentials and goes only into a private directory (0700)",
 			dir, fi.Mode().Perm())
 	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%s belongs to user %d, not to the operator's (%d): the func library's kubeconfig goes only into a directory of the operator's own",
+			dir, st.Uid, os.Geteuid())
+	}
 	return nil
 }
 
-// whoAmI returns the user the API server sees behind cfg.
+// whoAmI returns the user the API server sees behind cfg: its name and UID.
 func whoAmI(ctx context.Context, cfg *rest.Config) (string, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -122,5 +136,5 @@ func whoAmI(ctx context.Context, cfg *rest.Config) (string, error) {
 	if r.Status.UserInfo.Username == "" {
 		return "", errors.New("the API server names no user")
 	}
-	return r.Status.UserInfo.Username, nil
+	return fmt.Sprintf("%q (UID %q)", r.Status.UserInfo.Username, r.Status.UserInfo.UID), nil
 }

@@ -64,6 +64,7 @@ func TestUseCluster(t *testing.T) {
 		name     string
 		cfg      func() *rest.Config
 		dirMode  os.FileMode
+		owner    int // of the directory, when not 0
 		wantUser string
 		wantErr  string
 	}{{
@@ -71,6 +72,14 @@ func TestUseCluster(t *testing.T) {
 		cfg: func() *rest.Config {
 			c := server()
 			c.BearerTokenFile = tokenFile
+			return c
+		},
+		wantUser: sa,
+	}, {
+		name: "token and token file, as rest.InClusterConfig gives them: the kubeconfig names the file only",
+		cfg: func() *rest.Config {
+			c := server()
+			c.BearerToken, c.BearerTokenFile = tr.Status.Token, tokenFile
 			return c
 		},
 		wantUser: sa,
@@ -100,6 +109,11 @@ func TestUseCluster(t *testing.T) {
 		dirMode: 0o755,
 		wantErr: "goes only into a private directory (0700)",
 	}, {
+		name:    "a directory of another user: stops at start",
+		cfg:     func() *rest.Config { c := server(); c.BearerTokenFile = tokenFile; return c },
+		owner:   12345,
+		wantErr: "belongs to user 12345",
+	}, {
 		name:    "credentials the API server refuses: stops at start",
 		cfg:     func() *rest.Config { c := server(); c.BearerToken = "not-a-token"; return c },
 		wantErr: "asking the API server who the operator is: Unauthorized",
@@ -114,6 +128,11 @@ func TestUseCluster(t *testing.T) {
 			if tt.dirMode != 0 {
 				if err := os.Chmod(dir, tt.dirMode); err != nil {
 					t.Fatal(err)
+				}
+			}
+			if tt.owner != 0 {
+				if err := os.Chown(dir, tt.owner, tt.owner); err != nil {
+					t.Skipf("cannot give the directory to another user here: %v", err)
 				}
 			}
 			path, err := UseCluster(ctx, tt.cfg(), dir)
@@ -135,6 +154,9 @@ func TestUseCluster(t *testing.T) {
 			if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
 				t.Errorf("kubeconfig mode = %v, %v; want 0600", fi.Mode(), err)
 			}
+			if b, err := os.ReadFile(path); err != nil || strings.Contains(string(b), tr.Status.Token) {
+				t.Errorf("the kubeconfig holds the token itself (%v); it names the token file at most", err)
+			}
 			// func's own client, built from KUBECONFIG as func builds it, acts as the operator.
 			funcCfg, err := k8s.GetClientConfig().ClientConfig()
 			if err != nil {
@@ -144,7 +166,7 @@ func TestUseCluster(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the func library's client: %v", err)
 			}
-			if user != tt.wantUser {
+			if !strings.HasPrefix(user, fmt.Sprintf("%q ", tt.wantUser)) {
 				t.Errorf("the func library acts as %q, want %q", user, tt.wantUser)
 			}
 		})

@@ -92,7 +92,7 @@ func NewScheme() (*runtime.Scheme, error) {
 }
 
 // New builds the manager with the Function controller and the config watcher.
-func New(ctx context.Context, restConfig *rest.Config, o Options) (manager.Manager, error) {
+func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Manager, retErr error) {
 	if o.SystemNamespace == "" {
 		return nil, fmt.Errorf("the operator's system namespace is not set")
 	}
@@ -159,13 +159,18 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (manager.Manag
 	if store == nil {
 		store = config.NewStore()
 	}
-	workDir, kubeconfigDir, err := privateDirs(mgr, o.WorkDir)
+	workDir, kubeconfigDir, removeDirs, err := privateDirs(mgr, o.WorkDir)
 	if err != nil {
 		return nil, err
 	}
+	// The manager removes them when it stops; one that never starts must not leave them.
+	defer func() {
+		if retErr != nil {
+			_ = removeDirs()
+		}
+	}()
 	o.WorkDir = workDir
 	if err := setUpFuncLibrary(ctx, restConfig, mgr.GetAPIReader(), kubeconfigDir, o); err != nil {
-		_ = os.RemoveAll(kubeconfigDir)
 		return nil, err
 	}
 	// The rebuild machinery, wired here and nowhere else: the queue and the launcher
@@ -308,9 +313,9 @@ func (cleanup) NeedLeaderElection() bool { return false }
 // the func library's kubeconfig, which holds the operator's credentials: mode 0700,
 // under a name no other process can predict. What it makes is removed when the
 // manager stops.
-func privateDirs(mgr manager.Manager, workDir string) (string, string, error) {
+func privateDirs(mgr manager.Manager, workDir string) (work, kubeconfig string, remove func() error, err error) {
 	var made []string
-	remove := func() error {
+	remove = func() error {
 		var errs []error
 		for i := len(made) - 1; i >= 0; i-- {
 			errs = append(errs, os.RemoveAll(made[i]))
@@ -320,19 +325,19 @@ func privateDirs(mgr manager.Manager, workDir string) (string, string, error) {
 	if workDir == "" {
 		dir, err := os.MkdirTemp("", "func-operator-")
 		if err != nil {
-			return "", "", fmt.Errorf("creating the work directory: %w", err)
+			return "", "", nil, fmt.Errorf("creating the work directory: %w", err)
 		}
 		made, workDir = append(made, dir), dir
 	}
 	kubeconfigDir, err := os.MkdirTemp(workDir, "func-library-")
 	if err != nil {
 		_ = remove()
-		return "", "", fmt.Errorf("creating the func library's private directory: %w", err)
+		return "", "", nil, fmt.Errorf("creating the func library's private directory: %w", err)
 	}
 	made = append(made, kubeconfigDir)
 	if err := mgr.Add(cleanup(remove)); err != nil {
 		_ = remove()
-		return "", "", fmt.Errorf("adding the clean-up of the operator's directories: %w", err)
+		return "", "", nil, fmt.Errorf("adding the clean-up of the operator's directories: %w", err)
 	}
-	return workDir, kubeconfigDir, nil
+	return workDir, kubeconfigDir, remove, nil
 }

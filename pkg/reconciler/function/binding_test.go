@@ -186,6 +186,40 @@ func TestReconcile_FunctionNameConflict(t *testing.T) {
 	}
 }
 
+// TestReconcile_UnboundLeavesQueue: a queued Function whose Service stops being its
+// own (the label removed, as a tenant could) gives its place in the fleet queue up.
+func TestReconcile_UnboundLeavesQueue(t *testing.T) {
+	f := newBindingFixture(t)
+	ns := newNamespace(t)
+	svc := f.service(t, ns, true)
+	mustCreate(t, newFunction(ns, "fn", v1alpha1.Repository{URL: f.url}))
+	r, _ := newBuildReconciler(t)
+	cfg := r.Config.Load()
+	cfg.MaxConcurrentBuilds = 0
+	r.Config.Set(cfg)
+	key := types.NamespacedName{Namespace: ns, Name: "fn"}
+	if _, err := reconcileOnce(t, r, ns, "fn"); err != nil {
+		t.Fatal(err)
+	}
+	if b := getFunction(t, ns, "fn").Status.Build; b == nil || b.Phase != v1alpha1.BuildPhaseQueued || !r.Queue.IsWaiting(key) {
+		t.Fatalf("positive control: status.build = %+v, waiting %t; want Queued and waiting", b, r.Queue.IsWaiting(key))
+	}
+	delete(svc.Labels, knative.FunctionNameLabel)
+	if err := k8sClient.Update(context.Background(), svc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reconcileOnce(t, r, ns, "fn"); err != nil {
+		t.Fatal(err)
+	}
+	got := getFunction(t, ns, "fn")
+	if got.Status.Build != nil || r.Queue.IsWaiting(key) {
+		t.Errorf("status.build = %+v, waiting %t; want neither once the Service is not the Function's", got.Status.Build, r.Queue.IsWaiting(key))
+	}
+	if c := got.Status.GetCondition(v1alpha1.FunctionConditionDeployed); c.Reason != v1alpha1.ReasonServiceNotFromFunc {
+		t.Errorf("Deployed = %+v, want %s", c, v1alpha1.ReasonServiceNotFromFunc)
+	}
+}
+
 // TestReconciler_reconcileDeployment_ServiceReplaced: a build started for one Service
 // is stopped, its PipelineRun deleted, when the Service is replaced by another.
 func TestReconciler_reconcileDeployment_ServiceReplaced(t *testing.T) {
@@ -220,10 +254,10 @@ func TestReconciler_reconcileDeployment_ServiceReplaced(t *testing.T) {
 			if err := k8sClient.List(context.Background(), &runs, client.InNamespace(ns)); err != nil {
 				t.Fatal(err)
 			}
-			want := buildOutcome{Phase: v1alpha1.BuildPhaseRunning, PipelineRun: "fn-run-b1", HoldsSlot: true}
+			want := buildOutcome{Phase: v1alpha1.BuildPhaseRunning, PipelineRun: "fn-run-b1", HoldsSlot: true, ServiceUID: startedFor}
 			wantRuns := 1
 			if tt.replaced {
-				want = buildOutcome{Phase: v1alpha1.BuildPhaseFailed, PipelineRun: "fn-run-b1", Failures: 1, Retry: true}
+				want = buildOutcome{Phase: v1alpha1.BuildPhaseFailed, PipelineRun: "fn-run-b1", Failures: 1, Retry: true, ServiceUID: startedFor}
 				wantRuns = 0
 			}
 			if diff := cmp.Diff(want, buildOutcomeOf(r, fn)); diff != "" {

@@ -111,6 +111,7 @@ func (r *Reconciler) reconcileRebuild(ctx context.Context, fn *v1alpha1.Function
 	fn.Status.MarkRebuilding("build %s starting: rebuilding commit %s to bring %s (running: %s)",
 		id, v1alpha1.ShortCommit(commit), mw.available, running)
 	req := resources.BuildRequest(fn, id, commit, meta, cfg.BuilderImages)
+	req.Labels[resources.LabelServiceUID] = string(obs.deployment.uid)
 	req.Credentials = r.registryCredentials(fn)
 	req.WorkDir = r.WorkDir
 	return Result{
@@ -132,6 +133,9 @@ func (r *Reconciler) reconcileRebuild(ctx context.Context, fn *v1alpha1.Function
 // up-to-date Function's check must not do. A Queued status counts too, before the
 // queue is seeded from it.
 func (r *Reconciler) leaveQueue(fn *v1alpha1.Function) {
+	if r.Launcher == nil {
+		return // no rebuilds, no queue
+	}
 	key := client.ObjectKeyFromObject(fn)
 	queued := fn.Status.Build != nil && fn.Status.Build.Phase == v1alpha1.BuildPhaseQueued
 	if queued {

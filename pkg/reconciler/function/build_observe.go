@@ -8,6 +8,7 @@ import (
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"knative.dev/pkg/apis"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -44,8 +45,7 @@ func (r *Reconciler) observeBuild(ctx context.Context, fn *v1alpha1.Function, _ 
 	}
 	b := fn.Status.Build
 	if b == nil || (b.Phase != v1alpha1.BuildPhaseStarting && b.Phase != v1alpha1.BuildPhaseRunning) {
-		r.adoptRun(fn, runs)
-		return Result{}, nil
+		return Result{}, r.adoptRun(ctx, fn, runs)
 	}
 
 	var pr *pipelinev1.PipelineRun
@@ -83,8 +83,10 @@ func (r *Reconciler) observeBuild(ctx context.Context, fn *v1alpha1.Function, _ 
 }
 
 // adoptRun records an unfinished run of runs that the status does not show (after a
-// restart, or a lost status write), rather than start another build.
-func (r *Reconciler) adoptRun(fn *v1alpha1.Function, runs []pipelinev1.PipelineRun) {
+// restart, or a lost status write), rather than start another build. An unfinished run
+// of a build whose end the status records (stopped, or failed before its run showed
+// up) is a leftover: it is deleted, never adopted, so that it cannot deploy.
+func (r *Reconciler) adoptRun(ctx context.Context, fn *v1alpha1.Function, runs []pipelinev1.PipelineRun) error {
 	key := client.ObjectKeyFromObject(fn)
 	for i := range runs {
 		pr := &runs[i]
@@ -92,17 +94,21 @@ func (r *Reconciler) adoptRun(fn *v1alpha1.Function, runs []pipelinev1.PipelineR
 			continue
 		}
 		if b := fn.Status.Build; b != nil && b.ID != "" && pr.Labels[resources.LabelBuildID] == b.ID {
-			continue // a build whose end is recorded (a stopped one): never adopted again
+			if err := r.Client.Delete(ctx, pr, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("deleting PipelineRun %s/%s of ended build %s: %w", pr.Namespace, pr.Name, b.ID, err)
+			}
+			continue
 		}
 		adopted := &v1alpha1.BuildStatus{ID: pr.Labels[resources.LabelBuildID], Phase: v1alpha1.BuildPhaseRunning,
-			PipelineRun: pr.Name, StartTime: startTime(pr)}
+			PipelineRun: pr.Name, StartTime: startTime(pr), ServiceUID: types.UID(pr.Labels[resources.LabelServiceUID])}
 		if b := fn.Status.Build; b != nil {
 			adopted.Failures = b.Failures
 		}
 		fn.Status.Build = adopted
 		r.Queue.Running(key)
-		return
+		return nil
 	}
+	return nil
 }
 
 // observeLaunch follows a build whose PipelineRun does not exist (yet): launched by

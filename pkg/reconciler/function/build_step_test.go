@@ -34,6 +34,8 @@ type pipelineRun struct {
 	failedTaskRun string
 	// missingTaskRun, when set, is a child TaskRun that does not exist.
 	missingTaskRun string
+	// serviceUID labels the run with the Knative Service it was started for.
+	serviceUID string
 }
 
 // create creates it as a run of build p.id of Function "fn" of namespace ns.
@@ -43,7 +45,8 @@ func (p pipelineRun) create(t *testing.T, ns string) {
 	ctx := context.Background()
 	pr := &pipelinev1.PipelineRun{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: function + "-run-" + p.id, Labels: map[string]string{
-			resources.LabelFunction: function, resources.LabelBuildID: p.id, resources.LabelManagedBy: resources.ManagedBy}},
+			resources.LabelFunction: function, resources.LabelBuildID: p.id, resources.LabelManagedBy: resources.ManagedBy,
+			resources.LabelServiceUID: p.serviceUID}},
 		Spec: pipelinev1.PipelineRunSpec{PipelineRef: &pipelinev1.PipelineRef{Name: function + "-pipeline"}},
 	}
 	mustCreate(t, pr)
@@ -112,6 +115,7 @@ type buildOutcome struct {
 	Failures                                   int32
 	Retry                                      bool // RetryAfter is set
 	HoldsSlot                                  bool
+	ServiceUID                                 types.UID
 }
 
 func buildOutcomeOf(r *Reconciler, fn *v1alpha1.Function) buildOutcome {
@@ -119,6 +123,7 @@ func buildOutcomeOf(r *Reconciler, fn *v1alpha1.Function) buildOutcome {
 	if b := fn.Status.Build; b != nil {
 		o.Phase, o.PipelineRun, o.FailedTask, o.FailedStep, o.Failures = b.Phase, b.PipelineRun, b.FailedTask, b.FailedStep, b.Failures
 		o.Retry = b.RetryAfter != nil
+		o.ServiceUID = b.ServiceUID
 	}
 	return o
 }
@@ -135,12 +140,20 @@ func TestReconciler_observeBuild(t *testing.T) {
 		wantMsg   string        // substring of status.build.message
 		// taskRunsUnreadable makes reading TaskRuns fail, as a broken API server would.
 		taskRunsUnreadable bool
+		// wantRuns, when set, is how many PipelineRuns are left (not being deleted).
+		wantRuns *int
 	}{{
 		name: "no build, no run: nothing",
 	}, {
-		name: "a run the status does not show is adopted, not started again",
-		run:  &pipelineRun{id: "b0", succeeded: corev1.ConditionUnknown},
-		want: buildOutcome{Phase: v1alpha1.BuildPhaseRunning, PipelineRun: "fn-run-b0", HoldsSlot: true},
+		name: "a run the status does not show is adopted, not started again, with the Service it was started for",
+		run:  &pipelineRun{id: "b0", succeeded: corev1.ConditionUnknown, serviceUID: "svc-uid-1"},
+		want: buildOutcome{Phase: v1alpha1.BuildPhaseRunning, PipelineRun: "fn-run-b0", HoldsSlot: true, ServiceUID: "svc-uid-1"},
+	}, {
+		name:     "a run of a build whose end is recorded is a leftover: deleted, never adopted",
+		build:    &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseFailed, Failures: 1, RetryAfter: ago(0)},
+		run:      &pipelineRun{id: "b1", succeeded: corev1.ConditionUnknown},
+		want:     buildOutcome{Phase: v1alpha1.BuildPhaseFailed, Failures: 1, Retry: true},
+		wantRuns: ptrTo(0),
 	}, {
 		name:      "Starting, its run now runs",
 		build:     &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseStarting, StartTime: ago(time.Second)},
@@ -230,9 +243,26 @@ func TestReconciler_observeBuild(t *testing.T) {
 			if n := len(rec.requests()); n != 0 {
 				t.Errorf("%d builds launched by observing, want none", n)
 			}
+			if tt.wantRuns != nil {
+				var runs pipelinev1.PipelineRunList
+				if err := k8sClient.List(context.Background(), &runs, client.InNamespace(ns)); err != nil {
+					t.Fatal(err)
+				}
+				left := 0
+				for _, pr := range runs.Items {
+					if pr.DeletionTimestamp.IsZero() {
+						left++
+					}
+				}
+				if left != *tt.wantRuns {
+					t.Errorf("%d PipelineRuns left, want %d", left, *tt.wantRuns)
+				}
+			}
 		})
 	}
 }
+
+func ptrTo[T any](v T) *T { return &v }
 
 func TestReconciler_reconcileRebuild(t *testing.T) {
 	const image = "registry.invalid/fns/hello@sha256:0123"

@@ -195,6 +195,11 @@ func TestReconcile_Rebuild(t *testing.T) {
 			}
 			gotReq := reqs[0]
 			gotReq.Function, gotReq.Credentials = funclib.Metadata{}, nil
+			// The build's objects name the Service it was started for: the one the Function is bound to.
+			if got.Status.Service == nil || got.Status.Service.UID == "" || b.ServiceUID != got.Status.Service.UID {
+				t.Errorf("status.build.serviceUID = %q, status.service = %+v; want the bound Service's UID", b.ServiceUID, got.Status.Service)
+			}
+			want.Labels[resources.LabelServiceUID] = string(b.ServiceUID)
 			if diff := cmp.Diff(want, gotReq); diff != "" {
 				t.Errorf("build request (-want +got):\n%s", diff)
 			}

@@ -81,7 +81,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 		// A deleted Function frees its Knative Service for the others of its function name.
 		Watches(&v1alpha1.Function{}, handler.EnqueueRequestsFromMapFunc(r.rivals), builder.WithPredicates(predicate.Funcs{
 			CreateFunc:  func(event.CreateEvent) bool { return false },
-			UpdateFunc:  func(event.UpdateEvent) bool { return false },
+			UpdateFunc:  holderChanged,
 			DeleteFunc:  func(event.DeleteEvent) bool { return true },
 			GenericFunc: func(event.GenericEvent) bool { return false },
 		})).
@@ -180,6 +180,23 @@ func (r *Reconciler) OperatorPolicyChanged(ctx context.Context) {
 		}
 	}
 	r.Wakeups.EnqueueAll(ctx, keys)
+}
+
+// holderChanged reports an update that may free a function name: the Function is
+// being deleted, or its function name or binding changed.
+func holderChanged(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*v1alpha1.Function)
+	n, ok2 := e.ObjectNew.(*v1alpha1.Function)
+	if !ok1 || !ok2 {
+		return false
+	}
+	uid := func(fn *v1alpha1.Function) string {
+		if fn.Status.Service == nil {
+			return ""
+		}
+		return string(fn.Status.Service.UID)
+	}
+	return o.Status.Name != n.Status.Name || uid(o) != uid(n) || o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero()
 }
 
 // rivals maps a Function to the others of its namespace that name the same function.

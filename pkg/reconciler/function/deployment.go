@@ -23,10 +23,14 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, fn *v1alpha1.Funct
 	var in funclib.Instance
 	if err == nil {
 		if err := r.bind(ctx, fn, svc); err != nil {
+			if !rerror.IsStalling(err) {
+				return Result{}, err // nothing new is known of the binding
+			}
 			forgetService(fn)
 			if stopErr := r.stopUnboundBuild(ctx, fn, ""); stopErr != nil {
 				return Result{}, stopErr
 			}
+			r.leaveQueue(fn)
 			return Result{}, err
 		}
 		in, err = r.Describer.Describe(ctx, name, fn.Namespace)
@@ -38,6 +42,7 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, fn *v1alpha1.Funct
 		if err := r.stopUnboundBuild(ctx, fn, ""); err != nil {
 			return Result{}, err
 		}
+		r.leaveQueue(fn)
 		return Result{}, rerror.NewWaiting(v1alpha1.ReasonNotDeployed, 0, "waiting for Knative Service %s/%s", fn.Namespace, name)
 	case meta.IsNoMatchError(err):
 		fn.Status.MarkDeployedUnknown(v1alpha1.ReasonKnativeServingNotInstalled,
@@ -88,6 +93,10 @@ func (r *Reconciler) reconcileServiceReady(ctx context.Context, fn *v1alpha1.Fun
 	if err != nil {
 		// It was there a moment ago: retry.
 		return Result{}, fmt.Errorf("reading Knative Service %s/%s: %w", fn.Namespace, obs.source.name, err)
+	}
+	if svc.UID != obs.deployment.uid {
+		// Replaced since it was described: the next reconcile binds again.
+		return Result{}, fmt.Errorf("knative Service %s/%s was replaced while it was reconciled", fn.Namespace, svc.Name)
 	}
 	if fn.Status.Service == nil {
 		fn.Status.Service = &v1alpha1.ServiceStatus{}

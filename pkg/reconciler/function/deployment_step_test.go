@@ -7,7 +7,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"knative.dev/pkg/apis"
+	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 )
@@ -58,10 +60,16 @@ func TestReconciler_reconcileDeployment(t *testing.T) {
 
 func TestReconciler_reconcileServiceReady(t *testing.T) {
 	tests := []struct {
-		name    string
-		service knativeService
-		want    outcome
+		name     string
+		service  knativeService
+		replaced bool // the Service is not the one described
+		want     outcome
 	}{{
+		name:     "replaced since it was described: transient, nothing mirrored",
+		service:  knativeService{image: "img", ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionTrue}},
+		replaced: true,
+		want:     outcome{Kind: "transient", Condition: "Unknown//"},
+	}, {
 		name:    "ready",
 		service: knativeService{image: "img", ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionTrue}},
 		want:    outcome{Condition: "True/ServiceReady/"},
@@ -83,11 +91,20 @@ func TestReconciler_reconcileServiceReady(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ns := newNamespace(t)
 			tt.service.create(t, ns)
+			svc := &servingv1.Service{}
+			if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "hello"}, svc); err != nil {
+				t.Fatal(err)
+			}
+			described := svc.UID
+			if tt.replaced {
+				described = "uid-of-the-described-service"
+			}
 			r, _ := newTestReconciler(t, 10)
 			fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fn"}}
 			fn.Status.InitializeConditions()
 
-			_, err := r.reconcileServiceReady(context.Background(), fn, &observation{source: sourceArtifact{name: "hello"}})
+			_, err := r.reconcileServiceReady(context.Background(), fn,
+				&observation{source: sourceArtifact{name: "hello"}, deployment: deployment{uid: described}})
 
 			if diff := cmp.Diff(tt.want, outcomeOf(err, fn, v1alpha1.FunctionConditionServiceReady)); diff != "" {
 				t.Errorf("outcome (-want +got):\n%s\nerror: %v", diff, err)

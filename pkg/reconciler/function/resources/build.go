@@ -17,6 +17,9 @@ const (
 	LabelBuildID = "functions.dev/build-id"
 	// LabelManagedBy marks the objects of func-operator.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// LabelServiceUID is on a build's objects: the UID of the Knative Service the build
+	// was started for, so that an adopted build is checked against it too.
+	LabelServiceUID = "functions.dev/service-uid"
 	// ManagedBy is the value of LabelManagedBy.
 	ManagedBy = "func-operator"
 )
