@@ -26,11 +26,9 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, fn *v1alpha1.Funct
 			if !rerror.IsStalling(err) {
 				return Result{}, err // nothing new is known of the binding
 			}
-			forgetService(fn)
-			if stopErr := r.stopUnboundBuild(ctx, fn, ""); stopErr != nil {
-				return Result{}, stopErr
+			if unbindErr := r.unbind(ctx, fn); unbindErr != nil {
+				return Result{}, unbindErr
 			}
-			r.leaveQueue(fn)
 			return Result{}, err
 		}
 		in, err = r.Describer.Describe(ctx, name, fn.Namespace)
@@ -38,11 +36,9 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, fn *v1alpha1.Funct
 	switch {
 	case errors.Is(err, funclib.ErrNotDeployed):
 		fn.Status.MarkNotDeployed(name, fn.Namespace)
-		forgetService(fn)
-		if err := r.stopUnboundBuild(ctx, fn, ""); err != nil {
+		if err := r.unbind(ctx, fn); err != nil {
 			return Result{}, err
 		}
-		r.leaveQueue(fn)
 		return Result{}, rerror.NewWaiting(v1alpha1.ReasonNotDeployed, 0, "waiting for Knative Service %s/%s", fn.Namespace, name)
 	case meta.IsNoMatchError(err):
 		fn.Status.MarkDeployedUnknown(v1alpha1.ReasonKnativeServingNotInstalled,
@@ -78,12 +74,18 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, fn *v1alpha1.Funct
 	return Result{}, nil
 }
 
-// forgetService drops what the status says of a Service the Function has not, or may not touch.
-func forgetService(fn *v1alpha1.Function) {
+// unbind leaves a Knative Service the Function has not, or may not touch: the status
+// forgets it, a build in flight for it is stopped, and a queued rebuild gives its place up.
+func (r *Reconciler) unbind(ctx context.Context, fn *v1alpha1.Function) error {
 	fn.Status.Service = nil
 	if fn.Status.Deployment != nil {
 		fn.Status.Deployment.Image, fn.Status.Deployment.Deployer = "", ""
 	}
+	if err := r.stopUnboundBuild(ctx, fn, ""); err != nil {
+		return err
+	}
+	r.leaveQueue(fn)
+	return nil
 }
 
 // reconcileServiceReady mirrors the Ready condition of the Knative Service named
