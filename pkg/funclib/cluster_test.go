@@ -24,15 +24,7 @@ import (
 // credentials the operator can have, and checks that func's own clients then act as
 // the operator, or that UseCluster stops with a message that says why not.
 func TestUseCluster(t *testing.T) {
-	env, err := envtest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	env := envtest.StartT(t)
 	ctx := context.Background()
 	admin, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {

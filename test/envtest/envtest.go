@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
@@ -121,4 +122,20 @@ func (e *Environment) Stop() error {
 		return fmt.Errorf("stopping the control plane: %w", err)
 	}
 	return nil
+}
+
+// StartT starts a control plane for one test, with extraCRDs, and stops it when the
+// test ends.
+func StartT(t testing.TB, extraCRDs ...string) *Environment {
+	t.Helper()
+	env, err := Start(extraCRDs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return env
 }

@@ -80,15 +80,7 @@ func TestKoApply(t *testing.T) {
 		}
 	}
 
-	env, err := envtest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	env := envtest.StartT(t)
 	if err := envtest.ApplyObjects(ctx, env.Config, objs...); err != nil {
 		t.Fatalf("applying the resolved config/: %v", err)
 	}
