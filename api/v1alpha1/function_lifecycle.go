@@ -107,6 +107,10 @@ const (
 	// ReasonRebuildNotPossible is a False MiddlewareUpToDate that the operator cannot
 	// rebuild: no Tekton on the cluster, or a function the func pipeline cannot build.
 	ReasonRebuildNotPossible = "RebuildNotPossible"
+	// ReasonNamespaceNotOnboarded is a False MiddlewareUpToDate that the operator may
+	// not rebuild because the Function's namespace has not granted it (or the build
+	// ServiceAccount) what a build needs: the message names the missing grant.
+	ReasonNamespaceNotOnboarded = "NamespaceNotOnboarded"
 )
 
 // Reasons shared by several conditions.
@@ -349,6 +353,12 @@ func (fs *FunctionStatus) MarkBuildFailed(messageFormat string, messageA ...inte
 // MarkRebuildNotPossible records outdated middleware the operator cannot rebuild.
 func (fs *FunctionStatus) MarkRebuildNotPossible(messageFormat string, messageA ...interface{}) {
 	fs.markFalse(FunctionConditionMiddlewareUpToDate, ReasonRebuildNotPossible, messageFormat, messageA...)
+}
+
+// MarkNamespaceNotOnboarded sets MiddlewareUpToDate False: the function's namespace
+// has not granted what a rebuild needs.
+func (fs *FunctionStatus) MarkNamespaceNotOnboarded(messageFormat string, messageA ...interface{}) {
+	fs.markFalse(FunctionConditionMiddlewareUpToDate, ReasonNamespaceNotOnboarded, messageFormat, messageA...)
 }
 
 // MiddlewareOutdated reports whether the function runs older middleware than a

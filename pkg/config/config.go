@@ -38,9 +38,9 @@ const (
 	// KeyBuildBackoffMax caps the wait between retries of a failing rebuild.
 	KeyBuildBackoffMax = "buildBackoffMax"
 	// KeyPipelineServiceAccount is the ServiceAccount the build PipelineRuns run as in
-	// each function namespace. func v0.44 sets none on its PipelineRuns, so Tekton uses
-	// its default-service-account (config-defaults), which is "default" unless changed:
-	// keep the two equal.
+	// each function namespace; a namespace admin creates it and binds it to the
+	// func-operator-builder ClusterRole (config/namespace/onboard.yaml). It is never
+	// "default": ordinary pods run as that one.
 	KeyPipelineServiceAccount = "pipelineServiceAccount"
 	// KeyDeployerImage is the image of the pipeline's scaffold and deploy steps
 	// (func-utils). It is read when the operator starts.
@@ -67,7 +67,7 @@ const (
 	DefaultMaxConcurrentBuilds    = 2
 	DefaultBuildBackoff           = time.Minute
 	DefaultBuildBackoffMax        = time.Hour
-	DefaultPipelineServiceAccount = "default"
+	DefaultPipelineServiceAccount = "func-operator-builder"
 )
 
 // Config is the operator-wide configuration.
@@ -189,9 +189,12 @@ func FromConfigMap(cm *corev1.ConfigMap) (Config, error) {
 		c.BuildBackoffMax = c.BuildBackoff
 	}
 	if v, ok := cm.Data[KeyPipelineServiceAccount]; ok {
-		if sa := strings.TrimSpace(v); validation.IsDNS1123Subdomain(sa) == nil {
+		switch sa := strings.TrimSpace(v); {
+		case sa == "default":
+			errs = append(errs, fmt.Errorf("key %s: builds never run as the ServiceAccount \"default\", which ordinary pods use", KeyPipelineServiceAccount))
+		case validation.IsDNS1123Subdomain(sa) == nil:
 			c.PipelineServiceAccount = sa
-		} else {
+		default:
 			errs = append(errs, fmt.Errorf("key %s: %q is not a ServiceAccount name", KeyPipelineServiceAccount, v))
 		}
 	}

@@ -36,7 +36,7 @@ func durations(check, git time.Duration) Config {
 func TestDefaults(t *testing.T) {
 	want := Config{CheckInterval: 5 * time.Minute, GitTimeout: 60 * time.Second,
 		AutoUpdateMiddleware: true, UnknownMiddlewarePolicy: "Outdated",
-		MaxConcurrentBuilds: 2, BuildBackoff: time.Minute, BuildBackoffMax: time.Hour, PipelineServiceAccount: "default"}
+		MaxConcurrentBuilds: 2, BuildBackoff: time.Minute, BuildBackoffMax: time.Hour, PipelineServiceAccount: "func-operator-builder"}
 	if diff := cmp.Diff(want, Defaults()); diff != "" {
 		t.Errorf("Defaults() (-want +got):\n%s", diff)
 	}
@@ -103,6 +103,13 @@ func TestFromConfigMap(t *testing.T) {
 			`key deployerImage: "UPPER CASE" is not an image reference`,
 			`key maxConcurrentBuilds: "-1" is not a whole number of 0 or more`,
 			`key pipelineServiceAccount: "Not_A_Name" is not a ServiceAccount name`,
+		},
+	}, {
+		name: "builds never run as the default ServiceAccount",
+		cm:   configMap(map[string]string{KeyPipelineServiceAccount: " default "}),
+		want: Defaults(),
+		wantErrs: []string{
+			`key pipelineServiceAccount: builds never run as the ServiceAccount "default", which ordinary pods use`,
 		},
 	}, {
 		name: "a backoff cap below the backoff is raised to it",

@@ -20,88 +20,77 @@ import (
 // KubeconfigFile is the name of the kubeconfig UseCluster writes.
 const KubeconfigFile = "func-library.kubeconfig"
 
+// Cluster is the func library's way to the operator's cluster: a kubeconfig in a
+// private directory that points at a loopback proxy (see apiProxy).
+type Cluster struct {
+	// Kubeconfig is the path of the kubeconfig KUBECONFIG names.
+	Kubeconfig string
+	proxy      *apiProxy
+}
+
+// Close stops the proxy; the func library reaches the cluster no more.
+func (c *Cluster) Close() error { return c.proxy.close() }
+
 // UseCluster points the func library at the cluster of cfg. func v0.44 builds its
 // clients from KUBECONFIG (or the in-cluster config) and takes no rest.Config, so
-// this writes cfg as a kubeconfig (mode 0600) into dir, sets KUBECONFIG to it for the
-// whole process, and checks that func's clients now reach the same API server as the
-// same user. Call it once at start-up.
+// this starts a loopback proxy that forwards func's requests with cfg, writes a
+// kubeconfig for the proxy (mode 0600, holding only the proxy's random token) into
+// dir, sets KUBECONFIG to it for the whole process, and checks that func's clients
+// now reach the API server as the same user as cfg. The proxy sets
+// buildServiceAccount on every PipelineRun func creates. Call it once at start-up,
+// and Close the Cluster when the operator stops.
 //
 // dir must be a directory of this process alone (mode 0700, as os.MkdirTemp makes
-// it): the kubeconfig holds the operator's credentials, or the paths to them. Client
-// certificates, tokens, token files and exec plugins carry over; auth-provider plugins
-// do not, and make UseCluster fail.
-func UseCluster(ctx context.Context, cfg *rest.Config, dir string) (string, error) {
-	if cfg.AuthProvider != nil {
-		return "", fmt.Errorf("the operator authenticates through the %q auth-provider plugin, which the func library's kubeconfig cannot carry: "+
-			"use a client certificate, a token, a token file or an exec plugin", cfg.AuthProvider.Name)
-	}
+// it). Whatever credentials cfg carries work (client certificates, tokens, token
+// files, exec plugins), since they never leave the process.
+func UseCluster(ctx context.Context, cfg *rest.Config, dir string, buildServiceAccount func() string) (_ *Cluster, retErr error) {
 	if err := privateDir(dir); err != nil {
-		return "", err
+		return nil, err
 	}
+	want, err := whoAmI(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("asking the API server who the operator is: %w", err)
+	}
+	proxy, err := startProxy(cfg, buildServiceAccount)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if retErr != nil {
+			_ = proxy.close()
+		}
+	}()
 	kc := clientcmdapi.NewConfig()
 	const name = "func-operator"
-	kc.Clusters[name] = &clientcmdapi.Cluster{
-		Server:                   cfg.Host + cfg.APIPath,
-		CertificateAuthority:     cfg.CAFile,
-		CertificateAuthorityData: cfg.CAData,
-		InsecureSkipTLSVerify:    cfg.Insecure,
-		TLSServerName:            cfg.ServerName,
-	}
-	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{
-		ClientCertificate:     cfg.CertFile,
-		ClientCertificateData: cfg.CertData,
-		ClientKey:             cfg.KeyFile,
-		ClientKeyData:         cfg.KeyData,
-		Token:                 tokenUnlessFile(cfg),
-		TokenFile:             cfg.BearerTokenFile,
-		Username:              cfg.Username,
-		Password:              cfg.Password,
-		Exec:                  cfg.ExecProvider.DeepCopy(),
-		Impersonate:           cfg.Impersonate.UserName,
-		ImpersonateUID:        cfg.Impersonate.UID,
-		ImpersonateGroups:     cfg.Impersonate.Groups,
-		ImpersonateUserExtra:  cfg.Impersonate.Extra,
-	}
+	kc.Clusters[name] = &clientcmdapi.Cluster{Server: proxy.url(), CertificateAuthorityData: proxy.caPEM}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: proxy.token}
 	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
 	kc.CurrentContext = name
 	path := filepath.Join(dir, KubeconfigFile)
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		return "", fmt.Errorf("writing the func library's kubeconfig: %w", err)
+		return nil, fmt.Errorf("writing the func library's kubeconfig: %w", err)
 	}
 	if err := os.Chmod(path, 0o600); err != nil {
-		return "", fmt.Errorf("restricting the func library's kubeconfig: %w", err)
+		return nil, fmt.Errorf("restricting the func library's kubeconfig: %w", err)
 	}
 	if err := os.Setenv(clientcmd.RecommendedConfigPathEnvVar, path); err != nil {
-		return "", fmt.Errorf("setting KUBECONFIG: %w", err)
+		return nil, fmt.Errorf("setting KUBECONFIG: %w", err)
 	}
 	got, err := k8s.GetClientConfig().ClientConfig()
 	if err != nil {
-		return "", fmt.Errorf("the func library cannot load its cluster config: %w", err)
+		return nil, fmt.Errorf("the func library cannot load its cluster config: %w", err)
 	}
-	if got.Host != kc.Clusters[name].Server {
-		return "", fmt.Errorf("the func library talks to %s, the operator to %s", got.Host, kc.Clusters[name].Server)
-	}
-	want, err := whoAmI(ctx, cfg)
-	if err != nil {
-		return "", fmt.Errorf("asking the API server who the operator is: %w", err)
+	if got.Host != proxy.url() {
+		return nil, fmt.Errorf("the func library talks to %s, not to the operator's proxy %s", got.Host, proxy.url())
 	}
 	is, err := whoAmI(ctx, got)
 	if err != nil {
-		return "", fmt.Errorf("the func library cannot authenticate with the operator's credentials: %w", err)
+		return nil, fmt.Errorf("the func library cannot reach the API server through the operator's proxy: %w", err)
 	}
 	if is != want {
-		return "", fmt.Errorf("the func library authenticates as %s, the operator as %s", is, want)
+		return nil, fmt.Errorf("the func library authenticates as %s, the operator as %s", is, want)
 	}
-	return path, nil
-}
-
-// tokenUnlessFile is cfg's bearer token, unless it comes from a file (as in a pod):
-// then the kubeconfig names the file, which the kubelet rotates, and holds no token.
-func tokenUnlessFile(cfg *rest.Config) string {
-	if cfg.BearerTokenFile != "" {
-		return ""
-	}
-	return cfg.BearerToken
+	return &Cluster{Kubeconfig: path, proxy: proxy}, nil
 }
 
 // privateDir fails unless dir is a directory that only its owner may enter.

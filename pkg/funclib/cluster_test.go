@@ -10,12 +10,17 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"knative.dev/func/pkg/k8s"
+	"sigs.k8s.io/yaml"
 
 	"github.com/fnops/func-operator/test/envtest"
 )
@@ -88,13 +93,13 @@ func TestUseCluster(t *testing.T) {
 		cfg:      func() *rest.Config { c := rest.CopyConfig(env.Config); c.Impersonate.UserName = sa; return c },
 		wantUser: sa,
 	}, {
-		name: "auth-provider plugin: stops at start, saying what to use instead",
+		name: "an auth-provider plugin that cannot authenticate: stops at start",
 		cfg: func() *rest.Config {
 			c := server()
 			c.AuthProvider = &clientcmdapi.AuthProviderConfig{Name: "oidc"}
 			return c
 		},
-		wantErr: `"oidc" auth-provider plugin, which the func library's kubeconfig cannot carry`,
+		wantErr: "asking the API server who the operator is: Must provide idp-issuer-url",
 	}, {
 		name:    "a directory others may read: stops at start",
 		cfg:     func() *rest.Config { c := server(); c.BearerTokenFile = tokenFile; return c },
@@ -127,7 +132,10 @@ func TestUseCluster(t *testing.T) {
 					t.Skipf("cannot give the directory to another user here: %v", err)
 				}
 			}
-			path, err := UseCluster(ctx, tt.cfg(), dir)
+			c, err := UseCluster(ctx, tt.cfg(), dir, func() string { return "builder" })
+			if err == nil {
+				t.Cleanup(func() { _ = c.Close() })
+			}
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("UseCluster error = %v, want one with %q", err, tt.wantErr)
@@ -140,14 +148,26 @@ func TestUseCluster(t *testing.T) {
 			if err != nil {
 				t.Fatalf("UseCluster: %v", err)
 			}
+			path := c.Kubeconfig
 			if path != filepath.Join(dir, KubeconfigFile) || os.Getenv(clientcmd.RecommendedConfigPathEnvVar) != path {
 				t.Errorf("kubeconfig at %s, KUBECONFIG=%s", path, os.Getenv(clientcmd.RecommendedConfigPathEnvVar))
 			}
 			if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
 				t.Errorf("kubeconfig mode = %v, %v; want 0600", fi.Mode(), err)
 			}
-			if b, err := os.ReadFile(path); err != nil || strings.Contains(string(b), tr.Status.Token) {
-				t.Errorf("the kubeconfig holds the token itself (%v); it names the token file at most", err)
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Only the proxy's token and address: none of the operator's credentials,
+			// not even the path to them.
+			for _, secret := range []string{tr.Status.Token, tokenFile, plugin, "client-key", "client-certificate", "exec:", "as:"} {
+				if strings.Contains(string(b), secret) {
+					t.Errorf("the kubeconfig holds the operator's credentials (%.20q...)", secret)
+				}
+			}
+			if !strings.Contains(string(b), "server: https://127.0.0.1:") {
+				t.Errorf("the kubeconfig points elsewhere than at the loopback proxy:\n%s", b)
 			}
 			// func's own client, built from KUBECONFIG as func builds it, acts as the operator.
 			funcCfg, err := k8s.GetClientConfig().ClientConfig()
@@ -169,5 +189,142 @@ func writeFile(t *testing.T, path, content string, mode os.FileMode) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), mode); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestUseCluster_Proxy checks what the func library's proxy lets through: only
+// requests with its token, never an identity the caller asks for, and PipelineRuns
+// only with the build ServiceAccount, whatever func's PipelineRun says.
+func TestUseCluster_Proxy(t *testing.T) {
+	env := envtest.StartT(t, envtest.TektonCRDs)
+	ctx := context.Background()
+	t.Setenv(clientcmd.RecommendedConfigPathEnvVar, "/nonexistent/kubeconfig")
+	dir, err := os.MkdirTemp(t.TempDir(), "func-library-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sa = "system:serviceaccount:func-operator:func-operator"
+	opCfg := rest.CopyConfig(env.Config)
+	opCfg.Impersonate.UserName = sa
+	c, err := UseCluster(ctx, opCfg, dir, func() string { return "func-operator-builder" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	funcCfg, err := k8s.GetClientConfig().ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Positive control: func's client, with the proxy's token, is the operator.
+	if user, err := whoAmI(ctx, funcCfg); err != nil || !strings.HasPrefix(user, fmt.Sprintf("%q ", sa)) {
+		t.Fatalf("through the proxy: %s, %v; want %s", user, err, sa)
+	}
+	// An identity asked for through the proxy is dropped, not granted.
+	asAdmin := rest.CopyConfig(funcCfg)
+	asAdmin.Impersonate = rest.ImpersonationConfig{UserName: "admin", Groups: []string{"system:masters"}}
+	if user, err := whoAmI(ctx, asAdmin); err != nil || !strings.HasPrefix(user, fmt.Sprintf("%q ", sa)) {
+		t.Errorf("asking the proxy for system:masters: %s, %v; want the operator's identity %s", user, err, sa)
+	}
+	// Another token, or none, is refused.
+	for name, token := range map[string]string{"a wrong token": "x" + funcCfg.BearerToken[1:], "no token": ""} {
+		wrong := rest.CopyConfig(funcCfg)
+		wrong.BearerToken = token
+		if _, err := whoAmI(ctx, wrong); !apierrors.IsUnauthorized(err) {
+			t.Errorf("%s: %v, want Unauthorized", name, err)
+		}
+	}
+
+	// PipelineRuns, in both API versions, get the build ServiceAccount, and lose any
+	// per-task ServiceAccount. The proxy runs as the impersonated ServiceAccount, which
+	// may do nothing here: create them as admin through a second proxy.
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := whoAmI(ctx, funcCfg); err == nil {
+		t.Error("the proxy still answers after Close")
+	}
+	c, err = UseCluster(ctx, env.Config, dir, func() string { return "func-operator-builder" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	funcCfg, err = k8s.GetClientConfig().ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(funcCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "builds"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		version, manifest  string
+		saPath, taskSAPath []string
+	}{{
+		version: "v1beta1",
+		manifest: `
+apiVersion: tekton.dev/v1beta1
+kind: PipelineRun
+metadata: {generateName: fn-run-}
+spec:
+  pipelineRef: {name: fn-pipeline}
+  serviceAccountName: default
+  taskRunSpecs:
+  - pipelineTaskName: build
+    taskServiceAccountName: admin
+`,
+		saPath:     []string{"spec", "serviceAccountName"},
+		taskSAPath: []string{"taskServiceAccountName"},
+	}, {
+		version: "v1",
+		manifest: `
+apiVersion: tekton.dev/v1
+kind: PipelineRun
+metadata: {generateName: fn-run-}
+spec:
+  pipelineRef: {name: fn-pipeline}
+  taskRunSpecs:
+  - pipelineTaskName: build
+    serviceAccountName: admin
+`,
+		saPath:     []string{"spec", "taskRunTemplate", "serviceAccountName"},
+		taskSAPath: []string{"serviceAccountName"},
+	}} {
+		t.Run(tt.version, func(t *testing.T) {
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(tt.manifest), &u.Object); err != nil {
+				t.Fatal(err)
+			}
+			gvr := schema.GroupVersionResource{Group: "tekton.dev", Version: tt.version, Resource: "pipelineruns"}
+			got, err := dyn.Resource(gvr).Namespace("builds").Create(ctx, u, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("creating a PipelineRun through the proxy: %v", err)
+			}
+			// Read back straight from the API server, not through the proxy.
+			direct, err := dynamic.NewForConfig(env.Config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err = direct.Resource(gvr).Namespace("builds").Get(ctx, got.GetName(), metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sa, _, _ := unstructured.NestedString(got.Object, tt.saPath...); sa != "func-operator-builder" {
+				t.Errorf("%v = %q, want func-operator-builder", tt.saPath, sa)
+			}
+			specs, _, _ := unstructured.NestedSlice(got.Object, "spec", "taskRunSpecs")
+			if len(specs) != 1 {
+				t.Fatalf("taskRunSpecs = %v, want the one sent", specs)
+			}
+			if sa, ok := specs[0].(map[string]any)[tt.taskSAPath[0]]; ok {
+				t.Errorf("a task still runs as %v", sa)
+			}
+		})
 	}
 }

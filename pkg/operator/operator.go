@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	eventingv1 "knative.dev/eventing/pkg/apis/eventing/v1"
@@ -170,9 +171,16 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 		}
 	}()
 	o.WorkDir = workDir
-	if err := setUpFuncLibrary(ctx, restConfig, mgr.GetAPIReader(), kubeconfigDir, o); err != nil {
+	o.Config = store
+	closeFuncLibrary, err := setUpFuncLibrary(ctx, mgr, restConfig, kubeconfigDir, o)
+	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if retErr != nil {
+			_ = closeFuncLibrary()
+		}
+	}()
 	// The rebuild machinery, wired here and nowhere else: the queue and the launcher
 	// wake Functions through Wakeups, which the controller watches; the seeder fills
 	// the queue from the cluster once the caches can be read.
@@ -196,12 +204,13 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 		Tekton:    tekton,
 		Queue:     queue,
 		Launcher:  launcher,
+		Access:    &function.NamespaceAccess{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()},
 		WorkDir:   o.WorkDir,
 		Metrics:   m,
 		Wakeups:   wakeups,
 	}
-	if err := mgr.Add(&function.QueueSeeder{Reader: mgr.GetClient(), Queue: queue, Tekton: tekton}); err != nil {
-		return nil, fmt.Errorf("adding the build queue's seeder: %w", err)
+	if err := addRunnables(mgr, restConfig, r); err != nil {
+		return nil, err
 	}
 	if !tekton {
 		log.FromContext(ctx).Info("Tekton Pipelines is not installed: outdated Functions report MiddlewareUpToDate False, reason " +
@@ -234,6 +243,23 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 	return mgr, nil
 }
 
+// addRunnables adds what runs beside the controller: the Secret watches of the
+// onboarded namespaces, and the seeder that fills the build queue from the cluster.
+func addRunnables(mgr manager.Manager, restConfig *rest.Config, r *function.Reconciler) error {
+	metadataClient, err := metadata.NewForConfig(restConfig)
+	if err != nil {
+		return fmt.Errorf("creating the metadata client: %w", err)
+	}
+	r.SecretWatches = &function.SecretWatches{Client: metadataClient, OnChange: r.SecretChanged}
+	if err := mgr.Add(r.SecretWatches); err != nil {
+		return fmt.Errorf("adding the Secret watches: %w", err)
+	}
+	if err := mgr.Add(&function.QueueSeeder{Reader: mgr.GetClient(), Queue: r.Queue, Tekton: r.Tekton}); err != nil {
+		return fmt.Errorf("adding the build queue's seeder: %w", err)
+	}
+	return nil
+}
+
 // tektonInstalled reports whether the cluster serves Tekton's v1 PipelineRuns.
 func tektonInstalled(cfg *rest.Config) (bool, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
@@ -255,20 +281,30 @@ func tektonInstalled(cfg *rest.Config) (bool, error) {
 	return false, nil
 }
 
-// setUpFuncLibrary points the func library at the operator's cluster and pins the
-// image its pipelines run, from the ConfigMap as it is when the operator starts.
-func setUpFuncLibrary(ctx context.Context, restConfig *rest.Config, reader client.Reader, kubeconfigDir string, o Options) error {
-	path, err := funclib.UseCluster(ctx, restConfig, kubeconfigDir)
+// setUpFuncLibrary points the func library at the operator's cluster, through a
+// proxy that the manager stops (close stops it sooner), and pins the image its
+// pipelines run, from the ConfigMap as it is when the operator starts.
+func setUpFuncLibrary(ctx context.Context, mgr manager.Manager, restConfig *rest.Config, kubeconfigDir string, o Options) (close func() error, retErr error) {
+	cluster, err := funclib.UseCluster(ctx, restConfig, kubeconfigDir, func() string { return o.Config.Load().PipelineServiceAccount })
 	if err != nil {
-		return fmt.Errorf("pointing the func library at the operator's cluster: %w", err)
+		return nil, fmt.Errorf("pointing the func library at the operator's cluster: %w", err)
 	}
+	defer func() {
+		if retErr != nil {
+			_ = cluster.Close()
+		}
+	}()
+	if err := mgr.Add(cleanup(cluster.Close)); err != nil {
+		return nil, fmt.Errorf("adding the func library's clean-up: %w", err)
+	}
+	path := cluster.Kubeconfig
 	cm := &corev1.ConfigMap{}
-	err = reader.Get(ctx, types.NamespacedName{Namespace: o.SystemNamespace, Name: config.ConfigMapName}, cm)
+	err = mgr.GetAPIReader().Get(ctx, types.NamespacedName{Namespace: o.SystemNamespace, Name: config.ConfigMapName}, cm)
 	switch {
 	case apierrors.IsNotFound(err):
 		cm = nil
 	case err != nil:
-		return fmt.Errorf("reading ConfigMap %s/%s: %w", o.SystemNamespace, config.ConfigMapName, err)
+		return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", o.SystemNamespace, config.ConfigMapName, err)
 	}
 	c, _ := config.FromConfigMap(cm) // the watcher reports invalid keys
 	if c.DeployerImage != "" {
@@ -276,7 +312,7 @@ func setUpFuncLibrary(ctx context.Context, restConfig *rest.Config, reader clien
 	}
 	log.FromContext(ctx).Info("func library ready", "version", funclib.Version(), "kubeconfig", path,
 		"deployerImage", funclib.DeployerImage())
-	return nil
+	return cluster.Close, nil
 }
 
 // register adds the collectors to the manager's registry, replacing those of an

@@ -2,14 +2,25 @@ package operator
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/test/envtest"
 )
 
 // TestOperatorRBAC_IsEnforced checks that the operators of these tests really run
@@ -45,6 +56,173 @@ func TestOperatorRBAC_IsEnforced(t *testing.T) {
 	} {
 		if err := try(); !apierrors.IsForbidden(err) {
 			t.Errorf("%s as the operator: %v, want Forbidden", name, err)
+		}
+	}
+}
+
+// TestOperatorRBAC_NoWayToTheCluster: as the operator's ServiceAccount, with only the
+// RBAC of config/, nothing that leads to more rights works anywhere: a token Secret
+// in kube-system, Secret reads outside onboarded namespaces, RoleBindings, pods, PVCs
+// and ServiceAccounts of a namespace that did not onboard it. In a namespace that did,
+// what a build writes works (the positive control).
+func TestOperatorRBAC_NoWayToTheCluster(t *testing.T) {
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(operatorConfig, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	bare, onboarded := newBareNamespace(t), newNamespace(t)
+	tokenSecret := func(ns string) *corev1.Secret {
+		return &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "token-",
+				Annotations: map[string]string{corev1.ServiceAccountNameKey: "default"}},
+			Type: corev1.SecretTypeServiceAccountToken,
+		}
+	}
+	forbidden := map[string]func() error{
+		"create a token Secret in kube-system": func() error { return c.Create(ctx, tokenSecret("kube-system")) },
+		"list Secrets in kube-system":          func() error { return c.List(ctx, &corev1.SecretList{}, client.InNamespace("kube-system")) },
+		"list Secrets cluster-wide":            func() error { return c.List(ctx, &corev1.SecretList{}) },
+		"create a Secret in a namespace that did not onboard it": func() error {
+			return c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: bare, GenerateName: "x-"}})
+		},
+		"create a RoleBinding in an onboarded namespace": func() error {
+			return c.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: onboarded, GenerateName: "x-"},
+				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+				Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: onboarded}}})
+		},
+		"create a ServiceAccount in an onboarded namespace": func() error {
+			return c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: onboarded, GenerateName: "x-"}})
+		},
+		"create a pod in an onboarded namespace": func() error {
+			return c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: onboarded, GenerateName: "x-"},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "x", Image: "127.0.0.1:5000/x"}}}})
+		},
+		"create a PVC in a namespace that did not onboard it": func() error {
+			return c.Create(ctx, pvc(bare))
+		},
+		"create a token for a ServiceAccount": func() error {
+			return c.SubResource("token").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "default"}},
+				&authenticationv1.TokenRequest{})
+		},
+	}
+	for name, try := range forbidden {
+		if err := try(); !apierrors.IsForbidden(err) {
+			t.Errorf("%s as the operator: %v, want Forbidden", name, err)
+		}
+	}
+	// The positive control: in the onboarded namespace, what a build writes is
+	// allowed (the RoleBinding may take a moment to reach the authorizer).
+	eventually(t, 10*time.Second, func() string {
+		if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: onboarded, GenerateName: "x-"}}); err != nil {
+			return "creating a Secret in an onboarded namespace: " + err.Error()
+		}
+		if err := c.Create(ctx, pvc(onboarded)); err != nil {
+			return "creating a PVC in an onboarded namespace: " + err.Error()
+		}
+		return ""
+	})
+}
+
+func pvc(ns string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "x-"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		}}
+}
+
+// sensitive are the resources a cluster-wide write on leads to more rights.
+var sensitive = []string{"secrets", "serviceaccounts", "serviceaccounts/token", "roles", "rolebindings", "clusterroles",
+	"clusterrolebindings", "persistentvolumeclaims", "pods", "pods/exec", "pods/attach", "pods/ephemeralcontainers", "*"}
+
+// writes are the verbs that change something or lend rights.
+var writes = []string{"create", "update", "patch", "delete", "deletecollection", "escalate", "bind", "impersonate", "*"}
+
+// clusterWideWrites lists the rules of role that let its holder, in every namespace,
+// write a sensitive resource or lend itself rights.
+func clusterWideWrites(role *rbacv1.ClusterRole) []string {
+	var out []string
+	for _, r := range role.Rules {
+		for _, res := range r.Resources {
+			for _, v := range r.Verbs {
+				if (slices.Contains(sensitive, res) && slices.Contains(writes, v)) || slices.Contains([]string{"escalate", "bind", "impersonate"}, v) {
+					out = append(out, fmt.Sprintf("%s %s (groups %v)", v, res, r.APIGroups))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestClusterRole_NoClusterWideWrites reads the RBAC config/ installs: every
+// ClusterRole a ClusterRoleBinding grants to the operator has no write on Secrets,
+// ServiceAccounts, RBAC, PVCs or pods, and no escalate, bind or impersonate. The
+// ClusterRoles a namespace binds (func-operator-namespace, func-operator-builder) are
+// never bound cluster-wide.
+func TestClusterRole_NoClusterWideWrites(t *testing.T) {
+	// The positive control: the ClusterRole before issue 10 is caught.
+	old := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal([]byte(`
+rules:
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["create", "delete", "get", "list", "update", "watch"]
+- apiGroups: ["rbac.authorization.k8s.io"]
+  resources: ["rolebindings"]
+  verbs: ["create", "delete", "get", "patch"]
+- apiGroups: ["rbac.authorization.k8s.io"]
+  resourceNames: ["func-operator-pipeline"]
+  resources: ["clusterroles"]
+  verbs: ["bind"]
+`), old); err != nil {
+		t.Fatal(err)
+	}
+	if got := clusterWideWrites(old); len(got) != 7 {
+		t.Fatalf("the old ClusterRole: %d cluster-wide writes found (%v), want 7", len(got), got)
+	}
+
+	files, err := filepath.Glob(filepath.Join(envtest.RepoRoot(), "config", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := envtest.Read(files...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles := map[string]*rbacv1.ClusterRole{}
+	var bindings []*rbacv1.ClusterRoleBinding
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ClusterRole":
+			r := &rbacv1.ClusterRole{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, r); err != nil {
+				t.Fatal(err)
+			}
+			roles[r.Name] = r
+		case "ClusterRoleBinding":
+			b := &rbacv1.ClusterRoleBinding{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, b); err != nil {
+				t.Fatal(err)
+			}
+			bindings = append(bindings, b)
+		}
+	}
+	if len(bindings) == 0 || roles["func-operator"] == nil {
+		t.Fatalf("config/ has %d ClusterRoleBindings and ClusterRoles %v: the operator's are missing", len(bindings), slices.Collect(maps.Keys(roles)))
+	}
+	for _, b := range bindings {
+		role := roles[b.RoleRef.Name]
+		if role == nil {
+			t.Errorf("ClusterRoleBinding %s grants ClusterRole %s, which config/ does not define", b.Name, b.RoleRef.Name)
+			continue
+		}
+		if w := clusterWideWrites(role); len(w) > 0 {
+			t.Errorf("ClusterRoleBinding %s grants, in every namespace: %v", b.Name, w)
 		}
 	}
 }

@@ -47,9 +47,7 @@ func TestMain(m *testing.M) {
 		UserName: "system:serviceaccount:func-operator:func-operator",
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:func-operator", "system:authenticated"},
 	}
-	_, err = envtest.Apply(context.Background(), restConfig, "config/100-namespace.yaml", "config/200-serviceaccount.yaml",
-		"config/200-clusterrole.yaml", "config/200-pipeline-clusterrole.yaml", "config/200-clusterrolebinding.yaml",
-		"config/200-rolebinding.yaml")
+	_, err = envtest.Apply(context.Background(), restConfig, envtest.RBACFiles...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -73,7 +71,20 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// newNamespace creates a namespace of its own for a test, onboarded to the operator
+// as its admin would (config/namespace/onboard.yaml).
 func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := newBareNamespace(t)
+	if err := envtest.Onboard(context.Background(), restConfig, ns); err != nil {
+		t.Fatalf("onboarding namespace %s: %v", ns, err)
+	}
+	return ns
+}
+
+// newBareNamespace creates a namespace of its own for a test, not onboarded: the
+// operator may only read there what its ClusterRole allows.
+func newBareNamespace(t *testing.T) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "op-test-"}}
 	if err := k8sClient.Create(context.Background(), ns); err != nil {

@@ -19,6 +19,16 @@ import (
 // Apply server-side applies every object of the YAML files given (paths relative to
 // the repository root or absolute) as kubectl apply --server-side would, and returns them.
 func Apply(ctx context.Context, cfg *rest.Config, files ...string) ([]*unstructured.Unstructured, error) {
+	objs, err := Read(files...)
+	if err != nil {
+		return nil, err
+	}
+	return objs, ApplyObjects(ctx, cfg, objs...)
+}
+
+// Read returns every object of the YAML files given (paths relative to the
+// repository root or absolute).
+func Read(files ...string) ([]*unstructured.Unstructured, error) {
 	var objs []*unstructured.Unstructured
 	for _, f := range files {
 		if !filepath.IsAbs(f) {
@@ -34,7 +44,7 @@ func Apply(ctx context.Context, cfg *rest.Config, files ...string) ([]*unstructu
 		}
 		objs = append(objs, docs...)
 	}
-	return objs, ApplyObjects(ctx, cfg, objs...)
+	return objs, nil
 }
 
 // ApplyObjects server-side applies objs.
@@ -72,4 +82,31 @@ func Decode(content []byte) ([]*unstructured.Unstructured, error) {
 		}
 		objs = append(objs, u)
 	}
+}
+
+// RBACFiles are the RBAC objects of config/, as `ko apply -f config/` installs them.
+var RBACFiles = []string{
+	"config/100-namespace.yaml", "config/200-serviceaccount.yaml",
+	"config/200-clusterrole.yaml", "config/200-namespace-clusterrole.yaml", "config/200-builder-clusterrole.yaml",
+	"config/200-clusterrolebinding.yaml", "config/200-rolebinding.yaml",
+}
+
+// OnboardingFile onboards a namespace to the operator.
+const OnboardingFile = "config/namespace/onboard.yaml"
+
+// Onboard applies OnboardingFile in namespace, as its admin would with
+// `kubectl apply -n <namespace> -f config/namespace/onboard.yaml`. The ClusterRoles it
+// binds come from RBACFiles.
+func Onboard(ctx context.Context, cfg *rest.Config, namespace string) error {
+	objs, err := Read(OnboardingFile)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if o.GetNamespace() != "" {
+			return fmt.Errorf("%s: %s %s names namespace %s; it is applied with -n", OnboardingFile, o.GetKind(), o.GetName(), o.GetNamespace())
+		}
+		o.SetNamespace(namespace)
+	}
+	return ApplyObjects(ctx, cfg, objs...)
 }

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -129,8 +130,34 @@ func TestKoApply(t *testing.T) {
 	if err := c.Get(ctx, types.NamespacedName{Namespace: "func-operator", Name: rb.RoleRef.Name}, &rbacv1.Role{}); err != nil {
 		t.Errorf("Role %s of the operator's namespace: %v", rb.RoleRef.Name, err)
 	}
-	if err := c.Get(ctx, types.NamespacedName{Name: "func-operator-pipeline"}, &rbacv1.ClusterRole{}); err != nil {
-		t.Errorf("the pipeline ClusterRole: %v", err)
+	// A namespace onboards with config/namespace/onboard.yaml: its RoleBindings name
+	// ClusterRoles that config/ installed, and ServiceAccounts that exist.
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := envtest.Onboard(ctx, env.Config, "team-a"); err != nil {
+		t.Fatal(err)
+	}
+	var rbs rbacv1.RoleBindingList
+	if err := c.List(ctx, &rbs, client.InNamespace("team-a")); err != nil {
+		t.Fatal(err)
+	}
+	if len(rbs.Items) != 2 {
+		t.Errorf("onboarding made %d RoleBindings, want 2", len(rbs.Items))
+	}
+	for _, rb := range rbs.Items {
+		if err := c.Get(ctx, types.NamespacedName{Name: rb.RoleRef.Name}, &rbacv1.ClusterRole{}); err != nil {
+			t.Errorf("ClusterRole %s of RoleBinding %s: %v", rb.RoleRef.Name, rb.Name, err)
+		}
+		for _, s := range rb.Subjects {
+			ns := s.Namespace
+			if ns == "" {
+				ns = rb.Namespace
+			}
+			if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: s.Name}, &corev1.ServiceAccount{}); err != nil {
+				t.Errorf("ServiceAccount %s/%s of RoleBinding %s: %v", ns, s.Name, rb.Name, err)
+			}
+		}
 	}
 
 	// The ConfigMap as shipped is valid: nothing but the documented example.

@@ -73,13 +73,22 @@ func (r *Reconciler) reconcileRebuild(ctx context.Context, fn *v1alpha1.Function
 		return Result{}, rerror.NewStalling(v1alpha1.ReasonRebuildNotPossible, "func's pipeline cannot build the function: %w", err)
 	}
 
+	cfg := r.Config.Load()
+	// Only a Function that may build now holds a place in the queue.
+	if err := r.Access.Check(ctx, fn.Namespace, cfg.PipelineServiceAccount); err != nil {
+		if rerror.Reason(err) == v1alpha1.ReasonNamespaceNotOnboarded {
+			r.leaveQueue(fn)
+			fn.Status.MarkNamespaceNotOnboarded("%s is available (running: %s) but %s", mw.available, running, err)
+		}
+		return Result{}, err
+	}
+
 	now := r.now()
 	if b != nil && b.Phase == v1alpha1.BuildPhaseFailed && b.RetryAfter != nil && now.Before(b.RetryAfter.Time) {
 		fn.Status.MarkBuildFailed("%s; retry %d at %s", failureSummary(b), b.Failures+1, b.RetryAfter.UTC().Format(time.RFC3339))
 		return requeueAfter(b.RetryAfter.Sub(now)), nil
 	}
 
-	cfg := r.Config.Load()
 	queuedAt := metav1.NewTime(now)
 	if b != nil && b.Phase == v1alpha1.BuildPhaseQueued && b.QueuedAt != nil {
 		queuedAt = *b.QueuedAt
@@ -96,7 +105,7 @@ func (r *Reconciler) reconcileRebuild(ctx context.Context, fn *v1alpha1.Function
 			mw.available, running, position, length, cfg.MaxConcurrentBuilds, config.ConfigMapName, config.KeyMaxConcurrentBuilds)
 		return Result{}, nil
 	}
-	if err := r.ensurePipelineAccess(ctx, fn, cfg, meta); err != nil {
+	if err := r.ensurePullSecret(ctx, fn, meta); err != nil {
 		r.Queue.Release(key)
 		return Result{}, err
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"knative.dev/pkg/apis"
@@ -74,7 +73,8 @@ func TestReconcile_Rebuild(t *testing.T) {
 		wantPhase  string // of status.build; "" for none
 		wantLaunch bool
 		wantStall  bool
-		wantSoon   time.Duration // a RequeueAfter at most this, when not zero
+		wantSoon   time.Duration             // a RequeueAfter at most this, when not zero
+		namespace  func(t *testing.T) string // newNamespace when nil
 	}{{
 		name:       "outdated, a slot free: the build is recorded, then launched",
 		repo:       v1alpha1.Repository{URL: srv.URL("fn"), Path: "fns/hello"},
@@ -113,6 +113,28 @@ func TestReconcile_Rebuild(t *testing.T) {
 		budget:     2,
 		wantReason: v1alpha1.ReasonRebuildNotPossible, wantMsg: "cannot build the function", wantStall: true,
 	}, {
+		name:       "namespace not onboarded: no build, and what is missing named",
+		repo:       v1alpha1.Repository{URL: srv.URL("fn"), Path: "fns/hello"},
+		budget:     2,
+		namespace:  newBareNamespace,
+		wantReason: v1alpha1.ReasonNamespaceNotOnboarded, wantStall: true,
+		wantMsg: "has not onboarded func-operator: the build ServiceAccount func-operator-builder does not exist; " +
+			"a namespace admin grants it with `kubectl apply -n ",
+	}, {
+		name:   "the build ServiceAccount without its RoleBinding: no build",
+		repo:   v1alpha1.Repository{URL: srv.URL("fn"), Path: "fns/hello"},
+		budget: 2,
+		namespace: func(t *testing.T) string {
+			ns := newBareNamespace(t)
+			mustCreate(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "func-operator-builder"}})
+			return ns
+		},
+		wantReason: v1alpha1.ReasonNamespaceNotOnboarded, wantStall: true,
+		wantMsg: "the build ServiceAccount func-operator-builder may not get services.serving.knative.dev, list services.serving.knative.dev, " +
+			"watch services.serving.knative.dev, create services.serving.knative.dev, update services.serving.knative.dev, get routes.serving.knative.dev, " +
+			"get secrets, get configmaps, get persistentvolumeclaims, get serviceaccounts, list pods, create triggers.eventing.knative.dev " +
+			"(ClusterRole func-operator-builder, RoleBinding func-operator-builder)",
+	}, {
 		name:   "failed, backoff not over: no build, back when it is",
 		repo:   v1alpha1.Repository{URL: srv.URL("fn"), Path: "fns/hello"},
 		budget: 2,
@@ -130,7 +152,11 @@ func TestReconcile_Rebuild(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ns := newNamespace(t)
+			newNS := newNamespace
+			if tt.namespace != nil {
+				newNS = tt.namespace
+			}
+			ns := newNS(t)
 			mustCreate(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "git"}, Data: map[string][]byte{"token": []byte(testToken)}})
 			knativeService{image: outdated, ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionTrue}}.create(t, ns)
 			fn := newFunction(ns, "hello", tt.repo)
@@ -211,12 +237,6 @@ func TestReconcile_Rebuild(t *testing.T) {
 			}
 			if !r.Queue.IsRunning(types.NamespacedName{Namespace: ns, Name: "hello"}) {
 				t.Error("the launched build holds no slot of the budget")
-			}
-			rb := &rbacv1.RoleBinding{}
-			if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: resources.PipelineRoleBinding}, rb); err != nil {
-				t.Errorf("pipeline RoleBinding: %v", err)
-			} else if !resources.HasOwner(rb.OwnerReferences, got) {
-				t.Errorf("RoleBinding owners = %+v, want the Function among them", rb.OwnerReferences)
 			}
 
 			// The next reconcile, before any PipelineRun shows up, starts nothing more.

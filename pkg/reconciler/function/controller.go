@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -38,9 +37,10 @@ const (
 const ControllerName = "function"
 
 // SetupWithManager registers the reconciler: Functions are reconciled when their spec
-// or annotations change, when a Secret they reference changes, and when their Knative
-// Service changes. Secrets are watched by metadata only, so no Secret value is held in
-// the cache. Without Knative Serving on the cluster, Services are not watched.
+// or annotations change, when their Knative Service changes, and (through
+// SecretWatches and Wakeups, in the namespaces that onboarded the operator) when a
+// Secret they reference changes. Without Knative Serving on the cluster, Services are
+// not watched.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, concurrency int) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.Function{}, secretRefIndex, secretRefs); err != nil {
 		return fmt.Errorf("indexing Functions by Secret: %w", err)
@@ -77,7 +77,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			predicate.AnnotationChangedPredicate{},
 			predicate.LabelChangedPredicate{},
 		))).
-		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.functionsForSecret)).
 		// A deleted Function frees its Knative Service for the others of its function name.
 		Watches(&v1alpha1.Function{}, handler.EnqueueRequestsFromMapFunc(r.rivals), builder.WithPredicates(predicate.Funcs{
 			CreateFunc:  func(event.CreateEvent) bool { return false },
@@ -103,6 +102,13 @@ func secretRefs(o client.Object) []string {
 		names = append(names, ref.Name)
 	}
 	return names
+}
+
+// SecretChanged brings back the Functions of the Secret's namespace that reference it.
+func (r *Reconciler) SecretChanged(ctx context.Context, secret client.Object) {
+	for _, req := range r.functionsForSecret(ctx, secret) {
+		r.Wakeups.Enqueue(req.NamespacedName)
+	}
 }
 
 // functionsForSecret maps a Secret to the Functions of its namespace that reference it.

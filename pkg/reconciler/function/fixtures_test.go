@@ -88,6 +88,7 @@ func newTestReconciler(t *testing.T, events int) (*Reconciler, *record.FakeRecor
 		Recorder:  rec,
 		Config:    config.NewStore(),
 		Fetcher:   source.NewFetcher(t.TempDir(), 0),
+		Access:    &NamespaceAccess{Client: k8sClient, Reader: k8sClient},
 	}, rec
 }
 

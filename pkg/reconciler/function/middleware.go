@@ -139,6 +139,9 @@ func (r *Reconciler) registryKeychain(ctx context.Context, fn *v1alpha1.Function
 	}
 	secret, err := r.secret(ctx, fn, ref.Name)
 	switch {
+	case rerror.Reason(err) == v1alpha1.ReasonNamespaceNotOnboarded:
+		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonNamespaceNotOnboarded, "%s", err)
+		return nil, err
 	case err != nil:
 		return nil, err
 	case secret == nil:

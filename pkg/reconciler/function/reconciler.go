@@ -49,8 +49,13 @@ type Reconciler struct {
 	// Queue is the fleet-wide budget of running rebuilds.
 	Queue *buildqueue.Queue
 	// Launcher starts rebuilds off the reconcile path; nil disables rebuilds (and
-	// then Queue is not used).
+	// then Queue and Access are not used).
 	Launcher *Launcher
+	// Access tells whether a namespace has onboarded the operator for rebuilds.
+	Access *NamespaceAccess
+	// SecretWatches watches the Secrets of the namespaces where the operator may
+	// read them; nil watches none.
+	SecretWatches *SecretWatches
 	// WorkDir holds scratch directories of builds.
 	WorkDir string
 	// Metrics records the operator's metrics; nil records none.

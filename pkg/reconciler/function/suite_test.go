@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	eventingv1 "knative.dev/eventing/pkg/apis/eventing/v1"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,7 +23,10 @@ import (
 )
 
 // k8sClient talks to the control plane shared by every test of this package.
-var k8sClient client.Client
+var (
+	k8sClient  client.Client
+	restConfig *rest.Config // the admin's
+)
 
 func TestMain(m *testing.M) {
 	env, err := envtest.Start(envtest.KnativeServingCRDs, envtest.KnativeEventingCRDs, envtest.TektonCRDs)
@@ -35,6 +39,10 @@ func TestMain(m *testing.M) {
 	if err == nil {
 		k8sClient, err = client.New(env.Config, client.Options{Scheme: scheme})
 	}
+	if err == nil {
+		_, err = envtest.Apply(context.Background(), env.Config, envtest.RBACFiles...)
+	}
+	restConfig = env.Config
 	code := 1
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -47,8 +55,19 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// newNamespace creates a namespace of its own for a test.
+// newNamespace creates a namespace of its own for a test, onboarded to the operator
+// as config/namespace/onboard.yaml does it.
 func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := newBareNamespace(t)
+	if err := envtest.Onboard(context.Background(), restConfig, ns); err != nil {
+		t.Fatalf("onboarding namespace %s: %v", ns, err)
+	}
+	return ns
+}
+
+// newBareNamespace creates a namespace of its own for a test, not onboarded.
+func newBareNamespace(t *testing.T) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "fn-test-"}}
 	if err := k8sClient.Create(context.Background(), ns); err != nil {

@@ -4,9 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/funclib"
@@ -19,40 +17,6 @@ func testFunction() *v1alpha1.Function {
 			URL: "https://git.example/org/fns.git", Branch: "main", Path: "/fns/hello/",
 		}},
 		Status: v1alpha1.FunctionStatus{Git: &v1alpha1.GitStatus{ResolvedBranch: "main", ObservedCommit: "0123456789abcdef0123456789abcdef01234567"}},
-	}
-}
-
-func TestRoleBinding(t *testing.T) {
-	want := &rbacv1.RoleBinding{}
-	if err := yaml.UnmarshalStrict([]byte(`
-metadata:
-  namespace: team-a
-  name: func-operator-pipeline
-  labels: {app.kubernetes.io/managed-by: func-operator}
-  ownerReferences:
-  - {apiVersion: functions.dev/v1alpha1, kind: Function, name: hello, uid: uid-1, controller: false, blockOwnerDeletion: false}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: func-operator-pipeline}
-subjects:
-- {kind: ServiceAccount, namespace: team-a, name: pipeline}
-`), want); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(want, RoleBinding(testFunction(), "pipeline")); diff != "" {
-		t.Errorf("RoleBinding (-want +got):\n%s", diff)
-	}
-}
-
-func TestHasOwner(t *testing.T) {
-	fn := testFunction()
-	other := testFunction()
-	other.UID = "uid-2"
-	refs := make([]metav1.OwnerReference, 1, 2)
-	refs[0] = OwnerReference(other)
-	if HasOwner(refs, fn) {
-		t.Error("HasOwner found a Function that is not among the owners")
-	}
-	if !HasOwner(append(refs, OwnerReference(fn)), fn) {
-		t.Error("HasOwner missed an owner")
 	}
 }
 

@@ -1,0 +1,213 @@
+package function
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/rerror"
+)
+
+// What a namespace grants to onboard func-operator (config/namespace/onboard.yaml).
+const (
+	// NamespaceClusterRole is what the operator may do in an onboarded namespace.
+	NamespaceClusterRole = "func-operator-namespace"
+	// BuilderClusterRole is what the build ServiceAccount may do there.
+	BuilderClusterRole = "func-operator-builder"
+	// OnboardingManifest onboards a namespace: kubectl apply -n <ns> -f it.
+	OnboardingManifest = "config/namespace/onboard.yaml"
+)
+
+// Grant is one right: a verb on a resource of an API group.
+type Grant struct{ Group, Resource, Verb string }
+
+func (g Grant) String() string {
+	if g.Group == "" {
+		return g.Verb + " " + g.Resource
+	}
+	return g.Verb + " " + g.Resource + "." + g.Group
+}
+
+// NamespaceGrant is what ClusterRole func-operator-namespace grants the operator
+// (config/200-namespace-clusterrole.yaml; a test keeps the two equal).
+var NamespaceGrant = slices.Concat(
+	grants("", "secrets", "get", "list", "watch", "create", "update", "delete"),
+	grants("", "persistentvolumeclaims", "get", "list", "create", "delete"),
+	grants("", "serviceaccounts", "get", "patch"),
+	grants("", "pods/log", "get"),
+	grants("tekton.dev", "pipelines", "get", "list", "create", "update", "patch", "delete"),
+	grants("tekton.dev", "pipelineruns", "create", "delete"),
+)
+
+// BuilderGrant is what ClusterRole func-operator-builder grants the build
+// ServiceAccount (config/200-builder-clusterrole.yaml; a test keeps the two equal).
+var BuilderGrant = slices.Concat(
+	grants("serving.knative.dev", "services", "get", "list", "watch", "create", "update"),
+	grants("serving.knative.dev", "routes", "get"),
+	grants("", "secrets", "get"), grants("", "configmaps", "get"), grants("", "persistentvolumeclaims", "get"), grants("", "serviceaccounts", "get"),
+	grants("", "pods", "list"),
+	grants("eventing.knative.dev", "triggers", "create"),
+)
+
+// grants is one Grant per verb.
+func grants(group, resource string, verbs ...string) []Grant {
+	out := make([]Grant, len(verbs))
+	for i, v := range verbs {
+		out[i] = Grant{group, resource, v}
+	}
+	return out
+}
+
+// accessTTL is how long a namespace found onboarded is not checked again.
+const accessTTL = time.Minute
+
+// NamespaceAccess tells whether a namespace has onboarded func-operator: the
+// operator holds NamespaceGrant there (one SelfSubjectRulesReview), and the build
+// ServiceAccount exists and holds BuilderGrant (SubjectAccessReviews). A namespace
+// found onboarded is believed for accessTTL.
+type NamespaceAccess struct {
+	Client client.Client
+	// Reader reads ServiceAccounts; the cache holds none.
+	Reader client.Reader
+	now    func() time.Time
+
+	mu sync.Mutex
+	ok map[types.NamespacedName]time.Time // namespace and build ServiceAccount: when found onboarded
+}
+
+// Check returns nil when namespace is onboarded for builds that run as
+// serviceAccount, else a Stalling error whose reason is NamespaceNotOnboarded and
+// whose message names what is missing and how to grant it.
+func (a *NamespaceAccess) Check(ctx context.Context, namespace, serviceAccount string) error {
+	key := types.NamespacedName{Namespace: namespace, Name: serviceAccount}
+	now := time.Now
+	if a.now != nil {
+		now = a.now
+	}
+	a.mu.Lock()
+	at, found := a.ok[key]
+	a.mu.Unlock()
+	if found && now().Sub(at) < accessTTL {
+		return nil
+	}
+	missing, err := a.missing(ctx, namespace, serviceAccount)
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		return rerror.NewStalling(v1alpha1.ReasonNamespaceNotOnboarded,
+			"namespace %s has not onboarded func-operator: %s; a namespace admin grants it with `kubectl apply -n %s -f %s` (from the func-operator release)",
+			namespace, strings.Join(missing, "; "), namespace, OnboardingManifest)
+	}
+	a.mu.Lock()
+	if a.ok == nil {
+		a.ok = map[types.NamespacedName]time.Time{}
+	}
+	a.ok[key] = now()
+	a.mu.Unlock()
+	return nil
+}
+
+// missing lists, in words, what namespace lacks.
+func (a *NamespaceAccess) missing(ctx context.Context, namespace, serviceAccount string) ([]string, error) {
+	var missing []string
+	rules := &authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: namespace}}
+	if err := a.Client.Create(ctx, rules); err != nil {
+		return nil, fmt.Errorf("reviewing the operator's rights in namespace %s: %w", namespace, err)
+	}
+	lacks := lacking(NamespaceGrant, rules.Status.ResourceRules)
+	if len(lacks) > 0 && rules.Status.Incomplete {
+		// An authorizer that cannot list its rules (a webhook) may still allow them.
+		var err error
+		if lacks, err = a.lackingOneByOne(ctx, namespace, lacks); err != nil {
+			return nil, err
+		}
+	}
+	if len(lacks) > 0 {
+		missing = append(missing, fmt.Sprintf("the operator may not %s (ClusterRole %s, RoleBinding func-operator-namespace)",
+			words(lacks), NamespaceClusterRole))
+	}
+	err := a.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: serviceAccount}, &corev1.ServiceAccount{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return append(missing, fmt.Sprintf("the build ServiceAccount %s does not exist", serviceAccount)), nil
+	case apierrors.IsForbidden(err):
+		return missing, nil // said above: the operator may not get serviceaccounts
+	case err != nil:
+		return nil, fmt.Errorf("reading the build ServiceAccount %s/%s: %w", namespace, serviceAccount, err)
+	}
+	lacks = nil
+	for _, g := range BuilderGrant {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:   "system:serviceaccount:" + namespace + ":" + serviceAccount,
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: namespace, Group: g.Group, Resource: g.Resource, Verb: g.Verb,
+			},
+		}}
+		if err := a.Client.Create(ctx, sar); err != nil {
+			return nil, fmt.Errorf("reviewing the build ServiceAccount's rights in namespace %s: %w", namespace, err)
+		}
+		if !sar.Status.Allowed {
+			lacks = append(lacks, g)
+		}
+	}
+	if len(lacks) > 0 {
+		missing = append(missing, fmt.Sprintf("the build ServiceAccount %s may not %s (ClusterRole %s, RoleBinding %s)",
+			serviceAccount, words(lacks), BuilderClusterRole, BuilderClusterRole))
+	}
+	return missing, nil
+}
+
+// lackingOneByOne asks the API server about each grant the operator seems to lack.
+func (a *NamespaceAccess) lackingOneByOne(ctx context.Context, namespace string, grants []Grant) ([]Grant, error) {
+	var out []Grant
+	for _, g := range grants {
+		ssar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Group: g.Group, Resource: g.Resource, Verb: g.Verb},
+		}}
+		if err := a.Client.Create(ctx, ssar); err != nil {
+			return nil, fmt.Errorf("reviewing the operator's rights in namespace %s: %w", namespace, err)
+		}
+		if !ssar.Status.Allowed {
+			out = append(out, g)
+		}
+	}
+	return out, nil
+}
+
+// lacking returns the grants that rules do not cover.
+func lacking(want []Grant, rules []authorizationv1.ResourceRule) []Grant {
+	var out []Grant
+	for _, g := range want {
+		if !slices.ContainsFunc(rules, func(r authorizationv1.ResourceRule) bool { return covers(r, g) }) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// covers reports whether rule allows g on every object (no resourceNames).
+func covers(rule authorizationv1.ResourceRule, g Grant) bool {
+	has := func(list []string, v string) bool { return slices.Contains(list, v) || slices.Contains(list, "*") }
+	return len(rule.ResourceNames) == 0 && has(rule.APIGroups, g.Group) && has(rule.Resources, g.Resource) && has(rule.Verbs, g.Verb)
+}
+
+// words lists grants for a message.
+func words(grants []Grant) string {
+	out := make([]string, len(grants))
+	for i, g := range grants {
+		out[i] = g.String()
+	}
+	return strings.Join(out, ", ")
+}

@@ -1,0 +1,204 @@
+package function
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/rerror"
+	"github.com/fnops/func-operator/test/envtest"
+)
+
+// asOperator is a client with the operator's identity and only the RBAC of config/.
+func asOperator(t *testing.T) client.Client {
+	t.Helper()
+	cfg := rest.CopyConfig(restConfig)
+	cfg.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:func-operator:func-operator",
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:func-operator", "system:authenticated"},
+	}
+	c, err := client.New(cfg, client.Options{Scheme: k8sClient.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestNamespaceAccess checks, as the operator, what a namespace that onboarded it
+// (config/namespace/onboard.yaml) and one missing each part of it report.
+func TestNamespaceAccess(t *testing.T) {
+	op := asOperator(t)
+	ctx := context.Background()
+	allOperatorGrants := "the operator may not " + words(NamespaceGrant) + " (ClusterRole func-operator-namespace, RoleBinding func-operator-namespace)"
+	for _, tt := range []struct {
+		name    string
+		prepare func(t *testing.T, ns string)
+		want    []string // what the message names as missing; none when onboarded
+	}{{
+		name:    "onboarded",
+		prepare: func(t *testing.T, ns string) { onboard(t, ns) },
+	}, {
+		name:    "not onboarded",
+		prepare: func(*testing.T, string) {},
+		// The operator may not even read ServiceAccounts there: it says what it lacks.
+		want: []string{allOperatorGrants},
+	}, {
+		name: "the operator's RoleBinding removed",
+		prepare: func(t *testing.T, ns string) {
+			onboard(t, ns)
+			mustDelete(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "func-operator-namespace"}})
+		},
+		want: []string{allOperatorGrants},
+	}, {
+		name: "the build ServiceAccount removed",
+		prepare: func(t *testing.T, ns string) {
+			onboard(t, ns)
+			mustDelete(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "func-operator-builder"}})
+		},
+		want: []string{"the build ServiceAccount func-operator-builder does not exist"},
+	}, {
+		name: "the build ServiceAccount's RoleBinding removed",
+		prepare: func(t *testing.T, ns string) {
+			onboard(t, ns)
+			mustDelete(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "func-operator-builder"}})
+		},
+		want: []string{"the build ServiceAccount func-operator-builder may not " + words(BuilderGrant) +
+			" (ClusterRole func-operator-builder, RoleBinding func-operator-builder)"},
+	}} {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := newBareNamespace(t)
+			tt.prepare(t, ns)
+			// The API server's authorizer sees RBAC changes a moment later: ask until
+			// the answer is the one wanted, or for 10 seconds.
+			var err error
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+				a := &NamespaceAccess{Client: op, Reader: op}
+				if err = a.Check(ctx, ns, "func-operator-builder"); (err == nil) == (len(tt.want) == 0) {
+					break
+				}
+			}
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatalf("Check: %v, want nil", err)
+				}
+				return
+			}
+			if !rerror.IsStalling(err) || rerror.Reason(err) != v1alpha1.ReasonNamespaceNotOnboarded {
+				t.Fatalf("Check: %v, want a stall with reason %s", err, v1alpha1.ReasonNamespaceNotOnboarded)
+			}
+			msg := err.Error()
+			for _, w := range tt.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("message %q\ndoes not name %q", msg, w)
+				}
+			}
+			if !strings.Contains(msg, "kubectl apply -n "+ns+" -f config/namespace/onboard.yaml") {
+				t.Errorf("message %q does not say how to onboard", msg)
+			}
+		})
+	}
+}
+
+// TestNamespaceAccess_CachesOnlySuccess: an onboarded namespace is not reviewed again
+// within accessTTL; one that is not is reviewed every time, so onboarding shows at once.
+func TestNamespaceAccess_CachesOnlySuccess(t *testing.T) {
+	op := asOperator(t)
+	ctx := context.Background()
+	ns := newBareNamespace(t)
+	now := time.Now()
+	a := &NamespaceAccess{Client: op, Reader: op, now: func() time.Time { return now }}
+	if err := a.Check(ctx, ns, "func-operator-builder"); err == nil {
+		t.Fatal("a namespace not onboarded passed")
+	}
+	onboard(t, ns)
+	// Not cached: onboarding is seen as soon as the API server's authorizer sees it.
+	until(t, "onboarding is seen", func() bool { return a.Check(ctx, ns, "func-operator-builder") == nil })
+	mustDelete(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "func-operator-namespace"}})
+	// The positive control for the TTL: a fresh checker sees the revocation.
+	until(t, "a fresh checker sees the revocation", func() bool {
+		return (&NamespaceAccess{Client: op, Reader: op}).Check(ctx, ns, "func-operator-builder") != nil
+	})
+	if err := a.Check(ctx, ns, "func-operator-builder"); err != nil {
+		t.Errorf("within the TTL: %v, want the remembered success", err)
+	}
+	now = now.Add(accessTTL)
+	if err := a.Check(ctx, ns, "func-operator-builder"); err == nil {
+		t.Error("after the TTL, a revoked grant still passes")
+	}
+}
+
+// TestNamespaceGrant_MatchesConfig keeps NamespaceGrant and BuilderGrant equal to the
+// ClusterRoles of config/ that a namespace binds.
+func TestNamespaceGrant_MatchesConfig(t *testing.T) {
+	for file, want := range map[string][]Grant{
+		"config/200-namespace-clusterrole.yaml": NamespaceGrant,
+		"config/200-builder-clusterrole.yaml":   BuilderGrant,
+	} {
+		objs, err := envtest.Read(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		role := &rbacv1.ClusterRole{}
+		if len(objs) != 1 || runtime.DefaultUnstructuredConverter.FromUnstructured(objs[0].Object, role) != nil {
+			t.Fatalf("%s: want one ClusterRole", file)
+		}
+		var got []Grant
+		for _, r := range role.Rules {
+			if len(r.ResourceNames) > 0 {
+				t.Errorf("%s: a rule with resourceNames: %+v", file, r)
+			}
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					for _, v := range r.Verbs {
+						got = append(got, Grant{g, res, v})
+					}
+				}
+			}
+		}
+		key := func(g Grant) string { return g.String() }
+		sortGrants := func(gs []Grant) []Grant {
+			gs = slices.Clone(gs)
+			slices.SortFunc(gs, func(a, b Grant) int { return strings.Compare(key(a), key(b)) })
+			return gs
+		}
+		if diff := cmp.Diff(sortGrants(want), sortGrants(got)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", file, diff)
+		}
+	}
+}
+
+// until polls cond for 10 seconds.
+func until(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("not within 10s: %s", what)
+}
+
+func onboard(t *testing.T, ns string) {
+	t.Helper()
+	if err := envtest.Onboard(context.Background(), restConfig, ns); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustDelete(t *testing.T, o client.Object) {
+	t.Helper()
+	if err := k8sClient.Delete(context.Background(), o); err != nil {
+		t.Fatalf("deleting %T %s: %v", o, o.GetName(), err)
+	}
+}

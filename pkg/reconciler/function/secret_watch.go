@@ -1,0 +1,136 @@
+package function
+
+import (
+	"context"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// SecretWatches watches Secrets, by metadata only, in the namespaces where the
+// operator may read them: those that onboarded it. The operator has no cluster-wide
+// right on Secrets, so there is no cluster-wide watch; a namespace's watch starts the
+// first time the operator reads a Secret there, and stops when it is refused one.
+// A change to a Secret brings back the Functions of its namespace that reference it.
+// It runs on the leader only, as the reconciles that start its watches do.
+type SecretWatches struct {
+	// Client lists Secret metadata.
+	Client metadata.Interface
+	// OnChange is called with each Secret added, changed or deleted after its
+	// namespace's watch has started.
+	OnChange func(ctx context.Context, secret client.Object)
+
+	mu       sync.Mutex
+	ctx      context.Context // the manager's, once started
+	watching map[string]context.CancelFunc
+}
+
+// Start runs until ctx ends, then stops every watch.
+func (w *SecretWatches) Start(ctx context.Context) error {
+	w.mu.Lock()
+	w.ctx = ctx
+	pending := make([]string, 0, len(w.watching))
+	for ns, cancel := range w.watching {
+		if cancel == nil {
+			pending = append(pending, ns)
+		}
+	}
+	w.mu.Unlock()
+	for _, ns := range pending {
+		w.Ensure(ns)
+	}
+	<-ctx.Done()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for ns, cancel := range w.watching {
+		if cancel != nil {
+			cancel()
+		}
+		delete(w.watching, ns)
+	}
+	return nil
+}
+
+// NeedLeaderElection is true: only the leader reconciles.
+func (*SecretWatches) NeedLeaderElection() bool { return true }
+
+// Ensure watches the Secrets of namespace, unless it already does.
+func (w *SecretWatches) Ensure(namespace string) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.watching == nil {
+		w.watching = map[string]context.CancelFunc{}
+	}
+	if cancel, ok := w.watching[namespace]; ok && (cancel != nil || w.ctx == nil) {
+		return
+	}
+	if w.ctx == nil {
+		w.watching[namespace] = nil // started with the manager
+		return
+	}
+	ctx, cancel := context.WithCancel(w.ctx)
+	w.watching[namespace] = cancel
+	inf := metadatainformer.NewFilteredMetadataInformer(w.Client, corev1.SchemeGroupVersion.WithResource("secrets"),
+		namespace, 0, cache.Indexers{}, nil)
+	changed := func(o any) {
+		if m, ok := o.(*metav1.PartialObjectMetadata); ok {
+			w.OnChange(ctx, m)
+		} else if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+			if m, ok := d.Obj.(*metav1.PartialObjectMetadata); ok {
+				w.OnChange(ctx, m)
+			}
+		}
+	}
+	_, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(o any, initial bool) {
+			if !initial {
+				changed(o)
+			}
+		},
+		UpdateFunc: func(old, o any) {
+			a, _ := old.(*metav1.PartialObjectMetadata)
+			b, _ := o.(*metav1.PartialObjectMetadata)
+			if a == nil || b == nil || a.ResourceVersion != b.ResourceVersion {
+				changed(o)
+			}
+		},
+		DeleteFunc: changed,
+	})
+	if err != nil {
+		log.FromContext(ctx).Error(err, "watching the Secrets of a namespace", "namespace", namespace)
+		cancel()
+		delete(w.watching, namespace)
+		return
+	}
+	go inf.Informer().Run(ctx.Done())
+}
+
+// Stop stops watching the Secrets of namespace, if it does.
+func (w *SecretWatches) Stop(namespace string) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if cancel := w.watching[namespace]; cancel != nil {
+		cancel()
+	}
+	delete(w.watching, namespace)
+}
+
+// Watching reports whether the Secrets of namespace are watched, or will be.
+func (w *SecretWatches) Watching(namespace string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.watching[namespace]
+	return ok
+}
