@@ -24,6 +24,7 @@ import (
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
+	"github.com/fnops/func-operator/test/envtest"
 	"github.com/fnops/func-operator/test/gitserver"
 	"github.com/fnops/func-operator/test/registrytest"
 	"github.com/fnops/func-operator/test/tektonsim"
@@ -644,4 +645,77 @@ func TestOperator_RebuildWithPrivateRegistry(t *testing.T) {
 
 func base64Auth(user, password string) string {
 	return base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
+}
+
+// TestOperator_NamespaceNotOnboarded: as shipped (the operator's ServiceAccount and
+// only the RBAC of config/), an outdated function of a namespace that has not
+// onboarded the operator is not rebuilt, and says why and how to grant it, as does a
+// Function whose registry Secret the operator may not read; nothing is created there.
+// Once the namespace applies config/namespace/onboard.yaml, both go on by themselves:
+// the rebuild runs, as the build ServiceAccount (the positive control).
+func TestOperator_NamespaceNotOnboarded(t *testing.T) {
+	ns := newBareNamespace(t)
+	f := newRebuildFixture(t, ns, "hello", "private")
+	if err := k8sClient.Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "registry"},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{}}`)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tektonsim.Start(t, restConfig, tektonsim.Options{Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t)})
+	cfg := rebuildConfig(2)
+	cfg.CheckInterval = 3 * time.Second
+	startOperatorWith(t, cfg, ns)
+	f.createFunction(t, "hello", nil)
+	f.createFunctionWith(t, "private", nil, "registry")
+
+	how := "a namespace admin grants it with `kubectl apply -n " + ns + " -f config/namespace/onboard.yaml`"
+	eventually(t, 30*time.Second, func() string {
+		for _, name := range []string{"hello", "private"} {
+			c := getFunction(t, ns, name).Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate)
+			if c == nil || c.Reason != v1alpha1.ReasonNamespaceNotOnboarded || !strings.Contains(c.Message, how) {
+				return fmt.Sprintf("%s: MiddlewareUpToDate = %+v, want reason %s saying %q", name, c, v1alpha1.ReasonNamespaceNotOnboarded, how)
+			}
+		}
+		return ""
+	})
+	hello := getFunction(t, ns, "hello")
+	if c := hello.Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate); c.Status != corev1.ConditionFalse ||
+		!strings.Contains(c.Message, "the operator holds none of ClusterRole func-operator-namespace here (RoleBinding func-operator-namespace)") {
+		t.Errorf("MiddlewareUpToDate = %s %q, want False naming the missing grants", c.Status, c.Message)
+	}
+	if c := hello.Status.GetCondition(v1alpha1.FunctionConditionStalled); c == nil || !c.IsTrue() {
+		t.Errorf("Stalled = %+v, want True", c)
+	}
+	if hello.Status.Build != nil {
+		t.Errorf("status.build = %+v, want none: a Function that may not build holds no queue place", hello.Status.Build)
+	}
+	if n := len(pipelineRuns(t, ns)); n != 0 {
+		t.Fatalf("%d PipelineRuns in a namespace that did not onboard the operator", n)
+	}
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, ns) && strings.Contains(line, "forbidden") && !strings.Contains(line, "NamespaceNotOnboarded") {
+			t.Errorf("a raw Forbidden in the log: %s", line)
+		}
+	}
+
+	if err := envtest.Onboard(context.Background(), restConfig, ns); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, rebuilt(t, ns, "hello"))
+	eventually(t, 30*time.Second, func() string {
+		c := getFunction(t, ns, "private").Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate)
+		if c != nil && c.Reason == v1alpha1.ReasonNamespaceNotOnboarded {
+			return fmt.Sprintf("private: %+v, want the registry Secret read now", c)
+		}
+		return ""
+	})
+	runs := pipelineRuns(t, ns)
+	if len(runs) != 1 {
+		t.Fatalf("%d PipelineRuns after onboarding, want 1", len(runs))
+	}
+	if sa := pipelineRunServiceAccount(t, ns, runs[0].Name); sa != "func-operator-builder" {
+		t.Errorf("the rebuild ran as %q, want func-operator-builder", sa)
+	}
 }

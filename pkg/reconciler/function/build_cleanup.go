@@ -7,10 +7,12 @@ import (
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 )
@@ -56,7 +58,15 @@ func (r *Reconciler) deleteBuildObjects(ctx context.Context, key types.Namespace
 func (r *Reconciler) deleteLabelled(ctx context.Context, gvk schema.GroupVersionKind, namespace string, labels client.MatchingLabels) error {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := r.APIReader.List(ctx, list, client.InNamespace(namespace), labels); err != nil {
+	err := r.APIReader.List(ctx, list, client.InNamespace(namespace), labels)
+	if apierrors.IsForbidden(err) {
+		// A namespace that never onboarded the operator holds nothing it created; one
+		// that took its grant back keeps what is left, which the operator may not touch.
+		log.FromContext(ctx).Info("not cleaning up build objects: the namespace does not grant the operator "+NamespaceClusterRole,
+			"kind", gvk.Kind, "namespace", namespace)
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("listing %ss in namespace %s: %w", gvk.Kind, namespace, err)
 	}
 	var errs []error

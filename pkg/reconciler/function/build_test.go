@@ -130,10 +130,7 @@ func TestReconcile_Rebuild(t *testing.T) {
 			return ns
 		},
 		wantReason: v1alpha1.ReasonNamespaceNotOnboarded, wantStall: true,
-		wantMsg: "the build ServiceAccount func-operator-builder may not get services.serving.knative.dev, list services.serving.knative.dev, " +
-			"watch services.serving.knative.dev, create services.serving.knative.dev, update services.serving.knative.dev, get routes.serving.knative.dev, " +
-			"get secrets, get configmaps, get persistentvolumeclaims, get serviceaccounts, list pods, create triggers.eventing.knative.dev " +
-			"(ClusterRole func-operator-builder, RoleBinding func-operator-builder)",
+		wantMsg: "the build ServiceAccount func-operator-builder holds none of ClusterRole func-operator-builder here (RoleBinding func-operator-builder)",
 	}, {
 		name:   "failed, backoff not over: no build, back when it is",
 		repo:   v1alpha1.Repository{URL: srv.URL("fn"), Path: "fns/hello"},

@@ -134,8 +134,7 @@ func (a *NamespaceAccess) missing(ctx context.Context, namespace, serviceAccount
 		}
 	}
 	if len(lacks) > 0 {
-		missing = append(missing, fmt.Sprintf("the operator may not %s (ClusterRole %s, RoleBinding func-operator-namespace)",
-			words(lacks), NamespaceClusterRole))
+		missing = append(missing, "the operator "+lackingWords(lacks, NamespaceGrant, NamespaceClusterRole))
 	}
 	err := a.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: serviceAccount}, &corev1.ServiceAccount{})
 	switch {
@@ -163,8 +162,7 @@ func (a *NamespaceAccess) missing(ctx context.Context, namespace, serviceAccount
 		}
 	}
 	if len(lacks) > 0 {
-		missing = append(missing, fmt.Sprintf("the build ServiceAccount %s may not %s (ClusterRole %s, RoleBinding %s)",
-			serviceAccount, words(lacks), BuilderClusterRole, BuilderClusterRole))
+		missing = append(missing, "the build ServiceAccount "+serviceAccount+" "+lackingWords(lacks, BuilderGrant, BuilderClusterRole))
 	}
 	return missing, nil
 }
@@ -201,6 +199,15 @@ func lacking(want []Grant, rules []authorizationv1.ResourceRule) []Grant {
 func covers(rule authorizationv1.ResourceRule, g Grant) bool {
 	has := func(list []string, v string) bool { return slices.Contains(list, v) || slices.Contains(list, "*") }
 	return len(rule.ResourceNames) == 0 && has(rule.APIGroups, g.Group) && has(rule.Resources, g.Resource) && has(rule.Verbs, g.Verb)
+}
+
+// lackingWords says what lacks of all (the grants of ClusterRole role) means: none
+// of it, or which rights.
+func lackingWords(lacks, all []Grant, role string) string {
+	if len(lacks) == len(all) {
+		return fmt.Sprintf("holds none of ClusterRole %s here (RoleBinding %s)", role, role)
+	}
+	return fmt.Sprintf("may not %s (ClusterRole %s, RoleBinding %s)", words(lacks), role, role)
 }
 
 // words lists grants for a message.

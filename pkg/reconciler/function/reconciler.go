@@ -143,6 +143,11 @@ func (r *Reconciler) result(ctx context.Context, res Result, err error) (reconci
 	case err == nil:
 	case errors.As(err, &waiting):
 		next = next.merge(Result{RequeueAfter: waiting.RequeueAfter})
+	case rerror.Reason(err) == v1alpha1.ReasonNamespaceNotOnboarded:
+		// Onboarding is seen by no watch: look again soon rather than at the next check.
+		log.FromContext(ctx).Info("reconcile stalled until the namespace onboards the operator",
+			"reason", rerror.Reason(err), "message", err.Error(), "recheck", accessTTL)
+		next = next.merge(Result{RequeueAfter: accessTTL})
 	case rerror.IsStalling(err):
 		log.FromContext(ctx).Info("reconcile stalled until the Function, its Secret, its Service or its repository changes",
 			"reason", rerror.Reason(err), "message", err.Error())

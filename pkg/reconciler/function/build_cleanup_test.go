@@ -1,0 +1,73 @@
+package function
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
+)
+
+// TestReconciler_Finalize: as the operator, the build objects of a deleted Function
+// are deleted in a namespace that onboarded it; in one that did not, where the
+// operator may not even list them, finalizing ends without an error (it would be
+// retried forever) and touches nothing.
+func TestReconciler_Finalize(t *testing.T) {
+	op := asOperator(t)
+	ctx := context.Background()
+	labels := map[string]string{resources.LabelFunction: "gone", resources.LabelManagedBy: resources.ManagedBy}
+	for _, tt := range []struct {
+		name        string
+		onboarded   bool
+		wantDeleted bool
+	}{
+		{name: "onboarded: deleted", onboarded: true, wantDeleted: true},
+		{name: "not onboarded: left, no error", onboarded: false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := newBareNamespace(t)
+			if tt.onboarded {
+				onboard(t, ns)
+			}
+			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gone-pipeline-secret", Labels: labels}}
+			pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gone-pvc", Labels: labels},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+				}}
+			mustCreate(t, secret, pvc)
+			r, _ := newTestReconciler(t, 10)
+			r.Client, r.APIReader, r.Tekton = op, op, true
+			key := types.NamespacedName{Namespace: ns, Name: "gone"}
+			var err error
+			// The operator's RoleBinding reaches the authorizer a moment after it is made.
+			until(t, "finalize ends", func() bool {
+				err = r.finalize(ctx, key)
+				return err == nil && (!tt.wantDeleted || gone(t, secret) && gone(t, pvc))
+			})
+			if !tt.wantDeleted && (gone(t, secret) || gone(t, pvc)) {
+				t.Error("objects deleted in a namespace that did not onboard the operator")
+			}
+		})
+	}
+}
+
+// gone reports whether o no longer exists (or is being deleted).
+func gone(t *testing.T, o client.Object) bool {
+	t.Helper()
+	got := o.DeepCopyObject().(client.Object)
+	err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(o), got)
+	if apierrors.IsNotFound(err) {
+		return true
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got.GetDeletionTimestamp() != nil
+}
