@@ -6,6 +6,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -224,5 +226,68 @@ rules:
 		if w := clusterWideWrites(role); len(w) > 0 {
 			t.Errorf("ClusterRoleBinding %s grants, in every namespace: %v", b.Name, w)
 		}
+	}
+}
+
+// TestOnboarding_ByNamespaceAdmin: config/namespace/onboard.yaml is one step a
+// namespace admin can take without cluster-admin: a user who holds, in that namespace
+// only, the rights it grants (plus ServiceAccount and RoleBinding creation) applies it.
+// A user who may create RoleBindings but lacks those rights is refused, as RBAC's
+// escalation check requires: the grant cannot be made by someone who could not act so.
+func TestOnboarding_ByNamespaceAdmin(t *testing.T) {
+	ctx := context.Background()
+	objs, err := envtest.Read("config/200-namespace-clusterrole.yaml", "config/200-builder-clusterrole.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"get", "create", "patch", "update"}},
+		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"rolebindings"}, Verbs: []string{"get", "create", "patch", "update"}}}
+	onlyRBAC := slices.Clone(rules)
+	for _, o := range objs {
+		r := &rbacv1.ClusterRole{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, r); err != nil {
+			t.Fatal(err)
+		}
+		rules = append(rules, r.Rules...)
+	}
+	for _, tt := range []struct {
+		user    string
+		rules   []rbacv1.PolicyRule
+		allowed bool
+	}{
+		{user: "team-admin", rules: rules, allowed: true},
+		{user: "rbac-only", rules: onlyRBAC, allowed: false},
+	} {
+		t.Run(tt.user, func(t *testing.T) {
+			ns := newBareNamespace(t)
+			if err := k8sClient.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tt.user}, Rules: tt.rules}); err != nil {
+				t.Fatal(err)
+			}
+			if err := k8sClient.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tt.user},
+				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: tt.user},
+				Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: tt.user}}}); err != nil {
+				t.Fatal(err)
+			}
+			as := rest.CopyConfig(restConfig)
+			as.Impersonate = rest.ImpersonationConfig{UserName: tt.user, Groups: []string{"system:authenticated"}}
+			// RBAC's escalation check refuses the grant itself, not some other step.
+			const escalation = "attempting to grant RBAC permissions not currently held"
+			want := func(err error) bool {
+				if tt.allowed {
+					return err == nil
+				}
+				return err != nil && strings.Contains(err.Error(), escalation)
+			}
+			var err error
+			// The user's RoleBinding reaches the authorizer a moment after it is made.
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+				if err = envtest.Onboard(ctx, as, ns); want(err) {
+					break
+				}
+			}
+			if !want(err) {
+				t.Fatalf("onboarding as %s: %v, want allowed %t", tt.user, err, tt.allowed)
+			}
+		})
 	}
 }
