@@ -240,16 +240,17 @@ func TestOnboarding_ByNamespaceAdmin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"get", "create", "patch", "update"}},
+	onlyRBAC := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"get", "create", "patch", "update"}},
 		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"rolebindings"}, Verbs: []string{"get", "create", "patch", "update"}}}
-	onlyRBAC := slices.Clone(rules)
+	granted := make([][]rbacv1.PolicyRule, 0, len(objs))
 	for _, o := range objs {
 		r := &rbacv1.ClusterRole{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, r); err != nil {
 			t.Fatal(err)
 		}
-		rules = append(rules, r.Rules...)
+		granted = append(granted, r.Rules)
 	}
+	rules := slices.Concat(append([][]rbacv1.PolicyRule{onlyRBAC}, granted...)...)
 	for _, tt := range []struct {
 		user    string
 		rules   []rbacv1.PolicyRule
