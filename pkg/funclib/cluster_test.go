@@ -3,6 +3,7 @@ package funclib
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -325,6 +326,48 @@ spec:
 			if sa, ok := specs[0].(map[string]any)[tt.taskSAPath[0]]; ok {
 				t.Errorf("a task still runs as %v", sa)
 			}
+
+			// An apply, which may create, or an update could set another
+			// ServiceAccount: refused. Deletes pass (the positive control).
+			u.SetName("applied")
+			u.SetGenerateName("")
+			_, err = dyn.Resource(gvr).Namespace("builds").Apply(ctx, "applied", u, metav1.ApplyOptions{FieldManager: "func"})
+			if !apierrors.IsForbidden(err) {
+				t.Errorf("applying a PipelineRun through the proxy: %v, want Forbidden", err)
+			}
+			got.Object["spec"].(map[string]any)["serviceAccountName"] = "default"
+			if _, err := dyn.Resource(gvr).Namespace("builds").Update(ctx, got, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
+				t.Errorf("updating a PipelineRun through the proxy: %v, want Forbidden", err)
+			}
+			if err := dyn.Resource(gvr).Namespace("builds").Delete(ctx, got.GetName(), metav1.DeleteOptions{}); err != nil {
+				t.Errorf("deleting a PipelineRun through the proxy: %v", err)
+			}
 		})
+	}
+
+	// A path the API server would read differently from the proxy is refused; the
+	// same request on the clean path passes (the positive control).
+	rt, err := rest.TransportFor(funcCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]int{
+		"/apis/tekton.dev/v1/namespaces/builds/pipelineruns":      http.StatusOK,
+		"/apis//tekton.dev/v1/namespaces/builds/pipelineruns":     http.StatusBadRequest,
+		"/apis/tekton.dev/v1/namespaces/x/../builds/pipelineruns": http.StatusBadRequest,
+	} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, funcCfg.Host+p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.URL.Opaque = p // as sent, not cleaned by the client
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", p, err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s through the proxy: %d, want %d", p, resp.StatusCode, want)
+		}
 	}
 }

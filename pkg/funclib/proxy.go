@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"path"
 	"regexp"
 	"strconv"
 	"strings"
@@ -31,8 +32,12 @@ import (
 // maxPipelineRunBody bounds the PipelineRun the proxy rewrites; func's is a few KiB.
 const maxPipelineRunBody = 1 << 20
 
-// pipelineRunCreate matches the path of a PipelineRun create in a namespace.
-var pipelineRunCreate = regexp.MustCompile(`^/apis/tekton\.dev/(v1beta1|v1)/namespaces/[a-z0-9]([-a-z0-9]*[a-z0-9])?/pipelineruns/?$`)
+// pipelineRunCreate matches the path of a PipelineRun create in a namespace, and
+// pipelineRunWrite the path of one PipelineRun (or its subresources).
+var (
+	pipelineRunCreate = regexp.MustCompile(`^/apis/tekton\.dev/[^/]+/namespaces/[^/]+/pipelineruns/?$`)
+	pipelineRunWrite  = regexp.MustCompile(`^/apis/tekton\.dev/[^/]+/namespaces/[^/]+/pipelineruns/[^/]+`)
+)
 
 // apiProxy is the func library's only way to the API server. func v0.44 builds its
 // clients from KUBECONFIG, so the operator hands it a kubeconfig that points at this
@@ -147,11 +152,21 @@ func (p *apiProxy) handler(next http.Handler) http.Handler {
 				r.Header.Del(k)
 			}
 		}
-		if r.Method == http.MethodPost && pipelineRunCreate.MatchString(r.URL.Path) {
+		if path.Clean(r.URL.Path) != strings.TrimSuffix(r.URL.Path, "/") && r.URL.Path != "/" {
+			http.Error(w, "func-operator's API proxy: a path that is not clean", http.StatusBadRequest)
+			return
+		}
+		switch {
+		case r.Method == http.MethodPost && pipelineRunCreate.MatchString(r.URL.Path):
 			if err := p.setServiceAccount(r); err != nil {
 				http.Error(w, "func-operator's API proxy: "+err.Error(), http.StatusBadRequest)
 				return
 			}
+		case (r.Method == http.MethodPut || r.Method == http.MethodPatch) && pipelineRunWrite.MatchString(r.URL.Path):
+			// func only creates and deletes PipelineRuns; an update, or an apply (which
+			// may create), could set another ServiceAccount.
+			http.Error(w, "func-operator's API proxy: PipelineRuns are only created and deleted", http.StatusForbidden)
+			return
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -181,15 +196,18 @@ func (p *apiProxy) setServiceAccount(r *http.Request) error {
 		pr["spec"] = spec
 	}
 	sa := p.serviceAccount()
-	if strings.HasPrefix(r.URL.Path, "/apis/tekton.dev/v1beta1/") {
+	switch version := strings.Split(r.URL.Path, "/")[3]; version {
+	case "v1beta1":
 		spec["serviceAccountName"] = sa
-	} else {
+	case "v1":
 		tmpl, _ := spec["taskRunTemplate"].(map[string]any)
 		if tmpl == nil {
 			tmpl = map[string]any{}
 			spec["taskRunTemplate"] = tmpl
 		}
 		tmpl["serviceAccountName"] = sa
+	default:
+		return fmt.Errorf("PipelineRuns of tekton.dev/%s: the proxy knows where v1beta1 and v1 name the ServiceAccount, not there", version)
 	}
 	// No task of the run may run as another ServiceAccount either.
 	specs, _ := spec["taskRunSpecs"].([]any)
