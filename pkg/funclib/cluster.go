@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -29,7 +30,33 @@ type Cluster struct {
 }
 
 // Close stops the proxy; the func library reaches the cluster no more.
-func (c *Cluster) Close() error { return c.proxy.close() }
+func (c *Cluster) Close() error {
+	activeProxy.CompareAndSwap(c.proxy.url(), "")
+	return c.proxy.close()
+}
+
+// activeProxy is the URL of the proxy KUBECONFIG points at, while it serves.
+var activeProxy atomic.Value
+
+func init() { activeProxy.Store("") }
+
+// throughProxy fails unless func's clients, built now as func builds them, go
+// through the proxy that serves: not, for instance, straight to the API server with
+// the in-cluster credentials, as func falls back to when KUBECONFIG names no file.
+func throughProxy() error {
+	want, _ := activeProxy.Load().(string)
+	if want == "" {
+		return errors.New("the func library's proxy is not running")
+	}
+	cfg, err := k8s.GetClientConfig().ClientConfig()
+	if err != nil {
+		return fmt.Errorf("the func library cannot load its cluster config: %w", err)
+	}
+	if cfg.Host != want {
+		return fmt.Errorf("the func library would reach %s, not the operator's proxy %s", cfg.Host, want)
+	}
+	return nil
+}
 
 // UseCluster points the func library at the cluster of cfg. func v0.44 builds its
 // clients from KUBECONFIG (or the in-cluster config) and takes no rest.Config, so
@@ -90,6 +117,15 @@ func UseCluster(ctx context.Context, cfg *rest.Config, dir string, buildServiceA
 	if is != want {
 		return nil, fmt.Errorf("the func library authenticates as %s, the operator as %s", is, want)
 	}
+	// Were the kubeconfig ever gone, func would fall back to the in-cluster config,
+	// past the proxy: the process has no in-cluster config from here on (the
+	// operator's own clients are built already).
+	for _, v := range []string{"KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"} {
+		if err := os.Unsetenv(v); err != nil {
+			return nil, fmt.Errorf("unsetting %s: %w", v, err)
+		}
+	}
+	activeProxy.Store(proxy.url())
 	return &Cluster{Kubeconfig: path, proxy: proxy}, nil
 }
 

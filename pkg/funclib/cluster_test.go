@@ -220,6 +220,18 @@ func TestUseCluster_Proxy(t *testing.T) {
 	if user, err := whoAmI(ctx, funcCfg); err != nil || !strings.HasPrefix(user, fmt.Sprintf("%q ", sa)) {
 		t.Fatalf("through the proxy: %s, %v; want %s", user, err, sa)
 	}
+	// Builds start only while func's clients go through the proxy.
+	if err := throughProxy(); err != nil {
+		t.Errorf("through the proxy: %v", err)
+	}
+	path := os.Getenv(clientcmd.RecommendedConfigPathEnvVar)
+	t.Setenv(clientcmd.RecommendedConfigPathEnvVar, filepath.Join(dir, "gone.kubeconfig"))
+	err = RunPipeline(ctx, BuildRequest{Namespace: "builds", Function: Metadata{Name: "hello", Runtime: "go", Registry: "127.0.0.1:5000/fns"},
+		GitURL: "http://127.0.0.1:1/x.git", Revision: "main", WorkDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "no build is started") {
+		t.Errorf("RunPipeline with KUBECONFIG gone: %v, want no build started", err)
+	}
+	t.Setenv(clientcmd.RecommendedConfigPathEnvVar, path)
 	// An identity asked for through the proxy is dropped, not granted.
 	asAdmin := rest.CopyConfig(funcCfg)
 	asAdmin.Impersonate = rest.ImpersonationConfig{UserName: "admin", Groups: []string{"system:masters"}}
@@ -243,6 +255,9 @@ func TestUseCluster_Proxy(t *testing.T) {
 	}
 	if _, err := whoAmI(ctx, funcCfg); err == nil {
 		t.Error("the proxy still answers after Close")
+	}
+	if err := throughProxy(); err == nil {
+		t.Error("builds could start after Close")
 	}
 	c, err = UseCluster(ctx, env.Config, dir, func() string { return "func-operator-builder" })
 	if err != nil {
@@ -345,12 +360,52 @@ spec:
 		})
 	}
 
-	// A path the API server would read differently from the proxy is refused; the
-	// same request on the clean path passes (the positive control).
 	rt, err := rest.TransportFor(funcCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A PipelineRun spelled so that the rewrite would miss its ServiceAccount (Tekton's
+	// decoder folds case), created through a named path, or with a pod template is
+	// refused; a plain one passes (the positive control).
+	for _, tt := range []struct {
+		name, path, body string
+		want             int
+	}{{
+		name: "plain", path: "/apis/tekton.dev/v1beta1/namespaces/builds/pipelineruns", want: http.StatusCreated,
+		body: `{"apiVersion":"tekton.dev/v1beta1","kind":"PipelineRun","metadata":{"generateName":"ok-"},"spec":{"pipelineRef":{"name":"p"}}}`,
+	}, {
+		name: "a key in another case", path: "/apis/tekton.dev/v1beta1/namespaces/builds/pipelineruns", want: http.StatusBadRequest,
+		body: `{"apiVersion":"tekton.dev/v1beta1","kind":"PipelineRun","metadata":{"generateName":"x-"},"spec":{"pipelineRef":{"name":"p"},"ServiceAccountName":"admin"}}`,
+	}, {
+		name: "a key with a long s", path: "/apis/tekton.dev/v1beta1/namespaces/builds/pipelineruns", want: http.StatusBadRequest,
+		body: `{"apiVersion":"tekton.dev/v1beta1","kind":"PipelineRun","metadata":{"generateName":"x-"},"spec":{"pipelineRef":{"name":"p"},"ſerviceAccountName":"admin"}}`,
+	}, {
+		name: "a key twice", path: "/apis/tekton.dev/v1/namespaces/builds/pipelineruns", want: http.StatusBadRequest,
+		body: `{"apiVersion":"tekton.dev/v1","kind":"PipelineRun","metadata":{"generateName":"x-"},"spec":{"pipelineRef":{"name":"p"}},"spec":{"pipelineRef":{"name":"q"}}}`,
+	}, {
+		name: "a pod template", path: "/apis/tekton.dev/v1/namespaces/builds/pipelineruns", want: http.StatusBadRequest,
+		body: `{"apiVersion":"tekton.dev/v1","kind":"PipelineRun","metadata":{"generateName":"x-"},"spec":{"pipelineRef":{"name":"p"},"taskRunTemplate":{"podTemplate":{"hostNetwork":true}}}}`,
+	}, {
+		name: "a POST to a named path", path: "/apis/tekton.dev/v1beta1/namespaces/builds/pipelineruns/named", want: http.StatusForbidden,
+		body: `{"apiVersion":"tekton.dev/v1beta1","kind":"PipelineRun","metadata":{"name":"named"},"spec":{"pipelineRef":{"name":"p"}}}`,
+	}} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, funcCfg.Host+tt.path, strings.NewReader(tt.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != tt.want {
+			t.Errorf("%s: %d, want %d", tt.name, resp.StatusCode, tt.want)
+		}
+	}
+
+	// A path the API server would read differently from the proxy is refused; the
+	// same request on the clean path passes (the positive control).
 	for p, want := range map[string]int{
 		"/apis/tekton.dev/v1/namespaces/builds/pipelineruns":      http.StatusOK,
 		"/apis//tekton.dev/v1/namespaces/builds/pipelineruns":     http.StatusBadRequest,

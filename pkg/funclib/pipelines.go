@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"knative.dev/func/pkg/builders"
@@ -52,6 +54,9 @@ func RunPipeline(ctx context.Context, req BuildRequest) error {
 	if err != nil {
 		return err
 	}
+	if err := throughProxy(); err != nil {
+		return fmt.Errorf("no build is started: %w", err)
+	}
 	// func's provider reads .tekton/ from the function root and would apply the files it
 	// finds there: the root is an empty scratch directory, never the user's source.
 	root, err := os.MkdirTemp(req.WorkDir, "build-")
@@ -83,6 +88,16 @@ func RunPipeline(ctx context.Context, req BuildRequest) error {
 
 // CheckBuildable says why func's pipelines cannot build the function, if they cannot.
 func CheckBuildable(m Metadata) error {
+	fields := map[string]string{"name": m.Name, "runtime": m.Runtime, "registry": m.Registry, "image": m.Image}
+	for b, img := range m.BuilderImages {
+		fields["build.builderImages."+b] = img
+	}
+	for i, kv := range m.BuildEnvs {
+		fields[fmt.Sprintf("build.buildEnvs[%d]", i)] = kv
+	}
+	if err := singleLines(fields); err != nil {
+		return fmt.Errorf("func.yaml's %w", err)
+	}
 	switch m.Builder {
 	case "", BuilderPack:
 		if len(m.Buildpacks) > 0 {
@@ -148,6 +163,10 @@ func buildFunction(req BuildRequest) (fn.Function, error) {
 	if err := CheckBuildable(m); err != nil {
 		return fn.Function{}, err
 	}
+	if err := singleLines(map[string]string{"git URL": req.GitURL, "revision": req.Revision, "path": req.ContextDir,
+		"builder image": req.BuilderImage, "namespace": req.Namespace}); err != nil {
+		return fn.Function{}, fmt.Errorf("the build's %w", err)
+	}
 	img, _ := TargetImage(m)
 	builderImages := maps.Clone(m.BuilderImages)
 	builder := BuilderOf(m)
@@ -178,6 +197,19 @@ func buildFunction(req BuildRequest) (fn.Function, error) {
 		},
 		Deploy: fn.DeploySpec{Namespace: req.Namespace, ServiceAccountName: m.ServiceAccountName},
 	}, nil
+}
+
+// singleLines fails on the first field (by name) that holds a control character.
+// func v0.44 writes these values into its Pipeline and PipelineRun YAML templates
+// unescaped: a line break would add fields of the value's choosing to the run (its
+// ServiceAccount, a pod template).
+func singleLines(fields map[string]string) error {
+	for _, field := range slices.Sorted(maps.Keys(fields)) {
+		if i := strings.IndexFunc(fields[field], unicode.IsControl); i >= 0 {
+			return fmt.Errorf("%s holds a control character (%q at byte %d): func's pipeline takes single-line values only", field, fields[field][i], i)
+		}
+	}
+	return nil
 }
 
 // labels is the pipeline decorator: func's labels plus the operator's.

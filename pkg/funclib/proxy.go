@@ -26,7 +26,10 @@ import (
 	"strings"
 	"time"
 
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	pipelinev1beta1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1beta1"
 	"k8s.io/client-go/rest"
+	k8sjson "sigs.k8s.io/json"
 )
 
 // maxPipelineRunBody bounds the PipelineRun the proxy rewrites; func's is a few KiB.
@@ -103,7 +106,7 @@ func startProxy(cfg *rest.Config, serviceAccount func() string) (*apiProxy, erro
 // url is where the func library reaches the proxy.
 func (p *apiProxy) url() string { return "https://" + p.listener.Addr().String() }
 
-// loopbackCertificate makes a self-signed certificate for 127.0.0.1, valid for a year.
+// loopbackCertificate makes a self-signed certificate for 127.0.0.1, valid for ten years.
 func loopbackCertificate() (tls.Certificate, []byte, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -114,7 +117,7 @@ func loopbackCertificate() (tls.Certificate, []byte, error) {
 		SerialNumber:          big.NewInt(now.UnixNano()),
 		Subject:               pkix.Name{CommonName: "func-operator func library proxy"},
 		NotBefore:             now.Add(-time.Minute),
-		NotAfter:              now.Add(365 * 24 * time.Hour),
+		NotAfter:              now.Add(10 * 365 * 24 * time.Hour), // one key per process, in memory only
 		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
 		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
@@ -162,10 +165,11 @@ func (p *apiProxy) handler(next http.Handler) http.Handler {
 				http.Error(w, "func-operator's API proxy: "+err.Error(), http.StatusBadRequest)
 				return
 			}
-		case (r.Method == http.MethodPut || r.Method == http.MethodPatch) && pipelineRunWrite.MatchString(r.URL.Path):
-			// func only creates and deletes PipelineRuns; an update, or an apply (which
-			// may create), could set another ServiceAccount.
-			http.Error(w, "func-operator's API proxy: PipelineRuns are only created and deleted", http.StatusForbidden)
+		case r.Method != http.MethodGet && r.Method != http.MethodDelete && pipelineRunWrite.MatchString(r.URL.Path):
+			// func only creates PipelineRuns (by POST to the collection), reads and
+			// deletes them. A POST to a named path (which creates a custom resource), an
+			// update, or an apply (which may create) could set another ServiceAccount.
+			http.Error(w, "func-operator's API proxy: PipelineRuns are only created, read and deleted", http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -173,7 +177,11 @@ func (p *apiProxy) handler(next http.Handler) http.Handler {
 }
 
 // setServiceAccount sets the build ServiceAccount on the PipelineRun r creates, in
-// the field of r's API version (Tekton converts between the two).
+// the field of r's API version (Tekton converts between the two). The body is decoded
+// strictly into Tekton's own type (exact field names, no unknown or duplicate
+// fields), so that no spelling the proxy did not rewrite reaches Tekton, whose
+// decoder folds case; a run that asks for a pod template is refused. What is sent on
+// is the typed object, encoded again.
 func (p *apiProxy) setServiceAccount(r *http.Request) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
 		return fmt.Errorf("a PipelineRun sent as %q: only JSON is accepted", ct)
@@ -186,43 +194,72 @@ func (p *apiProxy) setServiceAccount(r *http.Request) error {
 	if len(body) > maxPipelineRunBody {
 		return fmt.Errorf("a PipelineRun of more than %d bytes", maxPipelineRunBody)
 	}
-	var pr map[string]any
-	if err := json.Unmarshal(body, &pr); err != nil {
-		return fmt.Errorf("the PipelineRun is not JSON: %w", err)
-	}
-	spec, _ := pr["spec"].(map[string]any)
-	if spec == nil {
-		spec = map[string]any{}
-		pr["spec"] = spec
-	}
-	sa := p.serviceAccount()
-	switch version := strings.Split(r.URL.Path, "/")[3]; version {
-	case "v1beta1":
-		spec["serviceAccountName"] = sa
-	case "v1":
-		tmpl, _ := spec["taskRunTemplate"].(map[string]any)
-		if tmpl == nil {
-			tmpl = map[string]any{}
-			spec["taskRunTemplate"] = tmpl
-		}
-		tmpl["serviceAccountName"] = sa
-	default:
-		return fmt.Errorf("PipelineRuns of tekton.dev/%s: the proxy knows where v1beta1 and v1 name the ServiceAccount, not there", version)
-	}
-	// No task of the run may run as another ServiceAccount either.
-	specs, _ := spec["taskRunSpecs"].([]any)
-	for _, ts := range specs {
-		if m, ok := ts.(map[string]any); ok {
-			delete(m, "taskServiceAccountName") // v1beta1
-			delete(m, "serviceAccountName")     // v1
-		}
-	}
-	out, err := json.Marshal(pr)
+	out, err := withServiceAccount(strings.Split(r.URL.Path, "/")[3], body, p.serviceAccount())
 	if err != nil {
-		return fmt.Errorf("encoding the PipelineRun: %w", err)
+		return err
 	}
 	r.Body = io.NopCloser(bytes.NewReader(out))
 	r.ContentLength = int64(len(out))
 	r.Header.Set("Content-Length", strconv.Itoa(len(out)))
+	return nil
+}
+
+// withServiceAccount returns the PipelineRun of API version version in body, set to
+// run every task as sa.
+func withServiceAccount(version string, body []byte, sa string) ([]byte, error) {
+	var pr any
+	switch version {
+	case "v1beta1":
+		run := &pipelinev1beta1.PipelineRun{} //nolint:staticcheck // func v0.44 creates v1beta1 PipelineRuns
+		if err := strictly(body, run); err != nil {
+			return nil, err
+		}
+		if run.Spec.PodTemplate != nil {
+			return nil, errors.New("a PipelineRun with a pod template")
+		}
+		run.Spec.ServiceAccountName = sa
+		for i := range run.Spec.TaskRunSpecs {
+			if run.Spec.TaskRunSpecs[i].TaskPodTemplate != nil {
+				return nil, errors.New("a PipelineRun with a task pod template")
+			}
+			run.Spec.TaskRunSpecs[i].TaskServiceAccountName = ""
+		}
+		pr = run
+	case "v1":
+		run := &pipelinev1.PipelineRun{}
+		if err := strictly(body, run); err != nil {
+			return nil, err
+		}
+		if run.Spec.TaskRunTemplate.PodTemplate != nil {
+			return nil, errors.New("a PipelineRun with a pod template")
+		}
+		run.Spec.TaskRunTemplate.ServiceAccountName = sa
+		for i := range run.Spec.TaskRunSpecs {
+			if run.Spec.TaskRunSpecs[i].PodTemplate != nil {
+				return nil, errors.New("a PipelineRun with a task pod template")
+			}
+			run.Spec.TaskRunSpecs[i].ServiceAccountName = ""
+		}
+		pr = run
+	default:
+		return nil, fmt.Errorf("PipelineRuns of tekton.dev/%s: the proxy knows where v1beta1 and v1 name the ServiceAccount, not there", version)
+	}
+	out, err := json.Marshal(pr)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the PipelineRun: %w", err)
+	}
+	return out, nil
+}
+
+// strictly decodes body into obj as the API server would, and fails on any field
+// whose name is not exactly one of obj's, or that comes twice.
+func strictly(body []byte, obj any) error {
+	strict, err := k8sjson.UnmarshalStrict(body, obj, k8sjson.DisallowDuplicateFields, k8sjson.DisallowUnknownFields)
+	if err != nil {
+		return fmt.Errorf("the PipelineRun is not JSON: %w", err)
+	}
+	if len(strict) > 0 {
+		return fmt.Errorf("the PipelineRun has fields the proxy does not know: %w", errors.Join(strict...))
+	}
 	return nil
 }
