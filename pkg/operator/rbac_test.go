@@ -138,9 +138,12 @@ func pvc(ns string) *corev1.PersistentVolumeClaim {
 		}}
 }
 
-// sensitive are the resources a cluster-wide write on leads to more rights.
+// sensitive are the resources a cluster-wide write on leads to more rights: Secrets,
+// RBAC, and whatever runs pods as a ServiceAccount of its namespace.
 var sensitive = []string{"secrets", "serviceaccounts", "serviceaccounts/token", "roles", "rolebindings", "clusterroles",
-	"clusterrolebindings", "persistentvolumeclaims", "pods", "pods/exec", "pods/attach", "pods/ephemeralcontainers", "*"}
+	"clusterrolebindings", "persistentvolumeclaims", "pods", "pods/exec", "pods/attach", "pods/ephemeralcontainers",
+	"deployments", "replicasets", "statefulsets", "daemonsets", "jobs", "cronjobs", "replicationcontrollers",
+	"pipelineruns", "taskruns", "services", "configurations", "revisions", "*"}
 
 // writes are the verbs that change something or lend rights.
 var writes = []string{"create", "update", "patch", "delete", "deletecollection", "escalate", "bind", "impersonate", "*"}

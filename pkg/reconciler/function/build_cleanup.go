@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 )
 
@@ -23,6 +24,11 @@ import (
 // nothing is left; nothing else requeues it.
 func (r *Reconciler) finalize(ctx context.Context, key types.NamespacedName) error {
 	r.Metrics.Forget(key)
+	// The last Function of a namespace takes its Secret watch along.
+	var left v1alpha1.FunctionList
+	if err := r.Client.List(ctx, &left, client.InNamespace(key.Namespace), client.Limit(1)); err == nil && len(left.Items) == 0 {
+		r.SecretWatches.Stop(key.Namespace)
+	}
 	if r.Launcher != nil {
 		r.Launcher.Cancel(key)
 		r.Queue.Forget(key)
@@ -48,34 +54,42 @@ var buildObjectKinds = []schema.GroupVersionKind{
 func (r *Reconciler) deleteBuildObjects(ctx context.Context, key types.NamespacedName) error {
 	errs := make([]error, 0, len(buildObjectKinds))
 	for _, gvk := range buildObjectKinds {
-		errs = append(errs, r.deleteLabelled(ctx, gvk, key.Namespace,
-			client.MatchingLabels{resources.LabelFunction: key.Name, resources.LabelManagedBy: resources.ManagedBy}))
+		left, err := r.deleteLabelled(ctx, gvk, key.Namespace,
+			client.MatchingLabels{resources.LabelFunction: key.Name, resources.LabelManagedBy: resources.ManagedBy})
+		if len(left) > 0 {
+			log.FromContext(ctx).Info("leaving build objects the namespace does not let the operator delete (ClusterRole "+NamespaceClusterRole+")",
+				"kind", gvk.Kind, "namespace", key.Namespace, "names", left)
+		}
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
 
-// deleteLabelled deletes the objects of kind gvk in namespace that carry labels.
-func (r *Reconciler) deleteLabelled(ctx context.Context, gvk schema.GroupVersionKind, namespace string, labels client.MatchingLabels) error {
+// deleteLabelled deletes the objects of kind gvk in namespace that carry labels. It
+// returns the names of those the operator may not delete (or list, then "*"): a
+// namespace that never onboarded the operator holds nothing it created, and one that
+// took its grant back keeps what is left; retrying would not change that.
+func (r *Reconciler) deleteLabelled(ctx context.Context, gvk schema.GroupVersionKind, namespace string, labels client.MatchingLabels) (left []string, _ error) {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 	err := r.APIReader.List(ctx, list, client.InNamespace(namespace), labels)
 	if apierrors.IsForbidden(err) {
-		// A namespace that never onboarded the operator holds nothing it created; one
-		// that took its grant back keeps what is left, which the operator may not touch.
-		log.FromContext(ctx).Info("not cleaning up build objects: the namespace does not grant the operator "+NamespaceClusterRole,
-			"kind", gvk.Kind, "namespace", namespace)
-		return nil
+		return []string{"*"}, nil
 	}
 	if err != nil {
-		return fmt.Errorf("listing %ss in namespace %s: %w", gvk.Kind, namespace, err)
+		return nil, fmt.Errorf("listing %ss in namespace %s: %w", gvk.Kind, namespace, err)
 	}
 	var errs []error
 	for i := range list.Items {
 		o := &list.Items[i]
 		o.SetGroupVersionKind(gvk)
-		if err := r.Client.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+		err := r.Client.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		switch {
+		case apierrors.IsForbidden(err):
+			left = append(left, o.Name)
+		case client.IgnoreNotFound(err) != nil:
 			errs = append(errs, fmt.Errorf("deleting %s %s/%s: %w", gvk.Kind, o.Namespace, o.Name, err))
 		}
 	}
-	return errors.Join(errs...)
+	return left, errors.Join(errs...)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -16,8 +17,9 @@ import (
 
 // TestReconciler_Finalize: as the operator, the build objects of a deleted Function
 // are deleted in a namespace that onboarded it; in one that did not, where the
-// operator may not even list them, finalizing ends without an error (it would be
-// retried forever) and touches nothing.
+// operator may list PipelineRuns (its watch) but delete nothing, and may not even list
+// the rest, finalizing ends without an error (it would be retried forever) and
+// touches nothing.
 func TestReconciler_Finalize(t *testing.T) {
 	op := asOperator(t)
 	ctx := context.Background()
@@ -41,7 +43,9 @@ func TestReconciler_Finalize(t *testing.T) {
 					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 					Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
 				}}
-			mustCreate(t, secret, pvc)
+			run := &pipelinev1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gone-run", Labels: labels},
+				Spec: pipelinev1.PipelineRunSpec{PipelineRef: &pipelinev1.PipelineRef{Name: "gone-pipeline"}}}
+			mustCreate(t, secret, pvc, run)
 			r, _ := newTestReconciler(t, 10)
 			r.Client, r.APIReader, r.Tekton = op, op, true
 			key := types.NamespacedName{Namespace: ns, Name: "gone"}
@@ -49,9 +53,9 @@ func TestReconciler_Finalize(t *testing.T) {
 			// The operator's RoleBinding reaches the authorizer a moment after it is made.
 			until(t, "finalize ends", func() bool {
 				err = r.finalize(ctx, key)
-				return err == nil && (!tt.wantDeleted || gone(t, secret) && gone(t, pvc))
+				return err == nil && (!tt.wantDeleted || gone(t, secret) && gone(t, pvc) && gone(t, run))
 			})
-			if !tt.wantDeleted && (gone(t, secret) || gone(t, pvc)) {
+			if !tt.wantDeleted && (gone(t, secret) || gone(t, pvc) || gone(t, run)) {
 				t.Error("objects deleted in a namespace that did not onboard the operator")
 			}
 		})

@@ -7,10 +7,12 @@ import (
 	"time"
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"knative.dev/pkg/apis"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
@@ -94,7 +96,13 @@ func (r *Reconciler) adoptRun(ctx context.Context, fn *v1alpha1.Function, runs [
 			continue
 		}
 		if b := fn.Status.Build; b != nil && b.ID != "" && pr.Labels[resources.LabelBuildID] == b.ID {
-			if err := r.Client.Delete(ctx, pr, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			err := r.Client.Delete(ctx, pr, client.PropagationPolicy(metav1.DeletePropagationBackground))
+			if apierrors.IsForbidden(err) {
+				log.FromContext(ctx).Info("leaving a PipelineRun of an ended build that the namespace does not let the operator delete (ClusterRole "+
+					NamespaceClusterRole+")", "pipelineRun", pr.Name, "build", b.ID)
+				continue
+			}
+			if client.IgnoreNotFound(err) != nil {
 				return fmt.Errorf("deleting PipelineRun %s/%s of ended build %s: %w", pr.Namespace, pr.Name, b.ID, err)
 			}
 			continue

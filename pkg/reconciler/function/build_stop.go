@@ -3,6 +3,7 @@ package function
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,14 +27,19 @@ func (r *Reconciler) stopUnboundBuild(ctx context.Context, fn *v1alpha1.Function
 	}
 	key := client.ObjectKeyFromObject(fn)
 	r.Launcher.Cancel(key)
+	msg := fmt.Sprintf("stopped: the Knative Service the build was started for (UID %s) is no longer the one this Function is bound to, and the build must not deploy over another",
+		b.ServiceUID)
 	if r.Tekton {
-		err := r.deleteLabelled(ctx, pipelinev1.SchemeGroupVersion.WithKind("PipelineRun"), fn.Namespace, client.MatchingLabels{
+		left, err := r.deleteLabelled(ctx, pipelinev1.SchemeGroupVersion.WithKind("PipelineRun"), fn.Namespace, client.MatchingLabels{
 			resources.LabelFunction: fn.Name, resources.LabelBuildID: b.ID, resources.LabelManagedBy: resources.ManagedBy})
 		if err != nil {
 			return rerror.NewTransient(v1alpha1.ReasonBuildFailed, "stopping build %s: %w", b.ID, err)
 		}
+		if len(left) > 0 {
+			msg += fmt.Sprintf("; the namespace no longer lets the operator delete its PipelineRun (%s, ClusterRole %s): delete it yourself",
+				strings.Join(left, ", "), NamespaceClusterRole)
+		}
 	}
-	r.buildFailed(fn, r.now(), failure{message: fmt.Sprintf(
-		"stopped: the Knative Service the build was started for (UID %s) is no longer the one this Function is bound to, and the build must not deploy over another", b.ServiceUID)})
+	r.buildFailed(fn, r.now(), failure{message: msg})
 	return nil
 }

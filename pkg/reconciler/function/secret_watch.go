@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
@@ -90,12 +91,23 @@ func (w *SecretWatches) Ensure(namespace string) {
 			}
 		}
 	}
-	_, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(o any, initial bool) {
-			if !initial {
-				changed(o)
-			}
-		},
+	// A refused or vanished namespace ends its watch, rather than retry forever.
+	err := inf.Informer().SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
+		if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
+			log.FromContext(ctx).Info("stopping the Secret watch of a namespace", "namespace", namespace, "reason", err.Error())
+			w.stop(namespace, ctx)
+		}
+	})
+	if err != nil {
+		log.FromContext(ctx).Error(err, "watching the Secrets of a namespace", "namespace", namespace)
+		cancel()
+		delete(w.watching, namespace)
+		return
+	}
+	// The first list counts too: a Secret may have changed between the read that
+	// started the watch and the list.
+	_, err = inf.Informer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(o any, _ bool) { changed(o) },
 		UpdateFunc: func(old, o any) {
 			a, _ := old.(*metav1.PartialObjectMetadata)
 			b, _ := o.(*metav1.PartialObjectMetadata)
@@ -119,8 +131,17 @@ func (w *SecretWatches) Stop(namespace string) {
 	if w == nil {
 		return
 	}
+	w.stop(namespace, nil)
+}
+
+// stop stops the watch of namespace; when of is set, only if it is the watch whose
+// context of is (not one started since).
+func (w *SecretWatches) stop(namespace string, of context.Context) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if of != nil && of.Err() != nil {
+		return // that watch is stopped already
+	}
 	if cancel := w.watching[namespace]; cancel != nil {
 		cancel()
 	}
