@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 		UserName: "system:serviceaccount:func-operator:func-operator",
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:func-operator", "system:authenticated"},
 	}
-	_, err = envtest.Apply(context.Background(), restConfig, envtest.RBACFiles...)
+	_, err = envtest.Apply(context.Background(), restConfig, append(envtest.RBACFiles, envtest.PolicyFiles...)...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -91,6 +91,9 @@ var RBACFiles = []string{
 	"config/200-clusterrolebinding.yaml", "config/200-rolebinding.yaml",
 }
 
+// PolicyFiles are the admission policies of config/.
+var PolicyFiles = []string{"config/310-function-secret-policy.yaml"}
+
 // OnboardingFile onboards a namespace to the operator.
 const OnboardingFile = "config/namespace/onboard.yaml"
 
