@@ -25,9 +25,9 @@ import (
 	"github.com/fnops/func-operator/test/envtest"
 )
 
-// TestOperatorRBAC_IsEnforced checks that the operators of these tests really run
-// with only the RBAC of config/: what it grants works, what it does not is refused.
-func TestOperatorRBAC_IsEnforced(t *testing.T) {
+// asOperator is a client with the operator's identity and only the RBAC of config/.
+func asOperator(t *testing.T) client.Client {
+	t.Helper()
 	scheme, err := NewScheme()
 	if err != nil {
 		t.Fatal(err)
@@ -36,6 +36,13 @@ func TestOperatorRBAC_IsEnforced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+// TestOperatorRBAC_IsEnforced checks that the operators of these tests really run
+// with only the RBAC of config/: what it grants works, what it does not is refused.
+func TestOperatorRBAC_IsEnforced(t *testing.T) {
+	c := asOperator(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
 	if err := c.List(ctx, &v1alpha1.FunctionList{}, client.InNamespace(ns)); err != nil {
@@ -68,14 +75,7 @@ func TestOperatorRBAC_IsEnforced(t *testing.T) {
 // and ServiceAccounts of a namespace that did not onboard it. In a namespace that did,
 // what a build writes works (the positive control).
 func TestOperatorRBAC_NoWayToTheCluster(t *testing.T) {
-	scheme, err := NewScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(operatorConfig, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := asOperator(t)
 	ctx := context.Background()
 	bare, onboarded := newBareNamespace(t), newNamespace(t)
 	tokenSecret := func(ns string) *corev1.Secret {

@@ -42,11 +42,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	restConfig = env.Config
-	operatorConfig = rest.CopyConfig(restConfig)
-	operatorConfig.Impersonate = rest.ImpersonationConfig{
-		UserName: "system:serviceaccount:func-operator:func-operator",
-		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:func-operator", "system:authenticated"},
-	}
+	operatorConfig = envtest.AsOperator(restConfig)
 	_, err = envtest.Apply(context.Background(), restConfig, append(envtest.RBACFiles, envtest.PolicyFiles...)...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -73,24 +69,12 @@ func TestMain(m *testing.M) {
 
 // newNamespace creates a namespace of its own for a test, onboarded to the operator
 // as its admin would (config/namespace/onboard.yaml).
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	ns := newBareNamespace(t)
-	if err := envtest.Onboard(context.Background(), restConfig, ns); err != nil {
-		t.Fatalf("onboarding namespace %s: %v", ns, err)
-	}
-	return ns
-}
+func newNamespace(t *testing.T) string { return envtest.NewNamespace(t, restConfig, "op-test-", true) }
 
 // newBareNamespace creates a namespace of its own for a test, not onboarded: the
 // operator may only read there what its ClusterRole allows.
 func newBareNamespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "op-test-"}}
-	if err := k8sClient.Create(context.Background(), ns); err != nil {
-		t.Fatalf("creating namespace: %v", err)
-	}
-	return ns.Name
+	return envtest.NewNamespace(t, restConfig, "op-test-", false)
 }
 
 // startOperator runs the operator for the test's lifetime, watching the given

@@ -9,7 +9,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
@@ -112,4 +115,39 @@ func Onboard(ctx context.Context, cfg *rest.Config, namespace string) error {
 		o.SetNamespace(namespace)
 	}
 	return ApplyObjects(ctx, cfg, objs...)
+}
+
+// OperatorUser is the operator's ServiceAccount, as the API server names it.
+const OperatorUser = "system:serviceaccount:func-operator:func-operator"
+
+// AsOperator returns cfg impersonating the operator's ServiceAccount (config/'s
+// func-operator/func-operator), with the groups a ServiceAccount token carries: a
+// client of it has only the RBAC of config/.
+func AsOperator(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.Impersonate = rest.ImpersonationConfig{
+		UserName: OperatorUser,
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:func-operator", "system:authenticated"},
+	}
+	return c
+}
+
+// NewNamespace creates a namespace of its own for a test (name prefix, then random),
+// onboarded to the operator (OnboardingFile) when onboard is set.
+func NewNamespace(t testing.TB, cfg *rest.Config, prefix string, onboard bool) string {
+	t.Helper()
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
+	if err := c.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating namespace: %v", err)
+	}
+	if onboard {
+		if err := Onboard(context.Background(), cfg, ns.Name); err != nil {
+			t.Fatalf("onboarding namespace %s: %v", ns.Name, err)
+		}
+	}
+	return ns.Name
 }

@@ -42,10 +42,10 @@ func (g Grant) String() string {
 // (config/200-namespace-clusterrole.yaml; a test keeps the two equal).
 var NamespaceGrant = slices.Concat(
 	grants("", "secrets", "get", "list", "watch", "create", "update", "delete"),
-	grants("", "persistentvolumeclaims", "get", "list", "create", "delete"),
+	grants("", "persistentvolumeclaims", "list", "create", "delete"),
 	grants("", "serviceaccounts", "get", "patch"),
 	grants("", "pods/log", "get"),
-	grants("tekton.dev", "pipelines", "get", "list", "create", "update", "patch", "delete"),
+	grants("tekton.dev", "pipelines", "get", "list", "create", "update", "delete"),
 	grants("tekton.dev", "pipelineruns", "create", "delete"),
 )
 
@@ -96,6 +96,9 @@ func (a *NamespaceAccess) Check(ctx context.Context, namespace, serviceAccount s
 	}
 	a.mu.Lock()
 	at, found := a.ok[key]
+	if found && now().Sub(at) >= accessTTL {
+		delete(a.ok, key)
+	}
 	a.mu.Unlock()
 	if found && now().Sub(at) < accessTTL {
 		return nil

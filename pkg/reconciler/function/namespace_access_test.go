@@ -12,7 +12,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
@@ -23,12 +22,7 @@ import (
 // asOperator is a client with the operator's identity and only the RBAC of config/.
 func asOperator(t *testing.T) client.Client {
 	t.Helper()
-	cfg := rest.CopyConfig(restConfig)
-	cfg.Impersonate = rest.ImpersonationConfig{
-		UserName: "system:serviceaccount:func-operator:func-operator",
-		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:func-operator", "system:authenticated"},
-	}
-	c, err := client.New(cfg, client.Options{Scheme: k8sClient.Scheme()})
+	c, err := client.New(envtest.AsOperator(restConfig), client.Options{Scheme: k8sClient.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,20 +9,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fnops/func-operator/test/envtest"
 )
 
 // TestSecretWatches, as the operator: in a namespace that onboarded it, a Secret
 // change after the watch starts is reported (the first list too); in one that did
 // not, the refused watch ends instead of retrying forever, and Stop ends one.
 func TestSecretWatches(t *testing.T) {
-	cfg := rest.CopyConfig(restConfig)
-	cfg.Impersonate = rest.ImpersonationConfig{
-		UserName: "system:serviceaccount:func-operator:func-operator",
-		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:func-operator", "system:authenticated"},
-	}
-	mc, err := metadata.NewForConfig(cfg)
+	mc, err := metadata.NewForConfig(envtest.AsOperator(restConfig))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,6 @@ import (
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -57,21 +55,9 @@ func TestMain(m *testing.M) {
 
 // newNamespace creates a namespace of its own for a test, onboarded to the operator
 // as config/namespace/onboard.yaml does it.
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	ns := newBareNamespace(t)
-	if err := envtest.Onboard(context.Background(), restConfig, ns); err != nil {
-		t.Fatalf("onboarding namespace %s: %v", ns, err)
-	}
-	return ns
-}
+func newNamespace(t *testing.T) string { return envtest.NewNamespace(t, restConfig, "fn-test-", true) }
 
 // newBareNamespace creates a namespace of its own for a test, not onboarded.
 func newBareNamespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "fn-test-"}}
-	if err := k8sClient.Create(context.Background(), ns); err != nil {
-		t.Fatalf("creating namespace: %v", err)
-	}
-	return ns.Name
+	return envtest.NewNamespace(t, restConfig, "fn-test-", false)
 }
