@@ -122,14 +122,97 @@ func Defaults() Config {
 	}
 }
 
-// FromConfigMap reads the configuration from cm (nil means absent). A key whose value
-// is invalid keeps its default, and the returned error says which and why.
-func FromConfigMap(cm *corev1.ConfigMap) (Config, error) {
+// ExampleKey holds the documented example in the shipped ConfigMap; it sets nothing.
+const ExampleKey = "_example"
+
+// Start is the last good configuration the operator assumes before it read the
+// ConfigMap once: the defaults, except that rebuilds are off, so that a value that
+// is invalid from the start never turns them on. A key that is absent has its
+// default (rebuilds on); only an invalid one falls back to Start.
+func Start() Config {
 	c := Defaults()
-	if cm == nil {
-		return c, nil
+	c.AutoUpdateMiddleware = false
+	return c
+}
+
+// FromConfigMap reads the configuration from cm (nil means absent) as the operator
+// does at start: Update from Start, with every problem in one error.
+func FromConfigMap(cm *corev1.ConfigMap) (Config, error) {
+	c, invalid, unknown := Update(Start(), cm)
+	for _, k := range unknown {
+		invalid = append(invalid, UnknownKey(k))
 	}
-	var errs []error
+	sort.Slice(invalid, func(i, j int) bool { return invalid[i].Error() < invalid[j].Error() })
+	return c, errors.Join(invalid...)
+}
+
+// UnknownKey says what is wrong with key k, which the operator does not know.
+func UnknownKey(k string) error {
+	if strings.HasPrefix(k, KeyBuilderImagePrefix) {
+		return fmt.Errorf("key %s: name it %s<pack|s2i>.<runtime>", k, KeyBuilderImagePrefix)
+	}
+	return fmt.Errorf("key %s: unknown, and ignored (misspelt?)", k)
+}
+
+// keepers copy, for each key, its value from the last good configuration.
+var keepers = map[string]func(c *Config, last Config){
+	KeyCheckInterval:           func(c *Config, last Config) { c.CheckInterval = last.CheckInterval },
+	KeyGitTimeout:              func(c *Config, last Config) { c.GitTimeout = last.GitTimeout },
+	KeyAutoUpdateMiddleware:    func(c *Config, last Config) { c.AutoUpdateMiddleware = last.AutoUpdateMiddleware },
+	KeyUnknownMiddlewarePolicy: func(c *Config, last Config) { c.UnknownMiddlewarePolicy = last.UnknownMiddlewarePolicy },
+	KeyMaxConcurrentBuilds:     func(c *Config, last Config) { c.MaxConcurrentBuilds = last.MaxConcurrentBuilds },
+	KeyBuildBackoff:            func(c *Config, last Config) { c.BuildBackoff = last.BuildBackoff },
+	KeyBuildBackoffMax:         func(c *Config, last Config) { c.BuildBackoffMax = last.BuildBackoffMax },
+	KeyPipelineServiceAccount:  func(c *Config, last Config) { c.PipelineServiceAccount = last.PipelineServiceAccount },
+	KeyDeployerImage:           func(c *Config, last Config) { c.DeployerImage = last.DeployerImage },
+}
+
+// Update reads the configuration from cm (nil means absent). A key that is absent
+// has its default; a key whose value is invalid keeps its value in last, the last
+// good configuration, and is named in invalid with why; a key the operator does not
+// know is named in unknown (a misspelt key would otherwise go unseen).
+func Update(last Config, cm *corev1.ConfigMap) (c Config, invalid []error, unknown []string) {
+	c, bad, invalid, unknown := parse(cm)
+	for _, k := range bad {
+		if keep, ok := keepers[k]; ok {
+			keep(&c, last)
+			continue
+		}
+		if rest, ok := strings.CutPrefix(k, KeyBuilderImagePrefix); ok {
+			builder, runtime, _ := strings.Cut(rest, ".")
+			if img, ok := last.BuilderImages[builder+"/"+runtime]; ok {
+				if c.BuilderImages == nil {
+					c.BuilderImages = map[string]string{}
+				}
+				c.BuilderImages[builder+"/"+runtime] = img
+			}
+		}
+	}
+	if c.BuildBackoffMax < c.BuildBackoff {
+		invalid = append(invalid, fmt.Errorf("key %s: %s is shorter than %s %s", KeyBuildBackoffMax, c.BuildBackoffMax, KeyBuildBackoff, c.BuildBackoff))
+		c.BuildBackoffMax = c.BuildBackoff
+	}
+	sort.Slice(invalid, func(i, j int) bool { return invalid[i].Error() < invalid[j].Error() })
+	sort.Strings(unknown)
+	return c, invalid, unknown
+}
+
+// parse reads cm over the defaults: the keys whose values are invalid are left at
+// their defaults and listed in bad, with why in invalid.
+func parse(cm *corev1.ConfigMap) (c Config, bad []string, invalid []error, unknown []string) {
+	c = Defaults()
+	if cm == nil {
+		return c, nil, nil, nil
+	}
+	fail := func(k string, err error) {
+		bad = append(bad, k)
+		invalid = append(invalid, err)
+	}
+	for k := range cm.Data {
+		if _, ok := keepers[k]; !ok && k != ExampleKey && !strings.HasPrefix(k, KeyBuilderImagePrefix) {
+			unknown = append(unknown, k)
+		}
+	}
 	durations := map[string]struct {
 		into *time.Duration
 		min  time.Duration
@@ -152,9 +235,9 @@ func FromConfigMap(cm *corev1.ConfigMap) (Config, error) {
 		d, err := time.ParseDuration(v)
 		switch {
 		case err != nil:
-			errs = append(errs, fmt.Errorf("key %s: %q is not a duration such as 5m or 90s", k, v))
+			fail(k, fmt.Errorf("key %s: %q is not a duration such as 5m or 90s", k, v))
 		case d < durations[k].min:
-			errs = append(errs, fmt.Errorf("key %s: %s is shorter than the minimum %s", k, d, durations[k].min))
+			fail(k, fmt.Errorf("key %s: %s is shorter than the minimum %s", k, d, durations[k].min))
 		default:
 			*durations[k].into = d
 		}
@@ -162,7 +245,7 @@ func FromConfigMap(cm *corev1.ConfigMap) (Config, error) {
 	if v, ok := cm.Data[KeyAutoUpdateMiddleware]; ok {
 		b, err := strconv.ParseBool(strings.TrimSpace(v))
 		if err != nil {
-			errs = append(errs, fmt.Errorf("key %s: %q is not true or false", KeyAutoUpdateMiddleware, v))
+			fail(KeyAutoUpdateMiddleware, fmt.Errorf("key %s: %q is not true or false", KeyAutoUpdateMiddleware, v))
 		} else {
 			c.AutoUpdateMiddleware = b
 		}
@@ -172,39 +255,42 @@ func FromConfigMap(cm *corev1.ConfigMap) (Config, error) {
 		case UnknownMiddlewareOutdated, UnknownMiddlewareUpToDate:
 			c.UnknownMiddlewarePolicy = p
 		default:
-			errs = append(errs, fmt.Errorf("key %s: %q is neither %s nor %s",
+			fail(KeyUnknownMiddlewarePolicy, fmt.Errorf("key %s: %q is neither %s nor %s",
 				KeyUnknownMiddlewarePolicy, v, UnknownMiddlewareOutdated, UnknownMiddlewareUpToDate))
 		}
 	}
 	if v, ok := cm.Data[KeyMaxConcurrentBuilds]; ok {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < 0 {
-			errs = append(errs, fmt.Errorf("key %s: %q is not a whole number of 0 or more", KeyMaxConcurrentBuilds, v))
+			fail(KeyMaxConcurrentBuilds, fmt.Errorf("key %s: %q is not a whole number of 0 or more", KeyMaxConcurrentBuilds, v))
 		} else {
 			c.MaxConcurrentBuilds = n
 		}
 	}
-	if c.BuildBackoffMax < c.BuildBackoff {
-		errs = append(errs, fmt.Errorf("key %s: %s is shorter than %s %s", KeyBuildBackoffMax, c.BuildBackoffMax, KeyBuildBackoff, c.BuildBackoff))
-		c.BuildBackoffMax = c.BuildBackoff
-	}
 	if v, ok := cm.Data[KeyPipelineServiceAccount]; ok {
 		switch sa := strings.TrimSpace(v); {
 		case sa == "default":
-			errs = append(errs, fmt.Errorf("key %s: builds never run as the ServiceAccount \"default\", which ordinary pods use", KeyPipelineServiceAccount))
+			fail(KeyPipelineServiceAccount, fmt.Errorf("key %s: builds never run as the ServiceAccount \"default\", which ordinary pods use", KeyPipelineServiceAccount))
 		case validation.IsDNS1123Subdomain(sa) == nil:
 			c.PipelineServiceAccount = sa
 		default:
-			errs = append(errs, fmt.Errorf("key %s: %q is not a ServiceAccount name", KeyPipelineServiceAccount, v))
+			fail(KeyPipelineServiceAccount, fmt.Errorf("key %s: %q is not a ServiceAccount name", KeyPipelineServiceAccount, v))
 		}
 	}
 	if v, ok := cm.Data[KeyDeployerImage]; ok {
 		if img := strings.TrimSpace(v); validImage(img) {
 			c.DeployerImage = img
 		} else {
-			errs = append(errs, fmt.Errorf("key %s: %q is not an image reference", KeyDeployerImage, v))
+			fail(KeyDeployerImage, fmt.Errorf("key %s: %q is not an image reference", KeyDeployerImage, v))
 		}
 	}
+	unknown = append(unknown, parseBuilderImages(cm, &c, fail)...)
+	return c, bad, invalid, unknown
+}
+
+// parseBuilderImages reads the builderImage.<builder>.<runtime> keys of cm into c,
+// and returns the keys with that prefix that are not so formed.
+func parseBuilderImages(cm *corev1.ConfigMap, c *Config, fail func(k string, err error)) (malformed []string) {
 	for k, v := range cm.Data {
 		rest, ok := strings.CutPrefix(k, KeyBuilderImagePrefix)
 		if !ok {
@@ -214,9 +300,9 @@ func FromConfigMap(cm *corev1.ConfigMap) (Config, error) {
 		img := strings.TrimSpace(v)
 		switch {
 		case !ok || (builder != "pack" && builder != "s2i") || runtime == "":
-			errs = append(errs, fmt.Errorf("key %s: name it %s<pack|s2i>.<runtime>", k, KeyBuilderImagePrefix))
+			malformed = append(malformed, k)
 		case !validImage(img):
-			errs = append(errs, fmt.Errorf("key %s: %q is not an image reference", k, v))
+			fail(k, fmt.Errorf("key %s: %q is not an image reference", k, v))
 		default:
 			if c.BuilderImages == nil {
 				c.BuilderImages = map[string]string{}
@@ -224,8 +310,7 @@ func FromConfigMap(cm *corev1.ConfigMap) (Config, error) {
 			c.BuilderImages[builder+"/"+runtime] = img
 		}
 	}
-	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
-	return c, errors.Join(errs...)
+	return malformed
 }
 
 // validImage is true for an image reference such as registry/repo:tag or repo@sha256:....

@@ -121,9 +121,9 @@ func TestFromConfigMap(t *testing.T) {
 		}(),
 		wantErrs: []string{`key buildBackoffMax: 1m0s is shorter than buildBackoff 10m0s`},
 	}, {
-		name: "invalid middleware policy keeps the defaults",
+		name: "invalid middleware policy at start: the defaults, but never rebuilds turned on by mistake",
 		cm:   configMap(map[string]string{KeyAutoUpdateMiddleware: "sometimes", KeyUnknownMiddlewarePolicy: "rebuild"}),
-		want: Defaults(),
+		want: Start(),
 		wantErrs: []string{
 			`key autoUpdateMiddleware: "sometimes" is not true or false`,
 			`key unknownMiddlewarePolicy: "rebuild" is neither Outdated nor UpToDate`,
@@ -271,10 +271,20 @@ func TestWatcher_Reconcile(t *testing.T) {
 		objs: []*corev1.ConfigMap{configMap(map[string]string{KeyCheckInterval: "1m", KeyGitTimeout: "10s"})},
 		want: durations(time.Minute, 10*time.Second),
 	}, {
-		name:       "invalid key keeps its default and is reported",
+		name:       "invalid key, first read: the start value, reported",
 		objs:       []*corev1.ConfigMap{configMap(map[string]string{KeyCheckInterval: "1m", KeyGitTimeout: "forever"})},
 		want:       durations(time.Minute, DefaultGitTimeout),
-		wantEvents: []string{`Warning InvalidConfig invalid keys keep their defaults: key gitTimeout: "forever" is not a duration such as 5m or 90s`},
+		wantEvents: []string{`Warning InvalidConfig invalid keys keep their last good values: key gitTimeout: "forever" is not a duration such as 5m or 90s`},
+	}, {
+		name:       "invalid autoUpdateMiddleware, first read: rebuilds stay off",
+		objs:       []*corev1.ConfigMap{configMap(map[string]string{KeyAutoUpdateMiddleware: "yes please"})},
+		want:       Start(),
+		wantEvents: []string{`Warning InvalidConfig invalid keys keep their last good values: key autoUpdateMiddleware: "yes please" is not true or false`},
+	}, {
+		name:       "unknown key reported, and ignored",
+		objs:       []*corev1.ConfigMap{configMap(map[string]string{"checkinterval": "1m"})},
+		want:       Defaults(),
+		wantEvents: []string{`Warning UnknownConfigKey ignored, as the operator does not know them: key checkinterval: unknown, and ignored (misspelt?)`},
 	}, {
 		name:    "API error keeps the configuration it had",
 		objs:    []*corev1.ConfigMap{configMap(map[string]string{KeyCheckInterval: "1m"})},
@@ -319,6 +329,27 @@ func TestWatcher_Reconcile(t *testing.T) {
 	}
 }
 
+// TestWatcher_KeepsLastGood: with rebuilds turned off, a typo in the value keeps them
+// off (measured before: "off" fell back to the default and a rebuild started within
+// 20 s); fixing the value applies it.
+func TestWatcher_KeepsLastGood(t *testing.T) {
+	reader := &configMapReader{objs: []*corev1.ConfigMap{configMap(map[string]string{KeyAutoUpdateMiddleware: "false"})}}
+	store := NewStore()
+	w := &Watcher{Client: reader, Recorder: record.NewFakeRecorder(10), Namespace: "func-operator", Store: store}
+	for i, step := range []struct {
+		value string
+		want  bool
+	}{{"false", false}, {"off", false}, {"true", true}, {"on", true}, {"false", false}} {
+		reader.objs[0].Data[KeyAutoUpdateMiddleware] = step.value
+		if _, err := w.Reconcile(context.Background(), reconcile.Request{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := store.Load().AutoUpdateMiddleware; got != step.want {
+			t.Errorf("step %d, %q: autoUpdateMiddleware = %t, want %t", i, step.value, got, step.want)
+		}
+	}
+}
+
 // configMapReader is a client.Reader serving ConfigMaps from memory.
 type configMapReader struct {
 	objs []*corev1.ConfigMap
@@ -349,5 +380,73 @@ func TestConfig_BuildRetryDelay(t *testing.T) {
 		if got := c.BuildRetryDelay(failures); got != want {
 			t.Errorf("BuildRetryDelay(%d) = %s, want %s", failures, got, want)
 		}
+	}
+}
+
+// TestUpdate: a key whose value is invalid keeps its last good value, a key that is
+// absent has its default, and a key the operator does not know is named.
+func TestUpdate(t *testing.T) {
+	last := Defaults()
+	last.AutoUpdateMiddleware = false
+	last.CheckInterval = 20 * time.Minute
+	last.MaxConcurrentBuilds = 5
+	last.BuilderImages = map[string]string{"pack/go": "127.0.0.1:5000/builder:last"}
+	tests := []struct {
+		name        string
+		data        map[string]string
+		want        func(c *Config)
+		wantInvalid []string
+		wantUnknown []string
+	}{{
+		// Measured before: "off" fell back to the default, true, and started rebuilds.
+		name: "a typo in autoUpdateMiddleware keeps rebuilds off",
+		data: map[string]string{KeyAutoUpdateMiddleware: "off", KeyCheckInterval: "20m", KeyMaxConcurrentBuilds: "5"},
+		want: func(c *Config) {
+			c.AutoUpdateMiddleware, c.CheckInterval, c.MaxConcurrentBuilds = false, 20*time.Minute, 5
+		},
+		wantInvalid: []string{`key autoUpdateMiddleware: "off" is not true or false`},
+	}, {
+		name: "invalid values keep theirs, valid ones apply",
+		data: map[string]string{KeyAutoUpdateMiddleware: "false", KeyCheckInterval: "soon", KeyMaxConcurrentBuilds: "many",
+			KeyBuilderImagePrefix + "pack.go": "::", KeyGitTimeout: "30s"},
+		want: func(c *Config) {
+			c.AutoUpdateMiddleware, c.CheckInterval, c.MaxConcurrentBuilds, c.GitTimeout = false, 20*time.Minute, 5, 30*time.Second
+			c.BuilderImages = map[string]string{"pack/go": "127.0.0.1:5000/builder:last"}
+		},
+		wantInvalid: []string{
+			`key builderImage.pack.go: "::" is not an image reference`,
+			`key checkInterval: "soon" is not a duration such as 5m or 90s`,
+			`key maxConcurrentBuilds: "many" is not a whole number of 0 or more`,
+		},
+	}, {
+		name: "a key removed goes back to its default",
+		data: map[string]string{},
+		want: func(*Config) {},
+	}, {
+		name: "a misspelt key is named, and sets nothing; the documented example is no key",
+		data: map[string]string{"autoUpdateMiddlware": "false", "maxConcurrentbuilds": "0", ExampleKey: "anything",
+			KeyBuilderImagePrefix + "docker.go": "127.0.0.1:5000/b:1"},
+		want:        func(*Config) {},
+		wantUnknown: []string{"autoUpdateMiddlware", "builderImage.docker.go", "maxConcurrentbuilds"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := Defaults()
+			tt.want(&want)
+			got, invalid, unknown := Update(last, configMap(tt.data))
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Config (-want +got):\n%s", diff)
+			}
+			var msgs []string
+			for _, err := range invalid {
+				msgs = append(msgs, err.Error())
+			}
+			if diff := cmp.Diff(tt.wantInvalid, msgs); diff != "" {
+				t.Errorf("invalid (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantUnknown, unknown); diff != "" {
+				t.Errorf("unknown (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

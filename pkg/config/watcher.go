@@ -2,6 +2,7 @@ package config
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 
@@ -26,6 +27,8 @@ type Watcher struct {
 	Store     *Store
 	// OnChange, when set, is called after the configuration changed.
 	OnChange func(ctx context.Context, old, new Config)
+
+	loaded bool // the Store holds what was read, not the defaults it started with
 }
 
 var _ reconcile.Reconciler = (*Watcher)(nil)
@@ -40,12 +43,27 @@ func (w *Watcher) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile
 	case err != nil:
 		return reconcile.Result{}, fmt.Errorf("reading ConfigMap %s/%s: %w", w.Namespace, ConfigMapName, err)
 	}
-	c, err := FromConfigMap(cm)
-	if err != nil {
-		log.FromContext(ctx).Error(err, "invalid operator configuration: the invalid keys keep their defaults")
-		w.Recorder.Eventf(cm, corev1.EventTypeWarning, "InvalidConfig", "invalid keys keep their defaults: %s", err)
-	}
 	old := w.Store.Load()
+	last := old
+	if !w.loaded {
+		last = Start() // nothing good read yet: an invalid value never turns rebuilds on
+	}
+	c, invalid, unknown := Update(last, cm)
+	w.loaded = true
+	if len(invalid) > 0 {
+		err := errors.Join(invalid...)
+		log.FromContext(ctx).Error(err, "invalid operator configuration: the invalid keys keep their last good values")
+		w.Recorder.Eventf(cm, corev1.EventTypeWarning, "InvalidConfig", "invalid keys keep their last good values: %s", err)
+	}
+	if len(unknown) > 0 {
+		errs := make([]error, len(unknown))
+		for i, k := range unknown {
+			errs[i] = UnknownKey(k)
+		}
+		err := errors.Join(errs...)
+		log.FromContext(ctx).Error(err, "unknown keys in the operator configuration are ignored", "keys", unknown)
+		w.Recorder.Eventf(cm, corev1.EventTypeWarning, "UnknownConfigKey", "ignored, as the operator does not know them: %s", err)
+	}
 	w.Store.Set(c)
 	log.FromContext(ctx).Info("operator configuration loaded", "checkInterval", c.CheckInterval, "gitTimeout", c.GitTimeout,
 		"autoUpdateMiddleware", c.AutoUpdateMiddleware, "unknownMiddlewarePolicy", c.UnknownMiddlewarePolicy,
