@@ -256,24 +256,36 @@ func TestOperator_ConfigMapIsWatched(t *testing.T) {
 		return ""
 	})
 
+	// An invalid value keeps the last good one; a misspelt key is reported; the valid
+	// change beside them applies (the positive control that the update was read).
 	cm.Data[config.KeyCheckInterval] = "every now and then"
+	cm.Data[config.KeyGitTimeout] = "20s"
+	cm.Data["maxConcurrentBuild"] = "9"
 	if err := k8sClient.Update(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 20*time.Second, func() string {
-		if c := store.Load(); c.CheckInterval != config.DefaultCheckInterval || c.GitTimeout != 15*time.Second {
-			return fmt.Sprintf("config = %+v, want the default checkInterval back and gitTimeout 15s", c)
+		if c := store.Load(); c.CheckInterval != 42*time.Second || c.GitTimeout != 20*time.Second || c.MaxConcurrentBuilds != config.DefaultMaxConcurrentBuilds {
+			return fmt.Sprintf("config = %+v, want checkInterval 42s kept, gitTimeout 20s, maxConcurrentBuilds the default", c)
 		}
 		var events corev1.EventList
 		if err := k8sClient.List(ctx, &events, client.InNamespace(system)); err != nil {
 			return err.Error()
 		}
+		reasons := map[string]bool{}
 		for _, e := range events.Items {
+			reasons[e.Reason+" "+e.Message] = true
 			if e.Reason == "InvalidConfig" && strings.Contains(e.Message, config.KeyCheckInterval) {
-				return ""
+				reasons["invalid"] = true
+			}
+			if e.Reason == "UnknownConfigKey" && strings.Contains(e.Message, "maxConcurrentBuild:") {
+				reasons["unknown"] = true
 			}
 		}
-		return "no InvalidConfig event naming checkInterval"
+		if !reasons["invalid"] || !reasons["unknown"] {
+			return fmt.Sprintf("events %v: want InvalidConfig naming checkInterval and UnknownConfigKey naming maxConcurrentBuild", reasons)
+		}
+		return ""
 	})
 }
 
