@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"knative.dev/pkg/apis"
+	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/buildqueue"
@@ -253,4 +254,59 @@ func failuresBefore(b *v1alpha1.BuildStatus) int32 {
 		return 0
 	}
 	return b.Failures
+}
+
+// TestReconcile_QueuedGivesUpItsPlace: a queued Function whose earlier steps start
+// failing (its path gone from the repository, its Service deleted) leaves the queue
+// and its Queued build, so that it cannot hold the head of the queue while it cannot
+// build; once it can again, it joins the queue anew.
+func TestReconcile_QueuedGivesUpItsPlace(t *testing.T) {
+	reg := registrytest.Start(t)
+	outdated := reg.Push(t, "fns/hello", "v0.1.0")
+	root := gitserver.NewRepoRoot(t)
+	srv := gitserver.StartHTTP(t, root)
+	gitserver.CreateRepo(t, root, "fn").Commit(t, "main", map[string]string{
+		"fns/hello/func.yaml": funcYAML("hello", "go") + "registry: " + reg.Host + "/fns\n",
+	}, "hello")
+	for _, tt := range []struct {
+		name    string
+		breakIt func(t *testing.T, ns string)
+	}{{
+		name: "its path gone from the spec's repository",
+		breakIt: func(t *testing.T, ns string) {
+			fn := getFunction(t, ns, "hello")
+			fn.Spec.Repository.Path = "fns/gone"
+			if err := k8sClient.Update(context.Background(), fn); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}, {
+		name: "its Service deleted",
+		breakIt: func(t *testing.T, ns string) {
+			mustDelete(t, &servingv1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello"}})
+		},
+	}} {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := newNamespace(t)
+			knativeService{image: outdated, ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionTrue}}.create(t, ns)
+			mustCreate(t, newFunction(ns, "hello", v1alpha1.Repository{URL: srv.URL("fn"), Path: "fns/hello"}))
+			r, _ := newBuildReconciler(t)
+			cfg := r.Config.Load()
+			cfg.MaxConcurrentBuilds = 0
+			r.Config.Set(cfg)
+			key := types.NamespacedName{Namespace: ns, Name: "hello"}
+			if _, err := reconcileOnce(t, r, ns, "hello"); err != nil {
+				t.Fatal(err)
+			}
+			// The positive control: queued, holding a place.
+			if b := getFunction(t, ns, "hello").Status.Build; b == nil || b.Phase != v1alpha1.BuildPhaseQueued || !r.Queue.IsWaiting(key) {
+				t.Fatalf("before: build %+v, waiting %t; want Queued and waiting", b, r.Queue.IsWaiting(key))
+			}
+			tt.breakIt(t, ns)
+			_, _ = reconcileOnce(t, r, ns, "hello")
+			if b := getFunction(t, ns, "hello").Status.Build; b != nil || r.Queue.IsWaiting(key) {
+				t.Errorf("after: build %+v, waiting %t; want no build and no place in the queue", b, r.Queue.IsWaiting(key))
+			}
+		})
+	}
 }

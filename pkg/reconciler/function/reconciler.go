@@ -122,11 +122,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 	}()
 
 	obs := &observation{}
-	for _, step := range r.steps() {
+	steps := r.steps()
+	for i, step := range steps {
 		var sr Result
 		sr, stepErr = step(ctx, fn, obs)
 		res = res.merge(sr)
 		if stepErr != nil {
+			if i < len(steps)-1 {
+				// A step before the rebuild failed: the Function cannot build now, and
+				// a queued one gives its place up rather than block the queue's head.
+				r.leaveQueue(fn)
+			}
 			break
 		}
 	}
