@@ -37,6 +37,10 @@ const (
 	KeyBuildBackoff = "buildBackoff"
 	// KeyBuildBackoffMax caps the wait between retries of a failing rebuild.
 	KeyBuildBackoffMax = "buildBackoffMax"
+	// KeyBuildTimeout is how long a rebuild may run, from its launch: a run that has
+	// not finished by then (no Tekton controller, a task that never resolves) is
+	// deleted, the build fails, and its slot of the budget is freed.
+	KeyBuildTimeout = "buildTimeout"
 	// KeyPipelineServiceAccount is the ServiceAccount the build PipelineRuns run as in
 	// each function namespace; a namespace admin creates it and binds it to the
 	// func-operator-builder ClusterRole (config/namespace/onboard.yaml). It is never
@@ -67,6 +71,7 @@ const (
 	DefaultMaxConcurrentBuilds    = 2
 	DefaultBuildBackoff           = time.Minute
 	DefaultBuildBackoffMax        = time.Hour
+	DefaultBuildTimeout           = time.Hour
 	DefaultPipelineServiceAccount = "func-operator-builder"
 )
 
@@ -86,6 +91,8 @@ type Config struct {
 	BuildBackoff time.Duration
 	// BuildBackoffMax caps the wait between retries.
 	BuildBackoffMax time.Duration
+	// BuildTimeout is how long a rebuild may run before it is stopped and failed.
+	BuildTimeout time.Duration
 	// PipelineServiceAccount is the ServiceAccount build PipelineRuns run as.
 	PipelineServiceAccount string
 	// DeployerImage overrides the func-utils image of the pipeline; empty keeps the
@@ -118,6 +125,7 @@ func Defaults() Config {
 		MaxConcurrentBuilds:     DefaultMaxConcurrentBuilds,
 		BuildBackoff:            DefaultBuildBackoff,
 		BuildBackoffMax:         DefaultBuildBackoffMax,
+		BuildTimeout:            DefaultBuildTimeout,
 		PipelineServiceAccount:  DefaultPipelineServiceAccount,
 	}
 }
@@ -163,6 +171,7 @@ var keepers = map[string]func(c *Config, last Config){
 	KeyMaxConcurrentBuilds:     func(c *Config, last Config) { c.MaxConcurrentBuilds = last.MaxConcurrentBuilds },
 	KeyBuildBackoff:            func(c *Config, last Config) { c.BuildBackoff = last.BuildBackoff },
 	KeyBuildBackoffMax:         func(c *Config, last Config) { c.BuildBackoffMax = last.BuildBackoffMax },
+	KeyBuildTimeout:            func(c *Config, last Config) { c.BuildTimeout = last.BuildTimeout },
 	KeyPipelineServiceAccount:  func(c *Config, last Config) { c.PipelineServiceAccount = last.PipelineServiceAccount },
 	KeyDeployerImage:           func(c *Config, last Config) { c.DeployerImage = last.DeployerImage },
 }
@@ -221,6 +230,7 @@ func parse(cm *corev1.ConfigMap) (c Config, bad []string, invalid []error, unkno
 		KeyGitTimeout:      {&c.GitTimeout, time.Second},
 		KeyBuildBackoff:    {&c.BuildBackoff, time.Second},
 		KeyBuildBackoffMax: {&c.BuildBackoffMax, time.Second},
+		KeyBuildTimeout:    {&c.BuildTimeout, 10 * time.Second},
 	}
 	keys := make([]string, 0, len(durations))
 	for k := range durations {

@@ -719,3 +719,45 @@ func TestOperator_NamespaceNotOnboarded(t *testing.T) {
 		t.Errorf("the rebuild ran as %q, want func-operator-builder", sa)
 	}
 }
+
+// TestOperator_BuildTimeout: a PipelineRun that nothing ever finishes (the Tekton
+// controller down, a task that never resolves) holds the budget's only slot until
+// buildTimeout: then its build fails with a reason that says so, its run is deleted,
+// and the function queued behind it is rebuilt.
+func TestOperator_BuildTimeout(t *testing.T) {
+	ns := newNamespace(t)
+	f := newRebuildFixture(t, ns, "stuck", "next")
+	tektonsim.Start(t, restConfig, tektonsim.Options{
+		Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t),
+		// Simulated: no controller ever finishes the runs of "stuck".
+		Hold: func(pr *pipelinev1.PipelineRun) bool { return pr.Labels[resources.LabelFunction] != "stuck" },
+	})
+	cfg := rebuildConfig(1)
+	cfg.BuildTimeout, cfg.BuildBackoff = 10*time.Second, time.Hour
+	startOperatorWith(t, cfg, ns)
+	f.createFunction(t, "stuck", nil)
+	eventually(t, 30*time.Second, func() string {
+		if b := getFunction(t, ns, "stuck").Status.Build; b == nil || b.Phase != v1alpha1.BuildPhaseRunning {
+			return fmt.Sprintf("stuck: build %+v, want Running", b)
+		}
+		return ""
+	})
+	f.createFunction(t, "next", nil)
+	eventually(t, 10*time.Second, func() string {
+		if b := getFunction(t, ns, "next").Status.Build; b == nil || b.Phase != v1alpha1.BuildPhaseQueued {
+			return fmt.Sprintf("next: build %+v, want Queued behind stuck", b)
+		}
+		return ""
+	})
+
+	eventually(t, 60*time.Second, rebuilt(t, ns, "next"))
+	b := getFunction(t, ns, "stuck").Status.Build
+	if b == nil || b.Phase != v1alpha1.BuildPhaseFailed || !strings.Contains(b.Message, "did not finish within 10s (ConfigMap func-operator-config, key buildTimeout)") {
+		t.Errorf("stuck: build %+v, want Failed past buildTimeout", b)
+	}
+	for _, pr := range pipelineRuns(t, ns) {
+		if pr.Labels[resources.LabelFunction] == "stuck" && pr.DeletionTimestamp.IsZero() {
+			t.Errorf("PipelineRun %s of the timed-out build is left", pr.Name)
+		}
+	}
+}

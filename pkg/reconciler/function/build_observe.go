@@ -15,7 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
+	"github.com/fnops/func-operator/pkg/rerror"
 )
 
 // Timings of a build's life that are not configurable.
@@ -65,11 +67,20 @@ func (r *Reconciler) observeBuild(ctx context.Context, fn *v1alpha1.Function, _ 
 	c := pr.Status.GetCondition(apis.ConditionSucceeded)
 	switch {
 	case c == nil || c.IsUnknown():
+		launched := b.StartTime
 		b.Phase = v1alpha1.BuildPhaseRunning
-		if st := startTime(pr); st != nil {
+		if st := startTime(pr); st != nil && (launched == nil || st.Before(launched)) {
 			b.StartTime = st
 		}
-		r.Queue.Running(key)
+		if launched == nil {
+			launched = &pr.CreationTimestamp
+		}
+		timeout := r.Config.Load().BuildTimeout
+		if left := launched.Add(timeout).Sub(r.now()); left > 0 {
+			r.Queue.Running(key)
+			return Result{RequeueAfter: left}, nil
+		}
+		return Result{}, r.timedOut(ctx, fn, pr, timeout)
 	case c.IsTrue():
 		b.Phase, b.Failures, b.RetryAfter = v1alpha1.BuildPhaseSucceeded, 0, nil
 		b.FailedTask, b.FailedStep = "", ""
@@ -155,6 +166,28 @@ func (r *Reconciler) buildFailed(fn *v1alpha1.Function, at time.Time, f failure)
 	b.CompletionTime = &metav1.Time{Time: at}
 	b.RetryAfter = &metav1.Time{Time: at.Add(r.Config.Load().BuildRetryDelay(b.Failures))}
 	r.Queue.Release(client.ObjectKeyFromObject(fn))
+}
+
+// timedOut stops a build that ran past buildTimeout: its launch is cancelled, its
+// PipelineRun deleted, and the build failed (freeing its slot), to be retried after
+// the backoff.
+func (r *Reconciler) timedOut(ctx context.Context, fn *v1alpha1.Function, pr *pipelinev1.PipelineRun, timeout time.Duration) error {
+	b := fn.Status.Build
+	key := client.ObjectKeyFromObject(fn)
+	r.Launcher.Cancel(key)
+	left, err := r.deleteLabelled(ctx, pipelinev1.SchemeGroupVersion.WithKind("PipelineRun"), fn.Namespace, client.MatchingLabels{
+		resources.LabelFunction: fn.Name, resources.LabelBuildID: b.ID, resources.LabelManagedBy: resources.ManagedBy})
+	if err != nil {
+		return rerror.NewTransient(v1alpha1.ReasonBuildFailed, "stopping build %s past its deadline: %w", b.ID, err)
+	}
+	msg := fmt.Sprintf("did not finish within %s (ConfigMap %s, key %s): PipelineRun %s deleted", timeout, config.ConfigMapName, config.KeyBuildTimeout, pr.Name)
+	if len(left) > 0 {
+		msg = fmt.Sprintf("did not finish within %s (ConfigMap %s, key %s), and the namespace does not let the operator delete PipelineRun %s (ClusterRole %s): delete it yourself",
+			timeout, config.ConfigMapName, config.KeyBuildTimeout, pr.Name, NamespaceClusterRole)
+	}
+	r.buildFailed(fn, r.now(), failure{message: msg})
+	r.Launcher.Done(key, b.ID)
+	return nil
 }
 
 // failureSummary describes a failed build for the condition message.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/buildqueue"
+	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 	"github.com/fnops/func-operator/pkg/source"
@@ -160,6 +161,25 @@ func TestReconciler_observeBuild(t *testing.T) {
 		run:       &pipelineRun{id: "b1", succeeded: corev1.ConditionUnknown},
 		holdsSlot: true,
 		want:      buildOutcome{Phase: v1alpha1.BuildPhaseRunning, PipelineRun: "fn-run-b1", HoldsSlot: true},
+		wantSoon:  config.DefaultBuildTimeout, // back at its deadline at the latest
+	}, {
+		name:      "Running within buildTimeout: back at the deadline",
+		build:     &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseRunning, StartTime: ago(config.DefaultBuildTimeout - time.Minute)},
+		run:       &pipelineRun{id: "b1", succeeded: corev1.ConditionUnknown},
+		holdsSlot: true,
+		want:      buildOutcome{Phase: v1alpha1.BuildPhaseRunning, PipelineRun: "fn-run-b1", HoldsSlot: true},
+		wantSoon:  time.Minute,
+		wantRuns:  ptrTo(1),
+	}, {
+		// No Tekton controller finishes it, or a task never resolves: it must not hold
+		// a slot of the budget for ever.
+		name:      "Running past buildTimeout: its run deleted, failed, the slot freed",
+		build:     &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseRunning, StartTime: ago(config.DefaultBuildTimeout + time.Second)},
+		run:       &pipelineRun{id: "b1", succeeded: corev1.ConditionUnknown},
+		holdsSlot: true,
+		want:      buildOutcome{Phase: v1alpha1.BuildPhaseFailed, PipelineRun: "fn-run-b1", Failures: 1, Retry: true},
+		wantMsg:   "did not finish within 1h0m0s (ConfigMap func-operator-config, key buildTimeout): PipelineRun fn-run-b1 deleted",
+		wantRuns:  ptrTo(0),
 	}, {
 		name:      "Running, its run succeeded: the slot is freed",
 		build:     &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseRunning, Failures: 2},
