@@ -28,6 +28,10 @@ const (
 	FunctionConditionMiddlewareUpToDate apis.ConditionType = "MiddlewareUpToDate"
 	// FunctionConditionServiceReady mirrors the Knative Service's Ready condition.
 	FunctionConditionServiceReady apis.ConditionType = "ServiceReady"
+	// FunctionConditionSourceReachable is False, with severity Warning, while the
+	// repository does not answer (status.git.unreachableSince). It never gates Ready:
+	// during an outage the last known good source stands, until outageGrace.
+	FunctionConditionSourceReachable apis.ConditionType = "SourceReachable"
 	// FunctionConditionStalled is True when only a change (of the Function, a Secret,
 	// the repository, the image or the cluster) can make the Function Ready.
 	FunctionConditionStalled apis.ConditionType = "Stalled"
@@ -41,11 +45,16 @@ const (
 	ReasonAuthSecretNotFound = "AuthSecretNotFound"
 	ReasonAuthSecretInvalid  = "AuthSecretInvalid"
 	ReasonGitCloneFailed     = "GitCloneFailed"
-	ReasonBranchNotFound     = "BranchNotFound"
-	ReasonPathNotFound       = "PathNotFound"
-	ReasonFuncYamlNotFound   = "FuncYamlNotFound"
-	ReasonFuncYamlInvalid    = "FuncYamlInvalid"
-	ReasonUnsafeFuncYaml     = "UnsafeFuncYaml"
+	// ReasonBranchListFailed is listing the repository's branches failing (before any
+	// clone): the host is unreachable, or refused the credentials.
+	ReasonBranchListFailed = "BranchListFailed"
+	// ReasonSourceReachable is a True SourceReachable.
+	ReasonSourceReachable  = "Reachable"
+	ReasonBranchNotFound   = "BranchNotFound"
+	ReasonPathNotFound     = "PathNotFound"
+	ReasonFuncYamlNotFound = "FuncYamlNotFound"
+	ReasonFuncYamlInvalid  = "FuncYamlInvalid"
+	ReasonUnsafeFuncYaml   = "UnsafeFuncYaml"
 )
 
 // Reasons of the Deployed and ServiceReady conditions.
@@ -366,6 +375,19 @@ func (fs *FunctionStatus) MarkNamespaceNotOnboarded(messageFormat string, messag
 func (fs *FunctionStatus) MiddlewareOutdated() bool {
 	c := fs.GetCondition(FunctionConditionMiddlewareUpToDate)
 	return c != nil && c.IsFalse()
+}
+
+// MarkSourceReachable records that the repository answered.
+func (fs *FunctionStatus) MarkSourceReachable() {
+	functionCondSet.Manage(fs).SetCondition(apis.Condition{Type: FunctionConditionSourceReachable, Status: corev1.ConditionTrue,
+		Reason: ReasonSourceReachable})
+}
+
+// MarkSourceUnreachable records that the repository does not answer. The condition
+// has severity Warning and is not part of the set: Ready does not read it.
+func (fs *FunctionStatus) MarkSourceUnreachable(reason, messageFormat string, messageA ...interface{}) {
+	functionCondSet.Manage(fs).SetCondition(apis.Condition{Type: FunctionConditionSourceReachable, Status: corev1.ConditionFalse,
+		Reason: reason, Message: fmt.Sprintf(messageFormat, messageA...), Severity: apis.ConditionSeverityWarning})
 }
 
 // MarkStalled records that only a change can make the Function Ready, for kstatus

@@ -819,3 +819,34 @@ func TestFunctionStatus_ReadyTransitionTimeWithInfoMiddleware(t *testing.T) {
 		t.Error("positive control: Ready went False but its transition time did not move")
 	}
 }
+
+// TestFunctionStatus_SourceReachable: an unreachable repository shows with severity
+// Warning and leaves Ready as it was; the positive control is that SourceReady going
+// False does move Ready.
+func TestFunctionStatus_SourceReachable(t *testing.T) {
+	fs := initialized()
+	fs.MarkSourceReady("main", testCommit)
+	fs.MarkDeployed("hello", "img")
+	fs.MarkServiceReady("hello")
+	fs.MarkMiddlewareUpToDate("v2")
+	fs.MarkSourceReachable()
+	if !fs.GetCondition(FunctionConditionReady).IsTrue() {
+		t.Fatalf("Ready = %+v, want True", fs.GetCondition(FunctionConditionReady))
+	}
+	fs.MarkSourceUnreachable(ReasonBranchListFailed, "listing the branches: %d", 503)
+	c := fs.GetCondition(FunctionConditionSourceReachable)
+	if c == nil || !c.IsFalse() || c.Severity != apis.ConditionSeverityWarning || c.Reason != ReasonBranchListFailed || c.Message != "listing the branches: 503" {
+		t.Errorf("SourceReachable = %+v, want False, severity Warning, reason %s", c, ReasonBranchListFailed)
+	}
+	if r := fs.GetCondition(FunctionConditionReady); !r.IsTrue() {
+		t.Errorf("Ready = %+v while the repository is unreachable, want True", r)
+	}
+	fs.MarkSourceReachable()
+	if c := fs.GetCondition(FunctionConditionSourceReachable); !c.IsTrue() || c.Severity != "" {
+		t.Errorf("SourceReachable = %+v after the outage, want True", c)
+	}
+	fs.MarkSourceFailed(ReasonBranchListFailed, "listing the branches: 503")
+	if r := fs.GetCondition(FunctionConditionReady); r.IsTrue() {
+		t.Error("positive control: SourceReady False left Ready True")
+	}
+}

@@ -150,6 +150,12 @@ type GitStatus struct {
 	// check that finds the same commit leaves this time, and the whole object, unchanged.
 	// +optional
 	LastChecked *metav1.Time `json:"lastChecked,omitempty"`
+
+	// UnreachableSince is when the repository stopped answering (a network error, a
+	// timeout, a 5xx), while it has not answered since. During an outage the last
+	// known good source stands, until ConfigMap func-operator-config's outageGrace.
+	// +optional
+	UnreachableSince *metav1.Time `json:"unreachableSince,omitempty"`
 }
 
 // DeploymentStatus describes the function as deployed.

@@ -37,6 +37,10 @@ const (
 	KeyBuildBackoff = "buildBackoff"
 	// KeyBuildBackoffMax caps the wait between retries of a failing rebuild.
 	KeyBuildBackoffMax = "buildBackoffMax"
+	// KeyOutageGrace is how long an outage of a Function's git host leaves its last known
+	// good state standing: SourceReachable is False (severity Warning) but Ready is
+	// unchanged. Past it, SourceReady turns to reflect the failure.
+	KeyOutageGrace = "outageGrace"
 	// KeyBuildTimeout is how long a rebuild may run, from its launch: a run that has
 	// not finished by then (no Tekton controller, a task that never resolves) is
 	// deleted, the build fails, and its slot of the budget is freed.
@@ -72,6 +76,7 @@ const (
 	DefaultBuildBackoff           = time.Minute
 	DefaultBuildBackoffMax        = time.Hour
 	DefaultBuildTimeout           = time.Hour
+	DefaultOutageGrace            = 30 * time.Minute
 	DefaultPipelineServiceAccount = "func-operator-builder"
 )
 
@@ -93,6 +98,9 @@ type Config struct {
 	BuildBackoffMax time.Duration
 	// BuildTimeout is how long a rebuild may run before it is stopped and failed.
 	BuildTimeout time.Duration
+	// OutageGrace is how long the last known good source stands while the git host
+	// does not answer.
+	OutageGrace time.Duration
 	// PipelineServiceAccount is the ServiceAccount build PipelineRuns run as.
 	PipelineServiceAccount string
 	// DeployerImage overrides the func-utils image of the pipeline; empty keeps the
@@ -126,6 +134,7 @@ func Defaults() Config {
 		BuildBackoff:            DefaultBuildBackoff,
 		BuildBackoffMax:         DefaultBuildBackoffMax,
 		BuildTimeout:            DefaultBuildTimeout,
+		OutageGrace:             DefaultOutageGrace,
 		PipelineServiceAccount:  DefaultPipelineServiceAccount,
 	}
 }
@@ -172,6 +181,7 @@ var keepers = map[string]func(c *Config, last Config){
 	KeyBuildBackoff:            func(c *Config, last Config) { c.BuildBackoff = last.BuildBackoff },
 	KeyBuildBackoffMax:         func(c *Config, last Config) { c.BuildBackoffMax = last.BuildBackoffMax },
 	KeyBuildTimeout:            func(c *Config, last Config) { c.BuildTimeout = last.BuildTimeout },
+	KeyOutageGrace:             func(c *Config, last Config) { c.OutageGrace = last.OutageGrace },
 	KeyPipelineServiceAccount:  func(c *Config, last Config) { c.PipelineServiceAccount = last.PipelineServiceAccount },
 	KeyDeployerImage:           func(c *Config, last Config) { c.DeployerImage = last.DeployerImage },
 }
@@ -231,6 +241,7 @@ func parse(cm *corev1.ConfigMap) (c Config, bad []string, invalid []error, unkno
 		KeyBuildBackoff:    {&c.BuildBackoff, time.Second},
 		KeyBuildBackoffMax: {&c.BuildBackoffMax, time.Second},
 		KeyBuildTimeout:    {&c.BuildTimeout, 10 * time.Second},
+		KeyOutageGrace:     {&c.OutageGrace, 0},
 	}
 	keys := make([]string, 0, len(durations))
 	for k := range durations {

@@ -122,7 +122,7 @@ func TestOperator_SecretChangesReconcileTheFunctions(t *testing.T) {
 	if err := k8sClient.Create(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, sourceReady(ns, "private", corev1.ConditionFalse, v1alpha1.ReasonGitCloneFailed))
+	eventually(t, 20*time.Second, sourceReady(ns, "private", corev1.ConditionFalse, v1alpha1.ReasonBranchListFailed))
 
 	secret.Data["token"] = []byte(token)
 	if err := k8sClient.Update(ctx, secret); err != nil {
@@ -137,8 +137,8 @@ func TestOperator_SecretChangesReconcileTheFunctions(t *testing.T) {
 
 	// The operator logged the stalls, and never a token.
 	out := logs.String()
-	if !strings.Contains(out, "reconcile stalled") || !strings.Contains(out, v1alpha1.ReasonGitCloneFailed) {
-		t.Errorf("the log has no stalled reconcile with reason %s: the capture is broken", v1alpha1.ReasonGitCloneFailed)
+	if !strings.Contains(out, "reconcile stalled") || !strings.Contains(out, v1alpha1.ReasonBranchListFailed) {
+		t.Errorf("the log has no stalled reconcile with reason %s: the capture is broken", v1alpha1.ReasonBranchListFailed)
 	}
 	for _, s := range []string{token, wrongToken} {
 		if strings.Contains(out, s) {
@@ -161,7 +161,7 @@ func TestOperator_SecretChangesReconcileTheFunctions(t *testing.T) {
 				reasons[e.Reason] += int(e.Count)
 			}
 		}
-		for _, r := range []string{v1alpha1.ReasonAuthSecretNotFound, v1alpha1.ReasonGitCloneFailed, "SourceReady"} {
+		for _, r := range []string{v1alpha1.ReasonAuthSecretNotFound, v1alpha1.ReasonBranchListFailed, "SourceReady"} {
 			if reasons[r] == 0 {
 				return fmt.Sprintf("events by reason %v, want %s among them", reasons, r)
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"knative.dev/pkg/apis"
+	duckv1 "knative.dev/pkg/apis/duck/v1"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -759,5 +762,80 @@ func TestOperator_BuildTimeout(t *testing.T) {
 		if pr.Labels[resources.LabelFunction] == "stuck" && pr.DeletionTimestamp.IsZero() {
 			t.Errorf("PipelineRun %s of the timed-out build is left", pr.Name)
 		}
+	}
+}
+
+// TestOperator_GitOutageKeepsLastKnownGood, as a user would see it: a Ready function
+// whose git host answers 503 stays Ready (no flap, no rebuild), says so in
+// SourceReachable (False, severity Warning, reason BranchListFailed) and an Event; the
+// outage ends by itself. One that lasts past outageGrace turns SourceReady (and so
+// Ready) False, as before.
+func TestOperator_GitOutageKeepsLastKnownGood(t *testing.T) {
+	ns := newNamespace(t)
+	f := newRebuildFixture(t, ns, "hello")
+	tektonsim.Start(t, restConfig, tektonsim.Options{Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t)})
+	cfg := rebuildConfig(1)
+	cfg.CheckInterval = time.Second // below the ConfigMap's minimum: a test's own store
+	_, store, _ := startOperatorWith(t, cfg, ns)
+	f.createFunction(t, "hello", nil)
+	eventually(t, 60*time.Second, rebuilt(t, ns, "hello"))
+	// Simulated: Knative Serving's controller, which envtest has not, makes the
+	// rebuilt Service Ready.
+	svc := &servingv1.Service{}
+	if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "hello"}, svc); err != nil {
+		t.Fatal(err)
+	}
+	svc.Status.ObservedGeneration = svc.Generation
+	svc.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionReady, Status: corev1.ConditionTrue}}
+	if err := k8sClient.Status().Update(context.Background(), svc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, func() string {
+		if c := getFunction(t, ns, "hello").Status.GetCondition(apis.ConditionReady); c == nil || !c.IsTrue() {
+			return fmt.Sprintf("Ready = %+v, want True", c)
+		}
+		return ""
+	})
+	runsBefore := len(pipelineRuns(t, ns))
+
+	f.srv.FailWith(http.StatusServiceUnavailable)
+	eventually(t, 20*time.Second, condition(ns, "hello", v1alpha1.FunctionConditionSourceReachable, corev1.ConditionFalse, v1alpha1.ReasonBranchListFailed))
+	// Several checks into the outage: Ready never left True.
+	deadline := time.Now().Add(4 * time.Second)
+	for time.Now().Before(deadline) {
+		fn := getFunction(t, ns, "hello")
+		if c := fn.Status.GetCondition(apis.ConditionReady); c == nil || !c.IsTrue() {
+			t.Fatalf("Ready = %+v during a git outage within outageGrace, want True", c)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	fn := getFunction(t, ns, "hello")
+	c := fn.Status.GetCondition(v1alpha1.FunctionConditionSourceReachable)
+	if c.Severity != apis.ConditionSeverityWarning || !strings.Contains(c.Message, "503") || !strings.Contains(c.Message, "the last known good source") {
+		t.Errorf("SourceReachable = %+v, want severity Warning naming the 503 and the last known good source", c)
+	}
+	if fn.Status.Git.UnreachableSince == nil {
+		t.Error("status.git.unreachableSince not set during the outage")
+	}
+	if ev := eventsOf(t, ns, "hello"); len(ev[v1alpha1.ReasonBranchListFailed]) == 0 {
+		t.Errorf("events %v, want a BranchListFailed Warning", ev)
+	}
+	if n := len(pipelineRuns(t, ns)); n != runsBefore {
+		t.Errorf("%d PipelineRuns after the outage began, want %d: nothing is built from a source that could not be read", n, runsBefore)
+	}
+
+	f.srv.FailWith(0)
+	eventually(t, 20*time.Second, condition(ns, "hello", v1alpha1.FunctionConditionSourceReachable, corev1.ConditionTrue, v1alpha1.ReasonSourceReachable))
+	if fn := getFunction(t, ns, "hello"); fn.Status.Git.UnreachableSince != nil {
+		t.Errorf("unreachableSince = %v after the outage, want none", fn.Status.Git.UnreachableSince)
+	}
+
+	// Past outageGrace, the outage shows in Ready.
+	cfg.OutageGrace = 2 * time.Second
+	store.Set(cfg)
+	f.srv.FailWith(http.StatusBadGateway)
+	eventually(t, 30*time.Second, condition(ns, "hello", v1alpha1.FunctionConditionSourceReady, corev1.ConditionFalse, v1alpha1.ReasonBranchListFailed))
+	if c := getFunction(t, ns, "hello").Status.GetCondition(apis.ConditionReady); c == nil || c.IsTrue() {
+		t.Errorf("Ready = %+v past outageGrace, want it to show the outage", c)
 	}
 }

@@ -106,3 +106,6 @@ func IsStalling(err error) bool { return errors.Is(err, ErrStalling) }
 
 // IsWaiting reports whether err's chain holds a Waiting error.
 func IsWaiting(err error) bool { return errors.Is(err, ErrWaiting) }
+
+// IsTransient reports whether err is (or wraps) a Transient error.
+func IsTransient(err error) bool { return errors.Is(err, ErrTransient) }

@@ -12,7 +12,12 @@ func stalling(reason, format string, a ...any) error {
 }
 
 // transient returns a failure to read the source that retrying may fix: reaching or
-// reading the repository failed. Its SourceReady reason is always GitCloneFailed.
+// reading the repository failed. Its SourceReady reason is GitCloneFailed.
 func transient(format string, a ...any) error {
 	return rerror.NewTransient(v1alpha1.ReasonGitCloneFailed, format, a...)
+}
+
+// transientAs is transient with the reason given.
+func transientAs(reason, format string, a ...any) error {
+	return rerror.NewTransient(reason, format, a...)
 }

@@ -200,29 +200,29 @@ func TestFetcher_Head(t *testing.T) {
 	}, {
 		name: "repository that does not exist",
 		repo: "missing",
-		wantErr: &wantError{reason: v1alpha1.ReasonGitCloneFailed, stalling: true,
+		wantErr: &wantError{reason: v1alpha1.ReasonBranchListFailed, stalling: true,
 			msgHas: []string{"listing the branches of " + g.srv.URL("missing"), "repository not found"}},
 	}, {
 		name: "unreachable server",
 		url:  "http://127.0.0.1:1/x.git",
-		wantErr: &wantError{reason: v1alpha1.ReasonGitCloneFailed, stalling: false,
+		wantErr: &wantError{reason: v1alpha1.ReasonBranchListFailed, stalling: false,
 			msgHas: []string{"listing the branches of http://127.0.0.1:1/x.git", "connection refused"}},
 	}, {
 		name:    "timeout",
 		repo:    "branches",
 		timeout: time.Nanosecond,
-		wantErr: &wantError{reason: v1alpha1.ReasonGitCloneFailed, stalling: false,
+		wantErr: &wantError{reason: v1alpha1.ReasonBranchListFailed, stalling: false,
 			msgHas: []string{"listing the branches of " + g.srv.URL("branches") + " timed out", "context deadline exceeded"}},
 	}, {
 		name: "private repository without credentials",
 		repo: "private",
-		wantErr: &wantError{reason: v1alpha1.ReasonGitCloneFailed, stalling: true,
+		wantErr: &wantError{reason: v1alpha1.ReasonBranchListFailed, stalling: true,
 			msgHas: []string{"authentication required", "the repository is private, set spec.repository.authSecretRef"}},
 	}, {
 		name: "private repository with the wrong token",
 		repo: "private",
 		auth: func(url string) *Auth { return authFrom(t, url, map[string]string{KeyToken: wrongToken}) },
-		wantErr: &wantError{reason: v1alpha1.ReasonGitCloneFailed, stalling: true,
+		wantErr: &wantError{reason: v1alpha1.ReasonBranchListFailed, stalling: true,
 			msgHas: []string{"authentication required", "the credentials in spec.repository.authSecretRef were refused"}},
 	}, {
 		name: "private repository with the token",
@@ -249,18 +249,18 @@ func TestFetcher_Head(t *testing.T) {
 		auth: func(url string) *Auth {
 			return authFrom(t, url, map[string]string{KeyUsername: "alice", KeyPassword: wrongPassword})
 		},
-		wantErr: &wantError{reason: v1alpha1.ReasonGitCloneFailed, stalling: true,
+		wantErr: &wantError{reason: v1alpha1.ReasonBranchListFailed, stalling: true,
 			msgHas: []string{"the credentials in spec.repository.authSecretRef were refused"}},
 	}, {
 		name: "basic auth repository with a token",
 		repo: "basic",
 		auth: func(url string) *Auth { return authFrom(t, url, map[string]string{KeyToken: rightPassword}) },
-		wantErr: &wantError{reason: v1alpha1.ReasonGitCloneFailed, stalling: true,
+		wantErr: &wantError{reason: v1alpha1.ReasonBranchListFailed, stalling: true,
 			msgHas: []string{"the credentials in spec.repository.authSecretRef were refused"}},
 	}, {
 		name: "credentials in the URL never show",
 		url:  strings.Replace(g.srv.URL("private"), "http://", "http://alice:"+wrongToken+"@", 1),
-		wantErr: &wantError{reason: v1alpha1.ReasonGitCloneFailed, stalling: true,
+		wantErr: &wantError{reason: v1alpha1.ReasonBranchListFailed, stalling: true,
 			msgHas: []string{"listing the branches of http://[redacted]@127.0.0.1:"}},
 	}}
 	for _, tt := range tests {

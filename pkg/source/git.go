@@ -40,7 +40,7 @@ func remoteHead(ctx context.Context, url, branch string, auth *Auth) (Head, erro
 		if errors.Is(err, transport.ErrEmptyRemoteRepository) {
 			return Head{}, stalling(v1alpha1.ReasonBranchNotFound, "repository %s is empty: it has no branches", scrub(url, auth.secrets))
 		}
-		return Head{}, remoteError(ctx, "listing the branches of", url, auth, err)
+		return Head{}, remoteError(ctx, v1alpha1.ReasonBranchListFailed, "listing the branches of", url, auth, err)
 	}
 	heads := map[string]string{}
 	defaultBranch := ""
@@ -82,7 +82,7 @@ func readFuncYAML(ctx context.Context, url, branch, dir, fnPath string, auth *Au
 		if errors.Is(err, plumbing.ErrReferenceNotFound) || isNoMatchingRef(err) {
 			return "", nil, nil, stalling(v1alpha1.ReasonBranchNotFound, "branch %q not found in repository %s", branch, scrub(url, auth.secrets))
 		}
-		return "", nil, nil, remoteError(ctx, "cloning", url, auth, err)
+		return "", nil, nil, remoteError(ctx, v1alpha1.ReasonGitCloneFailed, "cloning", url, auth, err)
 	}
 	ref, err := repo.Reference(plumbing.NewBranchReferenceName(branch), true)
 	if err != nil {
@@ -169,31 +169,32 @@ func fileIn(tree *object.Tree, fnPath, commit string) (*object.Tree, []byte, err
 	return dir, content, nil
 }
 
-// remoteError turns a go-git transport error into a GitCloneFailed error that
-// carries the real git message, without credentials.
-func remoteError(ctx context.Context, doing, url string, auth *Auth, err error) error {
+// remoteError turns a go-git transport error into an error with reason (what failed:
+// BranchListFailed or GitCloneFailed) that carries the real git message, without
+// credentials.
+func remoteError(ctx context.Context, reason, doing, url string, auth *Auth, err error) error {
 	u := scrub(url, auth.secrets)
 	// Servers put their own text into errors, newlines and all: keep one line.
 	msg := strings.TrimSuffix(strings.Join(strings.Fields(scrub(err.Error(), auth.secrets)), " "), ":")
 	switch {
 	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return transient("%s %s timed out: %s", doing, u, msg)
+		return transientAs(reason, "%s %s timed out: %s", doing, u, msg)
 	case errors.Is(err, transport.ErrAuthenticationRequired) && auth.Method == nil:
-		return stalling(v1alpha1.ReasonGitCloneFailed,
+		return stalling(reason,
 			"%s %s: %s: the repository is private, set spec.repository.authSecretRef", doing, u, msg)
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
-		return stalling(v1alpha1.ReasonGitCloneFailed,
+		return stalling(reason,
 			"%s %s: %s: the credentials in spec.repository.authSecretRef were refused", doing, u, msg)
 	case errors.Is(err, transport.ErrRepositoryNotFound):
-		return stalling(v1alpha1.ReasonGitCloneFailed, "%s %s: %s", doing, u, msg)
+		return stalling(reason, "%s %s: %s", doing, u, msg)
 	case strings.Contains(msg, "knownhosts:") || strings.Contains(msg, "host key"):
-		return stalling(v1alpha1.ReasonGitCloneFailed,
+		return stalling(reason,
 			"%s %s: %s: the server's host key does not match key %q of the auth Secret", doing, u, msg, KeyKnownHosts)
 	case strings.Contains(msg, "unable to authenticate"):
-		return stalling(v1alpha1.ReasonGitCloneFailed,
+		return stalling(reason,
 			"%s %s: %s: the SSH key in spec.repository.authSecretRef was refused", doing, u, msg)
 	default:
-		return transient("%s %s: %s", doing, u, msg)
+		return transientAs(reason, "%s %s: %s", doing, u, msg)
 	}
 }
 

@@ -22,6 +22,7 @@ type HTTPServer struct {
 	auth    map[string]credentialCheck // repo name -> required credentials
 	refAds  map[string]int             // repo name -> upload-pack ref advertisements
 	uploads map[string]int             // repo name -> upload-pack POSTs
+	status  int                        // when not 0, every request is answered with it (an outage)
 }
 
 // credentialCheck reports whether basic-auth credentials are acceptable.
@@ -101,7 +102,22 @@ func (s *HTTPServer) setAuth(repoName string, check credentialCheck) {
 	s.auth[repoName] = check
 }
 
+// FailWith makes the server answer every request with HTTP status code, as a git host
+// in an outage does (503, 502…); 0 ends the outage.
+func (s *HTTPServer) FailWith(code int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.status = code
+}
+
 func (s *HTTPServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	code := s.status
+	s.mu.Unlock()
+	if code != 0 {
+		http.Error(w, http.StatusText(code), code)
+		return
+	}
 	name, rest, ok := splitRepoPath(r.URL.Path)
 	if !ok {
 		http.NotFound(w, r)

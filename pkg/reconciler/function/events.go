@@ -13,6 +13,7 @@ import (
 // reconcile that changed nothing.
 func (r *Reconciler) recordEvents(orig, fn *v1alpha1.Function) {
 	r.recordBuildEvents(orig, fn)
+	r.recordOutageEvents(orig, fn)
 	before := orig.Status.GetCondition(v1alpha1.FunctionConditionSourceReady)
 	after := fn.Status.GetCondition(v1alpha1.FunctionConditionSourceReady)
 	if after == nil {
@@ -23,6 +24,20 @@ func (r *Reconciler) recordEvents(orig, fn *v1alpha1.Function) {
 		r.Recorder.Event(fn, corev1.EventTypeWarning, after.Reason, after.Message)
 	case after.IsTrue() && (before == nil || !before.IsTrue() || commitOf(orig) != commitOf(fn)):
 		r.Recorder.Event(fn, corev1.EventTypeNormal, "SourceReady", after.Message)
+	}
+}
+
+// recordOutageEvents emits an Event when the repository stops answering, and when it
+// answers again.
+func (r *Reconciler) recordOutageEvents(orig, fn *v1alpha1.Function) {
+	before := orig.Status.GetCondition(v1alpha1.FunctionConditionSourceReachable)
+	after := fn.Status.GetCondition(v1alpha1.FunctionConditionSourceReachable)
+	switch {
+	case after == nil:
+	case after.IsFalse() && (before == nil || !before.IsFalse() || before.Reason != after.Reason):
+		r.Recorder.Event(fn, corev1.EventTypeWarning, after.Reason, after.Message)
+	case after.IsTrue() && before != nil && before.IsFalse():
+		r.Recorder.Event(fn, corev1.EventTypeNormal, string(v1alpha1.FunctionConditionSourceReachable), "the repository answers again")
 	}
 }
 

@@ -6,7 +6,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/metrics"
 	"github.com/fnops/func-operator/pkg/rerror"
 	"github.com/fnops/func-operator/pkg/source"
@@ -27,7 +30,7 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 	head, err := r.Fetcher.Head(ctx, repo.URL, repo.Branch, auth, cfg.GitTimeout)
 	r.Metrics.GitFetch(metrics.GitListRefs, time.Since(start))
 	if err != nil {
-		return Result{}, sourceFailed(fn, err)
+		return r.sourceUnreachable(ctx, fn, err)
 	}
 	obs.source = sourceArtifact{head: head, auth: auth}
 	if sourceUpToDate(fn, head) {
@@ -36,6 +39,7 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 		if d := fn.Status.Deployment; d != nil {
 			obs.source.runtime, obs.source.invoke = d.Runtime, d.Invoke
 		}
+		sourceReached(fn)
 		return Result{}, nil
 	}
 
@@ -52,7 +56,7 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 		}
 	}
 	if err != nil {
-		return Result{}, sourceFailed(fn, err)
+		return r.sourceUnreachable(ctx, fn, err)
 	}
 
 	md := res.Metadata
@@ -72,7 +76,56 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 		fn.Status.Middleware.Current, fn.Status.Middleware.CurrentSource = sm.Version, v1alpha1.MiddlewareSourceSource
 	}
 	fn.Status.MarkSourceReady(res.Branch, res.Commit)
+	sourceReached(fn)
 	return Result{}, nil
+}
+
+// outageRecheck is how often a Function whose repository does not answer is looked
+// at again, at most.
+const outageRecheck = time.Minute
+
+// sourceUnreachable handles a failure to list or clone the repository. A definite
+// answer (no such branch, credentials refused) fails the source as always. A failure
+// to get an answer at all (network error, timeout, 5xx) is an outage: it shows in
+// SourceReachable (severity Warning, not gating Ready) from its start, and while it
+// lasts less than outageGrace the last known good state stands. The steps after it do
+// not run, so nothing is rebuilt from a source that could not be read.
+func (r *Reconciler) sourceUnreachable(ctx context.Context, fn *v1alpha1.Function, err error) (Result, error) {
+	if !rerror.IsTransient(err) {
+		sourceReached(fn)
+		return Result{}, sourceFailed(fn, err)
+	}
+	cfg, now := r.Config.Load(), r.now()
+	if fn.Status.Git == nil {
+		fn.Status.Git = &v1alpha1.GitStatus{}
+	}
+	g := fn.Status.Git
+	if g.UnreachableSince == nil {
+		since := metav1.NewTime(now)
+		g.UnreachableSince = &since
+	}
+	since := g.UnreachableSince.Time
+	sr := fn.Status.GetCondition(v1alpha1.FunctionConditionSourceReady)
+	lastGood := g.ObservedCommit != "" && sr != nil && sr.IsTrue()
+	if !lastGood || now.Sub(since) >= cfg.OutageGrace {
+		fn.Status.MarkSourceUnreachable(rerror.Reason(err), "%s; unreachable since %s", err, since.UTC().Format(time.RFC3339))
+		return Result{}, sourceFailed(fn, err)
+	}
+	fn.Status.MarkSourceUnreachable(rerror.Reason(err), "%s; unreachable since %s: the last known good source (commit %s) stands until %s (ConfigMap %s, key %s)",
+		err, since.UTC().Format(time.RFC3339), v1alpha1.ShortCommit(g.ObservedCommit), since.Add(cfg.OutageGrace).UTC().Format(time.RFC3339),
+		config.ConfigMapName, config.KeyOutageGrace)
+	log.FromContext(ctx).Info("the repository does not answer: the last known good source stands", "reason", rerror.Reason(err),
+		"since", since, "grace", cfg.OutageGrace)
+	wait := min(outageRecheck, cfg.CheckInterval, since.Add(cfg.OutageGrace).Sub(now))
+	return Result{}, rerror.NewWaiting(rerror.Reason(err), wait, "%s: the last known good source stands", err)
+}
+
+// sourceReached records that the repository answered: any outage is over.
+func sourceReached(fn *v1alpha1.Function) {
+	if fn.Status.Git != nil {
+		fn.Status.Git.UnreachableSince = nil
+	}
+	fn.Status.MarkSourceReachable()
 }
 
 // sourceUpToDate is true when the Function already shows a usable source read at

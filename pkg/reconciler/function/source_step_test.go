@@ -70,7 +70,7 @@ func TestReconciler_reconcileSource(t *testing.T) {
 		name:   "Secret refused: stalls until it changes",
 		repo:   v1alpha1.Repository{URL: g.http.URL("private"), AuthSecretRef: secretRef("git")},
 		secret: map[string]string{"token": "wrong"},
-		want:   outcome{Kind: "stalling", Reason: v1alpha1.ReasonGitCloneFailed, Condition: "False/GitCloneFailed/"},
+		want:   outcome{Kind: "stalling", Reason: v1alpha1.ReasonBranchListFailed, Condition: "False/BranchListFailed/"},
 	}, {
 		name: "path not in the repository: stalls until a new commit",
 		repo: v1alpha1.Repository{URL: g.http.URL("public"), Path: "missing"},
