@@ -32,6 +32,11 @@ const (
 	// repository does not answer (status.git.unreachableSince). It never gates Ready:
 	// during an outage the last known good source stands, until outageGrace.
 	FunctionConditionSourceReachable apis.ConditionType = "SourceReachable"
+	// FunctionConditionRegistryReachable is False, with severity Warning, while the
+	// registry of the running image does not answer
+	// (status.middleware.registryUnreachableSince). Like SourceReachable, it never
+	// gates Ready.
+	FunctionConditionRegistryReachable apis.ConditionType = "RegistryReachable"
 	// FunctionConditionStalled is True when only a change (of the Function, a Secret,
 	// the repository, the image or the cluster) can make the Function Ready.
 	FunctionConditionStalled apis.ConditionType = "Stalled"
@@ -388,6 +393,19 @@ func (fs *FunctionStatus) MarkSourceReachable() {
 func (fs *FunctionStatus) MarkSourceUnreachable(reason, messageFormat string, messageA ...interface{}) {
 	functionCondSet.Manage(fs).SetCondition(apis.Condition{Type: FunctionConditionSourceReachable, Status: corev1.ConditionFalse,
 		Reason: reason, Message: fmt.Sprintf(messageFormat, messageA...), Severity: apis.ConditionSeverityWarning})
+}
+
+// MarkRegistryReachable records that the registry answered.
+func (fs *FunctionStatus) MarkRegistryReachable() {
+	functionCondSet.Manage(fs).SetCondition(apis.Condition{Type: FunctionConditionRegistryReachable, Status: corev1.ConditionTrue,
+		Reason: ReasonSourceReachable})
+}
+
+// MarkRegistryUnreachable records that the registry does not answer, with severity
+// Warning; Ready does not read it.
+func (fs *FunctionStatus) MarkRegistryUnreachable(messageFormat string, messageA ...interface{}) {
+	functionCondSet.Manage(fs).SetCondition(apis.Condition{Type: FunctionConditionRegistryReachable, Status: corev1.ConditionFalse,
+		Reason: ReasonRegistryUnreachable, Message: fmt.Sprintf(messageFormat, messageA...), Severity: apis.ConditionSeverityWarning})
 }
 
 // MarkStalled records that only a change can make the Function Ready, for kstatus

@@ -214,6 +214,13 @@ type MiddlewareStatus struct {
 	// +optional
 	// +kubebuilder:validation:Enum=label;buildinfo;source
 	CurrentSource string `json:"currentSource,omitempty"`
+
+	// RegistryUnreachableSince is when the registry of the running image stopped
+	// answering (a network error, a timeout, a 5xx), while it has not answered since.
+	// During an outage the last known middleware verdict stands, until ConfigMap
+	// func-operator-config's outageGrace.
+	// +optional
+	RegistryUnreachableSince *metav1.Time `json:"registryUnreachableSince,omitempty"`
 }
 
 // Where status.middleware.current was read.

@@ -779,23 +779,8 @@ func TestOperator_GitOutageKeepsLastKnownGood(t *testing.T) {
 	_, store, _ := startOperatorWith(t, cfg, ns)
 	f.createFunction(t, "hello", nil)
 	eventually(t, 60*time.Second, rebuilt(t, ns, "hello"))
-	// Simulated: Knative Serving's controller, which envtest has not, makes the
-	// rebuilt Service Ready.
-	svc := &servingv1.Service{}
-	if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "hello"}, svc); err != nil {
-		t.Fatal(err)
-	}
-	svc.Status.ObservedGeneration = svc.Generation
-	svc.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionReady, Status: corev1.ConditionTrue}}
-	if err := k8sClient.Status().Update(context.Background(), svc); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 20*time.Second, func() string {
-		if c := getFunction(t, ns, "hello").Status.GetCondition(apis.ConditionReady); c == nil || !c.IsTrue() {
-			return fmt.Sprintf("Ready = %+v, want True", c)
-		}
-		return ""
-	})
+	markKnativeServiceReady(t, ns, "hello")
+	eventually(t, 20*time.Second, ready(t, ns, "hello"))
 	runsBefore := len(pipelineRuns(t, ns))
 
 	f.srv.FailWith(http.StatusServiceUnavailable)
@@ -837,5 +822,72 @@ func TestOperator_GitOutageKeepsLastKnownGood(t *testing.T) {
 	eventually(t, 30*time.Second, condition(ns, "hello", v1alpha1.FunctionConditionSourceReady, corev1.ConditionFalse, v1alpha1.ReasonBranchListFailed))
 	if c := getFunction(t, ns, "hello").Status.GetCondition(apis.ConditionReady); c == nil || c.IsTrue() {
 		t.Errorf("Ready = %+v past outageGrace, want it to show the outage", c)
+	}
+}
+
+// TestOperator_RegistryOutageKeepsLastKnownGood: the operator restarts (its image
+// cache empty) while the registry of a Ready function answers 503. The function stays
+// Ready, says so in RegistryReachable (False, severity Warning) and an Event, and
+// rebuilds nothing; once the registry answers, RegistryReachable is True again.
+func TestOperator_RegistryOutageKeepsLastKnownGood(t *testing.T) {
+	ns := newNamespace(t)
+	f := newRebuildFixture(t, ns, "hello")
+	tektonsim.Start(t, restConfig, tektonsim.Options{Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t)})
+	cfg := rebuildConfig(1)
+	cfg.CheckInterval = time.Second // below the ConfigMap's minimum: a test's own store
+	_, _, stop := startOperatorWith(t, cfg, ns)
+	f.createFunction(t, "hello", nil)
+	eventually(t, 60*time.Second, rebuilt(t, ns, "hello"))
+	markKnativeServiceReady(t, ns, "hello")
+	eventually(t, 20*time.Second, ready(t, ns, "hello"))
+	runsBefore := len(pipelineRuns(t, ns))
+
+	stop()
+	f.reg.FailWith(http.StatusServiceUnavailable)
+	startOperatorWith(t, cfg, ns)
+	eventually(t, 20*time.Second, condition(ns, "hello", v1alpha1.FunctionConditionRegistryReachable, corev1.ConditionFalse, v1alpha1.ReasonRegistryUnreachable))
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if c := getFunction(t, ns, "hello").Status.GetCondition(apis.ConditionReady); c == nil || !c.IsTrue() {
+			t.Fatalf("Ready = %+v during a registry outage within outageGrace, want True", c)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if c := getFunction(t, ns, "hello").Status.GetCondition(v1alpha1.FunctionConditionRegistryReachable); c.Severity != apis.ConditionSeverityWarning ||
+		!strings.Contains(c.Message, "the last known middleware") {
+		t.Errorf("RegistryReachable = %+v, want severity Warning naming the last known middleware", c)
+	}
+	if ev := eventsOf(t, ns, "hello"); len(ev[v1alpha1.ReasonRegistryUnreachable]) == 0 {
+		t.Errorf("events %v, want a RegistryUnreachable Warning", ev)
+	}
+	if n := len(pipelineRuns(t, ns)); n != runsBefore {
+		t.Errorf("%d PipelineRuns during the outage, want %d", n, runsBefore)
+	}
+	f.reg.FailWith(0)
+	eventually(t, 20*time.Second, condition(ns, "hello", v1alpha1.FunctionConditionRegistryReachable, corev1.ConditionTrue, v1alpha1.ReasonSourceReachable))
+}
+
+// markKnativeServiceReady plays Knative Serving's controller, which envtest has not
+// (a simulation): the Service is Ready for its generation.
+func markKnativeServiceReady(t *testing.T, ns, name string) {
+	t.Helper()
+	svc := &servingv1.Service{}
+	if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, svc); err != nil {
+		t.Fatal(err)
+	}
+	svc.Status.ObservedGeneration = svc.Generation
+	svc.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionReady, Status: corev1.ConditionTrue}}
+	if err := k8sClient.Status().Update(context.Background(), svc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ready is True when the Function is Ready.
+func ready(t *testing.T, ns, name string) func() string {
+	return func() string {
+		if c := getFunction(t, ns, name).Status.GetCondition(apis.ConditionReady); c == nil || !c.IsTrue() {
+			return fmt.Sprintf("Ready = %+v, want True", c)
+		}
+		return ""
 	}
 }

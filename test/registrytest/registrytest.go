@@ -30,7 +30,13 @@ type Registry struct {
 	requests atomic.Int64
 	// user and password, when set, are required of every request (HTTP basic auth).
 	user, password string
+	// status, when not 0, answers every request (an outage).
+	status atomic.Int32
 }
+
+// FailWith makes the registry answer every request with HTTP status code, as a
+// registry in an outage does (503…); 0 ends the outage.
+func (r *Registry) FailWith(code int) { r.status.Store(int32(code)) }
 
 // Start starts a registry for the test's lifetime.
 func Start(t testing.TB) *Registry {
@@ -45,6 +51,10 @@ func StartPrivate(t testing.TB, user, password string) *Registry {
 	inner := ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.requests.Add(1)
+		if code := int(r.status.Load()); code != 0 {
+			http.Error(w, http.StatusText(code), code)
+			return
+		}
 		if u, p, ok := req.BasicAuth(); user != "" && (!ok || u != user || p != password) {
 			w.Header().Set("WWW-Authenticate", `Basic realm="registrytest"`)
 			http.Error(w, "authentication required", http.StatusUnauthorized)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"knative.dev/pkg/apis"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/metrics"
@@ -27,17 +28,21 @@ func (r *Reconciler) recordEvents(orig, fn *v1alpha1.Function) {
 	}
 }
 
-// recordOutageEvents emits an Event when the repository stops answering, and when it
-// answers again.
+// recordOutageEvents emits an Event when the repository or the registry stops
+// answering, and when it answers again.
 func (r *Reconciler) recordOutageEvents(orig, fn *v1alpha1.Function) {
-	before := orig.Status.GetCondition(v1alpha1.FunctionConditionSourceReachable)
-	after := fn.Status.GetCondition(v1alpha1.FunctionConditionSourceReachable)
-	switch {
-	case after == nil:
-	case after.IsFalse() && (before == nil || !before.IsFalse() || before.Reason != after.Reason):
-		r.Recorder.Event(fn, corev1.EventTypeWarning, after.Reason, after.Message)
-	case after.IsTrue() && before != nil && before.IsFalse():
-		r.Recorder.Event(fn, corev1.EventTypeNormal, string(v1alpha1.FunctionConditionSourceReachable), "the repository answers again")
+	for t, what := range map[apis.ConditionType]string{
+		v1alpha1.FunctionConditionSourceReachable:   "the repository answers again",
+		v1alpha1.FunctionConditionRegistryReachable: "the registry answers again",
+	} {
+		before, after := orig.Status.GetCondition(t), fn.Status.GetCondition(t)
+		switch {
+		case after == nil:
+		case after.IsFalse() && (before == nil || !before.IsFalse() || before.Reason != after.Reason):
+			r.Recorder.Event(fn, corev1.EventTypeWarning, after.Reason, after.Message)
+		case after.IsTrue() && before != nil && before.IsFalse():
+			r.Recorder.Event(fn, corev1.EventTypeNormal, string(t), what)
+		}
 	}
 }
 

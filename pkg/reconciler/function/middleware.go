@@ -3,9 +3,12 @@ package function
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
@@ -64,9 +67,15 @@ func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Funct
 		return Result{}, err
 	}
 	got, err := r.Inspector.Inspect(ctx, obs.deployment.image, kc)
+	var unreachable *registry.UnreachableError
+	if errors.As(err, &unreachable) {
+		return r.registryUnreachable(ctx, fn, err)
+	}
 	if err != nil {
 		return Result{}, inspectFailed(fn, err)
 	}
+	mw.RegistryUnreachableSince = nil
+	fn.Status.MarkRegistryReachable()
 	mw.Current, mw.CurrentSource = got.Version, got.Source
 
 	outcome, err := middleware.Compare(got.Version, pin.Version)
@@ -162,6 +171,32 @@ func (r *Reconciler) registryKeychain(ctx context.Context, fn *v1alpha1.Function
 		return nil, rerror.NewStalling(v1alpha1.ReasonRegistrySecretInvalid, "registry Secret %q: %w", ref.Name, err)
 	}
 	return kc, nil
+}
+
+// registryUnreachable handles a registry that does not answer (network error,
+// timeout, 5xx): it shows in RegistryReachable (severity Warning, not gating Ready)
+// from the outage's start, and while it lasts less than outageGrace the last known
+// middleware verdict stands (nothing is rebuilt: the steps after it do not run).
+func (r *Reconciler) registryUnreachable(ctx context.Context, fn *v1alpha1.Function, err error) (Result, error) {
+	cfg, now := r.Config.Load(), r.now()
+	mw := fn.Status.Middleware
+	if mw.RegistryUnreachableSince == nil {
+		since := metav1.NewTime(now)
+		mw.RegistryUnreachableSince = &since
+	}
+	since := mw.RegistryUnreachableSince.Time
+	c := fn.Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate)
+	decided := c != nil && !c.IsUnknown() && mw.Current != ""
+	if !decided || now.Sub(since) >= cfg.OutageGrace {
+		fn.Status.MarkRegistryUnreachable("%s; unreachable since %s", err, since.UTC().Format(time.RFC3339))
+		return Result{}, inspectFailed(fn, err)
+	}
+	fn.Status.MarkRegistryUnreachable("%s; unreachable since %s: the last known middleware (%s) stands until %s (ConfigMap %s, key %s)",
+		err, since.UTC().Format(time.RFC3339), mw.Current, since.Add(cfg.OutageGrace).UTC().Format(time.RFC3339),
+		config.ConfigMapName, config.KeyOutageGrace)
+	log.FromContext(ctx).Info("the registry does not answer: the last known middleware stands", "since", since, "grace", cfg.OutageGrace)
+	wait := min(outageRecheck, cfg.CheckInterval, since.Add(cfg.OutageGrace).Sub(now))
+	return Result{}, rerror.NewWaiting(v1alpha1.ReasonRegistryUnreachable, wait, "%s: the last known middleware stands", err)
 }
 
 // inspectFailed records why the image could not be inspected, with a reason users can
