@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -62,6 +63,9 @@ type Options struct {
 	// Config is the store the ConfigMap watcher keeps current; a new one holding the
 	// defaults when nil.
 	Config *config.Store
+	// APIRecheck is how often the APIs the cluster did not serve at start (Knative,
+	// Tekton) are looked for again; 30s when zero.
+	APIRecheck time.Duration
 	// SkipControllerNameValidation allows several operators in one process, as tests run them.
 	SkipControllerNameValidation bool
 }
@@ -123,7 +127,9 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 		return nil, err
 	}
 	if tekton {
-		// Only the PipelineRuns of the operator's builds are cached.
+		// Only the PipelineRuns of the operator's builds are cached. (The cache cannot
+		// be told so of a kind the cluster does not serve yet: with Tekton installed
+		// after the start, every PipelineRun is cached until the next restart.)
 		cacheOpts.ByObject[&pipelinev1.PipelineRun{}] = cache.ByObject{
 			Label: labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy}),
 		}
@@ -208,13 +214,11 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 		WorkDir:   o.WorkDir,
 		Metrics:   m,
 		Wakeups:   wakeups,
+
+		APIRecheck: o.APIRecheck,
 	}
 	if err := addRunnables(mgr, restConfig, r); err != nil {
 		return nil, err
-	}
-	if !tekton {
-		log.FromContext(ctx).Info("Tekton Pipelines is not installed: outdated Functions report MiddlewareUpToDate False, reason " +
-			v1alpha1.ReasonRebuildNotPossible + "; restart the operator after installing it")
 	}
 	if err := r.SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
 		return nil, fmt.Errorf("setting up the Function controller: %w", err)

@@ -139,3 +139,28 @@ func StartT(t testing.TB, extraCRDs ...string) *Environment {
 	})
 	return env
 }
+
+// InstallCRDs installs, into a running control plane, the CRDs of the directories
+// given (relative to the repository root or absolute), as Start would have: Tekton's
+// with the conversion strategy None. It returns once they are served.
+func (e *Environment) InstallCRDs(dirs ...string) error {
+	var plain, unconverted []string
+	for _, p := range dirs {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(RepoRoot(), p)
+		}
+		if filepath.Base(p) == filepath.Base(TektonCRDs) {
+			unconverted = append(unconverted, p)
+		} else {
+			plain = append(plain, p)
+		}
+	}
+	extra, err := crdsWithoutConversion(unconverted...)
+	if err != nil {
+		return err
+	}
+	if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{Paths: plain, CRDs: extra, ErrorIfPathMissing: true}); err != nil {
+		return fmt.Errorf("installing CRDs: %w", err)
+	}
+	return nil
+}

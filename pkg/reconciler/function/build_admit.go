@@ -49,9 +49,10 @@ func (r *Reconciler) reconcileRebuild(ctx context.Context, fn *v1alpha1.Function
 		return Result{}, nil
 	}
 	running := orDefault(mw.current, "unknown")
-	if !r.Tekton {
+	if !r.tektonServed() {
 		r.leaveQueue(fn)
-		fn.Status.MarkRebuildNotPossible("%s is available (running: %s) but the cluster has no Tekton Pipelines API (tekton.dev/v1 PipelineRun): install Tekton Pipelines and restart the operator",
+		fn.Status.MarkRebuildNotPossible("%s is available (running: %s) but the cluster has no Tekton Pipelines API (tekton.dev/v1 PipelineRun): "+
+			"install Tekton Pipelines: the operator picks it up within a minute, without a restart",
 			mw.available, running)
 		return Result{}, rerror.NewStalling(v1alpha1.ReasonRebuildNotPossible, "Tekton Pipelines is not installed")
 	}

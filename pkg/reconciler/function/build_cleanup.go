@@ -33,7 +33,7 @@ func (r *Reconciler) finalize(ctx context.Context, key types.NamespacedName) err
 		r.Launcher.Cancel(key)
 		r.Queue.Forget(key)
 	}
-	if !r.Tekton {
+	if !r.tektonServed() {
 		return nil
 	}
 	return r.deleteBuildObjects(ctx, key)

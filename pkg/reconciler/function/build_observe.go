@@ -40,7 +40,7 @@ const (
 // status write), and records how a run ended. It runs before every other step, so a
 // build is followed even while the source or the Service cannot be read.
 func (r *Reconciler) observeBuild(ctx context.Context, fn *v1alpha1.Function, _ *observation) (Result, error) {
-	if !r.Tekton || r.Launcher == nil {
+	if !r.tektonServed() || r.Launcher == nil {
 		return Result{}, nil
 	}
 	runs, err := r.pipelineRuns(ctx, fn)

@@ -29,7 +29,7 @@ func (r *Reconciler) stopUnboundBuild(ctx context.Context, fn *v1alpha1.Function
 	r.Launcher.Cancel(key)
 	msg := fmt.Sprintf("stopped: the Knative Service the build was started for (UID %s) is no longer the one this Function is bound to, and the build must not deploy over another",
 		b.ServiceUID)
-	if r.Tekton {
+	if r.tektonServed() {
 		left, err := r.deleteLabelled(ctx, pipelinev1.SchemeGroupVersion.WithKind("PipelineRun"), fn.Namespace, client.MatchingLabels{
 			resources.LabelFunction: fn.Name, resources.LabelBuildID: b.ID, resources.LabelManagedBy: resources.ManagedBy})
 		if err != nil {

@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	eventingv1 "knative.dev/eventing/pkg/apis/eventing/v1"
-	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -49,28 +47,20 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 		return fmt.Errorf("indexing Functions by function name: %w", err)
 	}
 	b := builder.ControllerManagedBy(mgr).WatchesRawSource(r.Wakeups.source())
-	if r.Tekton {
-		// Builds are followed through their PipelineRuns, mapped back by label.
-		b = b.Watches(&pipelinev1.PipelineRun{}, handler.EnqueueRequestsFromMapFunc(functionForPipelineRun))
+	late := &LateAPIs{Manager: mgr, Reconciler: r}
+	for _, api := range r.optionalAPIs() {
+		ok, err := installed(mgr, api.gvk)
+		if err != nil {
+			return err
+		}
+		if ok {
+			b = b.WatchesRawSource(api.source(mgr))
+			continue
+		}
+		log.FromContext(ctx).Info(api.missing)
+		late.missing = append(late.missing, api)
 	}
-	servingInstalled, err := installed(mgr, servingv1.SchemeGroupVersion.WithKind("Service"))
-	if err != nil {
-		return err
-	}
-	eventingInstalled, err := installed(mgr, eventingv1.SchemeGroupVersion.WithKind("Trigger"))
-	if err != nil {
-		return err
-	}
-	if eventingInstalled {
-		b = b.Watches(&eventingv1.Trigger{}, handler.EnqueueRequestsFromMapFunc(r.functionsForTrigger))
-	}
-	if servingInstalled {
-		b = b.Watches(&servingv1.Service{}, handler.EnqueueRequestsFromMapFunc(r.functionsForService))
-	} else {
-		log.FromContext(ctx).Info("Knative Serving is not installed: Functions report Deployed Unknown, reason " +
-			v1alpha1.ReasonKnativeServingNotInstalled + "; restart the operator after installing it")
-	}
-	return b.
+	c, err := b.
 		Named(ControllerName).
 		For(&v1alpha1.Function{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{},
@@ -85,7 +75,15 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			GenericFunc: func(event.GenericEvent) bool { return false },
 		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
-		Complete(r)
+		Build(r)
+	if err != nil {
+		return err
+	}
+	if len(late.missing) == 0 {
+		return nil
+	}
+	late.Controller, late.Interval = c, r.APIRecheck
+	return mgr.Add(late)
 }
 
 // secretRefs returns the Secrets a Function references.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -44,8 +45,10 @@ type Reconciler struct {
 	Inspector ImageInspector
 	// Now returns the current time; time.Now when nil.
 	Now func() time.Time
-	// Tekton is true when the cluster serves Tekton's PipelineRuns: rebuilds are possible.
-	Tekton bool
+	// Tekton is true when the cluster served Tekton's PipelineRuns at start: rebuilds
+	// are possible. LateAPIs sets tektonLate when Tekton is installed later.
+	Tekton     bool
+	tektonLate atomic.Bool
 	// Queue is the fleet-wide budget of running rebuilds.
 	Queue *buildqueue.Queue
 	// Launcher starts rebuilds off the reconcile path; nil disables rebuilds (and
@@ -60,12 +63,18 @@ type Reconciler struct {
 	WorkDir string
 	// Metrics records the operator's metrics; nil records none.
 	Metrics *metrics.Metrics
+	// APIRecheck is how often the APIs the cluster did not serve at start are looked
+	// for again (LateAPIs); DefaultAPIRecheck when zero.
+	APIRecheck time.Duration
 	// Wakeups brings Functions back from outside the watches: a build's launch
 	// returned, the budget has a slot, the operator policy changed.
 	Wakeups *Wakeups
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
+
+// tektonServed reports whether the cluster serves Tekton's PipelineRuns.
+func (r *Reconciler) tektonServed() bool { return r.Tekton || r.tektonLate.Load() }
 
 // reconcileFunc is one step of a reconcile. It records what it observed in the
 // Function's status and in obs, for the steps after it, and stops the reconcile with
@@ -132,6 +141,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 				// A step before the rebuild failed: the Function cannot build now, and
 				// a queued one gives its place up rather than block the queue's head.
 				r.leaveQueue(fn)
+				// A build that observeBuild just saw fail is not left shown as running.
+				if b := fn.Status.Build; b != nil && b.Phase == v1alpha1.BuildPhaseFailed {
+					if c := fn.Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate); c != nil && c.Reason == v1alpha1.ReasonRebuilding {
+						fn.Status.MarkBuildFailed("%s", failureSummary(b))
+					}
+				}
 			}
 			break
 		}
