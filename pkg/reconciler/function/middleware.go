@@ -3,11 +3,9 @@ package function
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
@@ -180,23 +178,17 @@ func (r *Reconciler) registryKeychain(ctx context.Context, fn *v1alpha1.Function
 func (r *Reconciler) registryUnreachable(ctx context.Context, fn *v1alpha1.Function, err error) (Result, error) {
 	cfg, now := r.Config.Load(), r.now()
 	mw := fn.Status.Middleware
-	if mw.RegistryUnreachableSince == nil {
-		since := metav1.NewTime(now)
-		mw.RegistryUnreachableSince = &since
-	}
-	since := mw.RegistryUnreachableSince.Time
+	o := outageOf(&mw.RegistryUnreachableSince, now, cfg)
 	c := fn.Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate)
 	decided := c != nil && !c.IsUnknown() && mw.Current != ""
-	if !decided || now.Sub(since) >= cfg.OutageGrace {
-		fn.Status.MarkRegistryUnreachable("%s; unreachable since %s", err, since.UTC().Format(time.RFC3339))
+	if !decided || o.over(now) {
+		fn.Status.MarkRegistryUnreachable("%s; unreachable since %s", err, o.started())
 		return Result{}, inspectFailed(fn, err)
 	}
 	fn.Status.MarkRegistryUnreachable("%s; unreachable since %s: the last known middleware (%s) stands until %s (ConfigMap %s, key %s)",
-		err, since.UTC().Format(time.RFC3339), mw.Current, since.Add(cfg.OutageGrace).UTC().Format(time.RFC3339),
-		config.ConfigMapName, config.KeyOutageGrace)
-	log.FromContext(ctx).Info("the registry does not answer: the last known middleware stands", "since", since, "grace", cfg.OutageGrace)
-	wait := min(outageRecheck, cfg.CheckInterval, since.Add(cfg.OutageGrace).Sub(now))
-	return Result{}, rerror.NewWaiting(v1alpha1.ReasonRegistryUnreachable, wait, "%s: the last known middleware stands", err)
+		err, o.started(), mw.Current, o.ends(), config.ConfigMapName, config.KeyOutageGrace)
+	log.FromContext(ctx).Info("the registry does not answer: the last known middleware stands", "since", o.since, "grace", cfg.OutageGrace)
+	return Result{}, rerror.NewWaiting(v1alpha1.ReasonRegistryUnreachable, o.recheck, "%s: the last known middleware stands", err)
 }
 
 // inspectFailed records why the image could not be inspected, with a reason users can

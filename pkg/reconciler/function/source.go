@@ -80,10 +80,6 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 	return Result{}, nil
 }
 
-// outageRecheck is how often a Function whose repository does not answer is looked
-// at again, at most.
-const outageRecheck = time.Minute
-
 // sourceUnreachable handles a failure to list or clone the repository. A definite
 // answer (no such branch, credentials refused) fails the source as always. A failure
 // to get an answer at all (network error, timeout, 5xx) is an outage: it shows in
@@ -100,24 +96,18 @@ func (r *Reconciler) sourceUnreachable(ctx context.Context, fn *v1alpha1.Functio
 		fn.Status.Git = &v1alpha1.GitStatus{}
 	}
 	g := fn.Status.Git
-	if g.UnreachableSince == nil {
-		since := metav1.NewTime(now)
-		g.UnreachableSince = &since
-	}
-	since := g.UnreachableSince.Time
+	o := outageOf(&g.UnreachableSince, now, cfg)
 	sr := fn.Status.GetCondition(v1alpha1.FunctionConditionSourceReady)
 	lastGood := g.ObservedCommit != "" && sr != nil && sr.IsTrue()
-	if !lastGood || now.Sub(since) >= cfg.OutageGrace {
-		fn.Status.MarkSourceUnreachable(rerror.Reason(err), "%s; unreachable since %s", err, since.UTC().Format(time.RFC3339))
+	if !lastGood || o.over(now) {
+		fn.Status.MarkSourceUnreachable(rerror.Reason(err), "%s; unreachable since %s", err, o.started())
 		return Result{}, sourceFailed(fn, err)
 	}
 	fn.Status.MarkSourceUnreachable(rerror.Reason(err), "%s; unreachable since %s: the last known good source (commit %s) stands until %s (ConfigMap %s, key %s)",
-		err, since.UTC().Format(time.RFC3339), v1alpha1.ShortCommit(g.ObservedCommit), since.Add(cfg.OutageGrace).UTC().Format(time.RFC3339),
-		config.ConfigMapName, config.KeyOutageGrace)
+		err, o.started(), v1alpha1.ShortCommit(g.ObservedCommit), o.ends(), config.ConfigMapName, config.KeyOutageGrace)
 	log.FromContext(ctx).Info("the repository does not answer: the last known good source stands", "reason", rerror.Reason(err),
-		"since", since, "grace", cfg.OutageGrace)
-	wait := min(outageRecheck, cfg.CheckInterval, since.Add(cfg.OutageGrace).Sub(now))
-	return Result{}, rerror.NewWaiting(rerror.Reason(err), wait, "%s: the last known good source stands", err)
+		"since", o.since, "grace", cfg.OutageGrace)
+	return Result{}, rerror.NewWaiting(rerror.Reason(err), o.recheck, "%s: the last known good source stands", err)
 }
 
 // sourceReached records that the repository answered: any outage is over.
