@@ -765,63 +765,79 @@ func TestOperator_BuildTimeout(t *testing.T) {
 	}
 }
 
-// TestOperator_GitOutageKeepsLastKnownGood, as a user would see it: a Ready function
-// whose git host answers 503 stays Ready (no flap, no rebuild), says so in
+// TestOperator_GitOutageKeepsLastKnownGood, as a user would see it, for each fault of
+// a git host injected for real (a 503, connections reset, requests that hang past
+// gitTimeout): a Ready function stays Ready (no flap, no rebuild), says so in
 // SourceReachable (False, severity Warning, reason BranchListFailed) and an Event; the
 // outage ends by itself. One that lasts past outageGrace turns SourceReady (and so
 // Ready) False, as before.
 func TestOperator_GitOutageKeepsLastKnownGood(t *testing.T) {
-	ns := newNamespace(t)
-	f := newRebuildFixture(t, ns, "hello")
-	tektonsim.Start(t, restConfig, tektonsim.Options{Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t)})
-	cfg := rebuildConfig(1)
-	cfg.CheckInterval = time.Second // below the ConfigMap's minimum: a test's own store
-	_, store, _ := startOperatorWith(t, cfg, ns)
-	f.createFunction(t, "hello", nil)
-	eventually(t, 60*time.Second, rebuilt(t, ns, "hello"))
-	markKnativeServiceReady(t, ns, "hello")
-	eventually(t, 20*time.Second, ready(t, ns, "hello"))
-	runsBefore := len(pipelineRuns(t, ns))
+	for _, tt := range []struct {
+		name  string
+		fault int
+		says  string // in SourceReachable's message
+	}{
+		{name: "503", fault: http.StatusServiceUnavailable, says: "503"},
+		{name: "connection reset", fault: gitserver.Reset, says: "connection reset"},
+		{name: "hang past gitTimeout", fault: gitserver.Hang, says: "timed out"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := newNamespace(t)
+			f := newRebuildFixture(t, ns, "hello")
+			tektonsim.Start(t, restConfig, tektonsim.Options{Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t)})
+			cfg := rebuildConfig(1)
+			cfg.CheckInterval, cfg.GitTimeout = time.Second, 2*time.Second // below the ConfigMap's minimum: a test's own store
+			_, store, stop := startOperatorWith(t, cfg, ns)
+			t.Cleanup(func() { stop(); f.srv.FailWith(0) }) // a hanging request ends with its client
+			f.createFunction(t, "hello", nil)
+			eventually(t, 60*time.Second, rebuilt(t, ns, "hello"))
+			markKnativeServiceReady(t, ns, "hello")
+			eventually(t, 20*time.Second, ready(t, ns, "hello"))
+			runsBefore := len(pipelineRuns(t, ns))
 
-	f.srv.FailWith(http.StatusServiceUnavailable)
-	eventually(t, 20*time.Second, condition(ns, "hello", v1alpha1.FunctionConditionSourceReachable, corev1.ConditionFalse, v1alpha1.ReasonBranchListFailed))
-	// Several checks into the outage: Ready never left True.
-	deadline := time.Now().Add(4 * time.Second)
-	for time.Now().Before(deadline) {
-		fn := getFunction(t, ns, "hello")
-		if c := fn.Status.GetCondition(apis.ConditionReady); c == nil || !c.IsTrue() {
-			t.Fatalf("Ready = %+v during a git outage within outageGrace, want True", c)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	fn := getFunction(t, ns, "hello")
-	c := fn.Status.GetCondition(v1alpha1.FunctionConditionSourceReachable)
-	if c.Severity != apis.ConditionSeverityWarning || !strings.Contains(c.Message, "503") || !strings.Contains(c.Message, "the last known good source") {
-		t.Errorf("SourceReachable = %+v, want severity Warning naming the 503 and the last known good source", c)
-	}
-	if fn.Status.Git.UnreachableSince == nil {
-		t.Error("status.git.unreachableSince not set during the outage")
-	}
-	if ev := eventsOf(t, ns, "hello"); len(ev[v1alpha1.ReasonBranchListFailed]) == 0 {
-		t.Errorf("events %v, want a BranchListFailed Warning", ev)
-	}
-	if n := len(pipelineRuns(t, ns)); n != runsBefore {
-		t.Errorf("%d PipelineRuns after the outage began, want %d: nothing is built from a source that could not be read", n, runsBefore)
-	}
+			f.srv.FailWith(tt.fault)
+			eventually(t, 20*time.Second, condition(ns, "hello", v1alpha1.FunctionConditionSourceReachable, corev1.ConditionFalse, v1alpha1.ReasonBranchListFailed))
+			// Several checks into the outage: Ready never left True.
+			deadline := time.Now().Add(5 * time.Second)
+			for time.Now().Before(deadline) {
+				fn := getFunction(t, ns, "hello")
+				if c := fn.Status.GetCondition(apis.ConditionReady); c == nil || !c.IsTrue() {
+					t.Fatalf("Ready = %+v during a git outage within outageGrace, want True", c)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			fn := getFunction(t, ns, "hello")
+			c := fn.Status.GetCondition(v1alpha1.FunctionConditionSourceReachable)
+			if c.Severity != apis.ConditionSeverityWarning || !strings.Contains(c.Message, tt.says) || !strings.Contains(c.Message, "the last known good source") {
+				t.Errorf("SourceReachable = %+v, want severity Warning naming %q and the last known good source", c, tt.says)
+			}
+			if fn.Status.Git.UnreachableSince == nil {
+				t.Error("status.git.unreachableSince not set during the outage")
+			}
+			if ev := eventsOf(t, ns, "hello"); len(ev[v1alpha1.ReasonBranchListFailed]) != 1 {
+				t.Errorf("events %v, want one BranchListFailed Warning for the outage", ev)
+			}
+			if n := len(pipelineRuns(t, ns)); n != runsBefore {
+				t.Errorf("%d PipelineRuns after the outage began, want %d: nothing is built from a source that could not be read", n, runsBefore)
+			}
 
-	f.srv.FailWith(0)
-	eventually(t, 20*time.Second, condition(ns, "hello", v1alpha1.FunctionConditionSourceReachable, corev1.ConditionTrue, v1alpha1.ReasonSourceReachable))
-	if fn := getFunction(t, ns, "hello"); fn.Status.Git.UnreachableSince != nil {
-		t.Errorf("unreachableSince = %v after the outage, want none", fn.Status.Git.UnreachableSince)
-	}
-
-	// Past outageGrace, the outage shows in Ready.
-	cfg.OutageGrace = 2 * time.Second
-	store.Set(cfg)
-	f.srv.FailWith(http.StatusBadGateway)
-	eventually(t, 30*time.Second, condition(ns, "hello", v1alpha1.FunctionConditionSourceReady, corev1.ConditionFalse, v1alpha1.ReasonBranchListFailed))
-	if c := getFunction(t, ns, "hello").Status.GetCondition(apis.ConditionReady); c == nil || c.IsTrue() {
-		t.Errorf("Ready = %+v past outageGrace, want it to show the outage", c)
+			f.srv.FailWith(0)
+			eventually(t, 20*time.Second, condition(ns, "hello", v1alpha1.FunctionConditionSourceReachable, corev1.ConditionTrue, v1alpha1.ReasonSourceReachable))
+			if fn := getFunction(t, ns, "hello"); fn.Status.Git.UnreachableSince != nil {
+				t.Errorf("unreachableSince = %v after the outage, want none", fn.Status.Git.UnreachableSince)
+			}
+			if tt.fault != http.StatusServiceUnavailable {
+				return
+			}
+			// Past outageGrace, the outage shows in Ready.
+			cfg.OutageGrace = 2 * time.Second
+			store.Set(cfg)
+			f.srv.FailWith(http.StatusBadGateway)
+			eventually(t, 30*time.Second, condition(ns, "hello", v1alpha1.FunctionConditionSourceReady, corev1.ConditionFalse, v1alpha1.ReasonBranchListFailed))
+			if c := getFunction(t, ns, "hello").Status.GetCondition(apis.ConditionReady); c == nil || c.IsTrue() {
+				t.Errorf("Ready = %+v past outageGrace, want it to show the outage", c)
+			}
+		})
 	}
 }
 

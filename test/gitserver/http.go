@@ -2,6 +2,7 @@ package gitserver
 
 import (
 	"crypto/subtle"
+	"net"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -102,8 +103,17 @@ func (s *HTTPServer) setAuth(repoName string, check credentialCheck) {
 	s.auth[repoName] = check
 }
 
+// Faults FailWith injects besides HTTP status codes.
+const (
+	// Reset closes every connection without an answer, as a host behind a dying
+	// load balancer does.
+	Reset = -1
+	// Hang holds every request without an answer until the client gives up.
+	Hang = -2
+)
+
 // FailWith makes the server answer every request with HTTP status code, as a git host
-// in an outage does (503, 502…); 0 ends the outage.
+// in an outage does (503, 502…), or fail it with Reset or Hang; 0 ends the outage.
 func (s *HTTPServer) FailWith(code int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -114,7 +124,23 @@ func (s *HTTPServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	code := s.status
 	s.mu.Unlock()
-	if code != 0 {
+	switch {
+	case code == Reset:
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				if tcp, ok := conn.(*net.TCPConn); ok {
+					_ = tcp.SetLinger(0) // a reset, not a clean close
+				}
+				_ = conn.Close()
+				return
+			}
+		}
+		http.Error(w, "cannot reset", http.StatusInternalServerError)
+		return
+	case code == Hang:
+		<-r.Context().Done()
+		return
+	case code != 0:
 		http.Error(w, http.StatusText(code), code)
 		return
 	}
