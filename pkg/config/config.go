@@ -37,9 +37,10 @@ const (
 	KeyBuildBackoff = "buildBackoff"
 	// KeyBuildBackoffMax caps the wait between retries of a failing rebuild.
 	KeyBuildBackoffMax = "buildBackoffMax"
-	// KeyOutageGrace is how long an outage of a Function's git host leaves its last known
-	// good state standing: SourceReachable is False (severity Warning) but Ready is
-	// unchanged. Past it, SourceReady turns to reflect the failure.
+	// KeyOutageGrace is how long an outage of a Function's git host or registry leaves
+	// its last known good state standing: SourceReachable / RegistryReachable is False
+	// (severity Warning) but Ready is unchanged. Past it, SourceReady /
+	// MiddlewareUpToDate show the failure.
 	KeyOutageGrace = "outageGrace"
 	// KeyBuildTimeout is how long a rebuild may run, from its launch: a run that has
 	// not finished by then (no Tekton controller, a task that never resolves) is
@@ -98,8 +99,8 @@ type Config struct {
 	BuildBackoffMax time.Duration
 	// BuildTimeout is how long a rebuild may run before it is stopped and failed.
 	BuildTimeout time.Duration
-	// OutageGrace is how long the last known good source stands while the git host
-	// does not answer.
+	// OutageGrace is how long the last known good state stands while the git host or
+	// the registry does not answer.
 	OutageGrace time.Duration
 	// PipelineServiceAccount is the ServiceAccount build PipelineRuns run as.
 	PipelineServiceAccount string
@@ -156,19 +157,22 @@ func Start() Config {
 // does at start: Update from Start, with every problem in one error.
 func FromConfigMap(cm *corev1.ConfigMap) (Config, error) {
 	c, invalid, unknown := Update(Start(), cm)
-	for _, k := range unknown {
-		invalid = append(invalid, UnknownKey(k))
-	}
+	invalid = append(invalid, UnknownKeys(unknown)...)
 	sort.Slice(invalid, func(i, j int) bool { return invalid[i].Error() < invalid[j].Error() })
 	return c, errors.Join(invalid...)
 }
 
-// UnknownKey says what is wrong with key k, which the operator does not know.
-func UnknownKey(k string) error {
-	if strings.HasPrefix(k, KeyBuilderImagePrefix) {
-		return fmt.Errorf("key %s: name it %s<pack|s2i>.<runtime>", k, KeyBuilderImagePrefix)
+// UnknownKeys says, for each key the operator does not know, what is wrong with it.
+func UnknownKeys(keys []string) []error {
+	errs := make([]error, len(keys))
+	for i, k := range keys {
+		if strings.HasPrefix(k, KeyBuilderImagePrefix) {
+			errs[i] = fmt.Errorf("key %s: name it %s<pack|s2i>.<runtime>", k, KeyBuilderImagePrefix)
+		} else {
+			errs[i] = fmt.Errorf("key %s: unknown, and ignored (misspelt?)", k)
+		}
 	}
-	return fmt.Errorf("key %s: unknown, and ignored (misspelt?)", k)
+	return errs
 }
 
 // keepers copy, for each key, its value from the last good configuration.

@@ -56,11 +56,7 @@ func (w *Watcher) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile
 		w.Recorder.Eventf(cm, corev1.EventTypeWarning, "InvalidConfig", "invalid keys keep their last good values: %s", err)
 	}
 	if len(unknown) > 0 {
-		errs := make([]error, len(unknown))
-		for i, k := range unknown {
-			errs[i] = UnknownKey(k)
-		}
-		err := errors.Join(errs...)
+		err := errors.Join(UnknownKeys(unknown)...)
 		log.FromContext(ctx).Error(err, "unknown keys in the operator configuration are ignored", "keys", unknown)
 		w.Recorder.Eventf(cm, corev1.EventTypeWarning, "UnknownConfigKey", "ignored, as the operator does not know them: %s", err)
 	}

@@ -38,8 +38,6 @@ func (c *Cluster) Close() error {
 // activeProxy is the URL of the proxy KUBECONFIG points at, while it serves.
 var activeProxy atomic.Value
 
-func init() { activeProxy.Store("") }
-
 // throughProxy fails unless func's clients, built now as func builds them, go
 // through the proxy that serves: not, for instance, straight to the API server with
 // the in-cluster credentials, as func falls back to when KUBECONFIG names no file.

@@ -24,6 +24,9 @@ type Stalling struct {
 	Reason string
 	// Err is the cause. Its text is the condition message: it never holds a Secret value.
 	Err error
+	// RecheckAfter, when not zero, brings the Function back this soon: for a change
+	// that no watch sees (an RBAC grant).
+	RecheckAfter time.Duration
 }
 
 func (e *Stalling) Error() string        { return e.Err.Error() }

@@ -17,7 +17,6 @@ import (
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
-	"github.com/fnops/func-operator/pkg/rerror"
 )
 
 // Timings of a build's life that are not configurable.
@@ -38,11 +37,23 @@ const (
 // observeBuild follows the Function's build (status.build) through its PipelineRun,
 // mapped back by label: it adopts a run it does not know (after a restart, or a lost
 // status write), and records how a run ended. It runs before every other step, so a
-// build is followed even while the source or the Service cannot be read.
+// build is followed even while the source or the Service cannot be read; a build it
+// sees fail shows in MiddlewareUpToDate at once, whether or not the rebuild step
+// (which words it further) runs after it.
 func (r *Reconciler) observeBuild(ctx context.Context, fn *v1alpha1.Function, _ *observation) (Result, error) {
 	if !r.tektonServed() || r.Launcher == nil {
 		return Result{}, nil
 	}
+	following := fn.Status.Build != nil && fn.Status.Build.Phase != v1alpha1.BuildPhaseFailed
+	res, err := r.followBuild(ctx, fn)
+	if b := fn.Status.Build; following && b != nil && b.Phase == v1alpha1.BuildPhaseFailed {
+		fn.Status.MarkBuildFailed("%s", failureSummary(b))
+	}
+	return res, err
+}
+
+// followBuild is observeBuild's work on status.build.
+func (r *Reconciler) followBuild(ctx context.Context, fn *v1alpha1.Function) (Result, error) {
 	runs, err := r.pipelineRuns(ctx, fn)
 	if err != nil {
 		return Result{}, err
@@ -168,17 +179,12 @@ func (r *Reconciler) buildFailed(fn *v1alpha1.Function, at time.Time, f failure)
 	r.Queue.Release(client.ObjectKeyFromObject(fn))
 }
 
-// timedOut stops a build that ran past buildTimeout: its launch is cancelled, its
-// PipelineRun deleted, and the build failed (freeing its slot), to be retried after
+// timedOut stops a build that ran past buildTimeout (stopBuild), to be retried after
 // the backoff.
 func (r *Reconciler) timedOut(ctx context.Context, fn *v1alpha1.Function, pr *pipelinev1.PipelineRun, timeout time.Duration) error {
-	b := fn.Status.Build
-	key := client.ObjectKeyFromObject(fn)
-	r.Launcher.Cancel(key)
-	left, err := r.deleteLabelled(ctx, pipelinev1.SchemeGroupVersion.WithKind("PipelineRun"), fn.Namespace, client.MatchingLabels{
-		resources.LabelFunction: fn.Name, resources.LabelBuildID: b.ID, resources.LabelManagedBy: resources.ManagedBy})
+	left, err := r.stopBuild(ctx, fn)
 	if err != nil {
-		return rerror.NewTransient(v1alpha1.ReasonBuildFailed, "stopping build %s past its deadline: %w", b.ID, err)
+		return err
 	}
 	msg := fmt.Sprintf("did not finish within %s (ConfigMap %s, key %s): PipelineRun %s deleted", timeout, config.ConfigMapName, config.KeyBuildTimeout, pr.Name)
 	if len(left) > 0 {
@@ -186,7 +192,6 @@ func (r *Reconciler) timedOut(ctx context.Context, fn *v1alpha1.Function, pr *pi
 			timeout, config.ConfigMapName, config.KeyBuildTimeout, pr.Name, NamespaceClusterRole)
 	}
 	r.buildFailed(fn, r.now(), failure{message: msg})
-	r.Launcher.Done(key, b.ID)
 	return nil
 }
 

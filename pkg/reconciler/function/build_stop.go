@@ -25,21 +25,33 @@ func (r *Reconciler) stopUnboundBuild(ctx context.Context, fn *v1alpha1.Function
 		b.ServiceUID == "" || b.ServiceUID == uid {
 		return nil
 	}
-	key := client.ObjectKeyFromObject(fn)
-	r.Launcher.Cancel(key)
+	left, err := r.stopBuild(ctx, fn)
+	if err != nil {
+		return err
+	}
 	msg := fmt.Sprintf("stopped: the Knative Service the build was started for (UID %s) is no longer the one this Function is bound to, and the build must not deploy over another",
 		b.ServiceUID)
-	if r.tektonServed() {
-		left, err := r.deleteLabelled(ctx, pipelinev1.SchemeGroupVersion.WithKind("PipelineRun"), fn.Namespace, client.MatchingLabels{
-			resources.LabelFunction: fn.Name, resources.LabelBuildID: b.ID, resources.LabelManagedBy: resources.ManagedBy})
-		if err != nil {
-			return rerror.NewTransient(v1alpha1.ReasonBuildFailed, "stopping build %s: %w", b.ID, err)
-		}
-		if len(left) > 0 {
-			msg += fmt.Sprintf("; the namespace no longer lets the operator delete its PipelineRun (%s, ClusterRole %s): delete it yourself",
-				strings.Join(left, ", "), NamespaceClusterRole)
-		}
+	if len(left) > 0 {
+		msg += fmt.Sprintf("; the namespace no longer lets the operator delete its PipelineRun (%s, ClusterRole %s): delete it yourself",
+			strings.Join(left, ", "), NamespaceClusterRole)
 	}
 	r.buildFailed(fn, r.now(), failure{message: msg})
 	return nil
+}
+
+// stopBuild stops fn's build in flight: its launch is cancelled (func's provider
+// deletes the PipelineRun it follows) and its PipelineRuns deleted. It returns those
+// the namespace does not let the operator delete.
+func (r *Reconciler) stopBuild(ctx context.Context, fn *v1alpha1.Function) (left []string, _ error) {
+	b := fn.Status.Build
+	r.Launcher.Cancel(client.ObjectKeyFromObject(fn))
+	if !r.tektonServed() {
+		return nil, nil
+	}
+	left, err := r.deleteLabelled(ctx, pipelinev1.SchemeGroupVersion.WithKind("PipelineRun"), fn.Namespace,
+		client.MatchingLabels(resources.BuildLabels(fn, b.ID)))
+	if err != nil {
+		return nil, rerror.NewTransient(v1alpha1.ReasonBuildFailed, "stopping build %s: %w", b.ID, err)
+	}
+	return left, nil
 }

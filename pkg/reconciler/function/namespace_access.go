@@ -31,6 +31,11 @@ const (
 // Grant is one right: a verb on a resource of an API group.
 type Grant struct{ Group, Resource, Verb string }
 
+// in is g as the resource attributes of an access review in namespace.
+func (g Grant) in(namespace string) *authorizationv1.ResourceAttributes {
+	return &authorizationv1.ResourceAttributes{Namespace: namespace, Group: g.Group, Resource: g.Resource, Verb: g.Verb}
+}
+
 func (g Grant) String() string {
 	if g.Group == "" {
 		return g.Verb + " " + g.Resource
@@ -96,11 +101,12 @@ func (a *NamespaceAccess) Check(ctx context.Context, namespace, serviceAccount s
 	}
 	a.mu.Lock()
 	at, found := a.ok[key]
-	if found && now().Sub(at) >= accessTTL {
+	fresh := found && now().Sub(at) < accessTTL
+	if found && !fresh {
 		delete(a.ok, key)
 	}
 	a.mu.Unlock()
-	if found && now().Sub(at) < accessTTL {
+	if fresh {
 		return nil
 	}
 	missing, err := a.missing(ctx, namespace, serviceAccount)
@@ -108,9 +114,7 @@ func (a *NamespaceAccess) Check(ctx context.Context, namespace, serviceAccount s
 		return err
 	}
 	if len(missing) > 0 {
-		return rerror.NewStalling(v1alpha1.ReasonNamespaceNotOnboarded,
-			"namespace %s has not onboarded func-operator: %s; a namespace admin grants it with `kubectl apply -n %s -f %s` (from the func-operator release)",
-			namespace, strings.Join(missing, "; "), namespace, OnboardingManifest)
+		return notOnboarded(namespace, fmt.Sprintf("namespace %s has not onboarded func-operator: %s", namespace, strings.Join(missing, "; ")))
 	}
 	a.mu.Lock()
 	if a.ok == nil {
@@ -119,6 +123,14 @@ func (a *NamespaceAccess) Check(ctx context.Context, namespace, serviceAccount s
 	a.ok[key] = now()
 	a.mu.Unlock()
 	return nil
+}
+
+// notOnboarded is the stall of a Function whose namespace has not granted the operator
+// what it needs (what says which): it names the grant, and comes back within
+// accessTTL, since no watch sees a namespace onboard.
+func notOnboarded(namespace, what string) *rerror.Stalling {
+	return &rerror.Stalling{Reason: v1alpha1.ReasonNamespaceNotOnboarded, RecheckAfter: accessTTL,
+		Err: fmt.Errorf("%s; a namespace admin grants it with `kubectl apply -n %s -f %s` (from the func-operator release)", what, namespace, OnboardingManifest)}
 }
 
 // missing lists, in words, what namespace lacks.
@@ -151,11 +163,9 @@ func (a *NamespaceAccess) missing(ctx context.Context, namespace, serviceAccount
 	lacks = nil
 	for _, g := range BuilderGrant {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User:   "system:serviceaccount:" + namespace + ":" + serviceAccount,
-			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
-			ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Namespace: namespace, Group: g.Group, Resource: g.Resource, Verb: g.Verb,
-			},
+			User:               "system:serviceaccount:" + namespace + ":" + serviceAccount,
+			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+			ResourceAttributes: g.in(namespace),
 		}}
 		if err := a.Client.Create(ctx, sar); err != nil {
 			return nil, fmt.Errorf("reviewing the build ServiceAccount's rights in namespace %s: %w", namespace, err)
@@ -174,9 +184,7 @@ func (a *NamespaceAccess) missing(ctx context.Context, namespace, serviceAccount
 func (a *NamespaceAccess) lackingOneByOne(ctx context.Context, namespace string, grants []Grant) ([]Grant, error) {
 	var out []Grant
 	for _, g := range grants {
-		ssar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Group: g.Group, Resource: g.Resource, Verb: g.Verb},
-		}}
+		ssar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: g.in(namespace)}}
 		if err := a.Client.Create(ctx, ssar); err != nil {
 			return nil, fmt.Errorf("reviewing the operator's rights in namespace %s: %w", namespace, err)
 		}

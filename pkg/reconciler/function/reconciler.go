@@ -141,12 +141,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 				// A step before the rebuild failed: the Function cannot build now, and
 				// a queued one gives its place up rather than block the queue's head.
 				r.leaveQueue(fn)
-				// A build that observeBuild just saw fail is not left shown as running.
-				if b := fn.Status.Build; b != nil && b.Phase == v1alpha1.BuildPhaseFailed {
-					if c := fn.Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate); c != nil && c.Reason == v1alpha1.ReasonRebuilding {
-						fn.Status.MarkBuildFailed("%s", failureSummary(b))
-					}
-				}
 			}
 			break
 		}
@@ -159,19 +153,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 // is retried with backoff.
 func (r *Reconciler) result(ctx context.Context, res Result, err error) (reconcile.Result, error) {
 	next := Result{RequeueAfter: wait.Jitter(r.Config.Load().CheckInterval, 0.1)}
-	var waiting *rerror.Waiting
+	var (
+		waiting  *rerror.Waiting
+		stalling *rerror.Stalling
+	)
 	switch {
 	case err == nil:
 	case errors.As(err, &waiting):
 		next = next.merge(Result{RequeueAfter: waiting.RequeueAfter})
-	case rerror.Reason(err) == v1alpha1.ReasonNamespaceNotOnboarded:
-		// Onboarding is seen by no watch: look again soon rather than at the next check.
-		log.FromContext(ctx).Info("reconcile stalled until the namespace onboards the operator",
-			"reason", rerror.Reason(err), "message", err.Error(), "recheck", accessTTL)
-		next = next.merge(Result{RequeueAfter: accessTTL})
-	case rerror.IsStalling(err):
+	case errors.As(err, &stalling):
 		log.FromContext(ctx).Info("reconcile stalled until the Function, its Secret, its Service or its repository changes",
-			"reason", rerror.Reason(err), "message", err.Error())
+			"reason", rerror.Reason(err), "message", err.Error(), "recheck", stalling.RecheckAfter)
+		next = next.merge(Result{RequeueAfter: stalling.RecheckAfter})
 	default:
 		return reconcile.Result{}, err
 	}

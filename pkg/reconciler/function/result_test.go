@@ -24,7 +24,7 @@ func TestReconciler_Result(t *testing.T) {
 		err      error
 		min, max time.Duration
 	}{
-		{name: "not onboarded: soon", err: rerror.NewStalling(v1alpha1.ReasonNamespaceNotOnboarded, "x"), min: accessTTL, max: accessTTL},
+		{name: "not onboarded: soon", err: notOnboarded("ns", "x"), min: accessTTL, max: accessTTL},
 		{name: "another stall: the next check", err: rerror.NewStalling(v1alpha1.ReasonFuncYamlInvalid, "x"), min: time.Hour, max: 66 * time.Minute},
 		{name: "no error: the next check", min: time.Hour, max: 66 * time.Minute},
 	} {

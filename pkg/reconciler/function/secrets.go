@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
-	"github.com/fnops/func-operator/pkg/rerror"
 )
 
 // secret reads the Secret name of the Function's own namespace straight from the API
@@ -23,16 +22,15 @@ func (r *Reconciler) secret(ctx context.Context, fn *v1alpha1.Function, name str
 	switch {
 	case apierrors.IsForbidden(err):
 		r.SecretWatches.Stop(fn.Namespace)
-		return nil, rerror.NewStalling(v1alpha1.ReasonNamespaceNotOnboarded,
-			"the operator may not read Secret %q: namespace %s has not onboarded func-operator (ClusterRole %s, RoleBinding func-operator-namespace); "+
-				"a namespace admin grants it with `kubectl apply -n %s -f %s` (from the func-operator release)",
-			name, fn.Namespace, NamespaceClusterRole, fn.Namespace, OnboardingManifest)
-	case apierrors.IsNotFound(err):
-		r.SecretWatches.Ensure(fn.Namespace)
-		return nil, nil
-	case err != nil:
+		return nil, notOnboarded(fn.Namespace, fmt.Sprintf(
+			"the operator may not read Secret %q: namespace %s has not onboarded func-operator (ClusterRole %s, RoleBinding func-operator-namespace)",
+			name, fn.Namespace, NamespaceClusterRole))
+	case err != nil && !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("reading Secret %s/%s: %w", fn.Namespace, name, err)
 	}
-	r.SecretWatches.Ensure(fn.Namespace)
+	r.SecretWatches.Ensure(fn.Namespace) // the operator may read Secrets here
+	if err != nil {
+		return nil, nil // not found
+	}
 	return secret, nil
 }
