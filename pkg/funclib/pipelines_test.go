@@ -22,14 +22,14 @@ func TestCheckBuildable(t *testing.T) {
 		{name: "extra buildpacks", m: Metadata{Name: "hello", Runtime: "go", Buildpacks: []string{"x"}, Registry: "r.example/x"}, wantErr: "build.buildpacks"},
 		{name: "nowhere to push", m: Metadata{Name: "hello", Runtime: "go"}, wantErr: "neither image nor registry"},
 		// func writes these into its PipelineRun YAML unescaped: a line break adds fields.
-		{name: "a build env that would add a pod template", m: Metadata{Name: "hello", Runtime: "go", Registry: "r.example/x",
+		{name: "a build env that would add a pod template", m: Metadata{Name: "hello", Runtime: "go", Registry: "127.0.0.1:5000/x",
 			BuildEnvs: []string{"OK=1", "A=1\n  podTemplate:\n    hostNetwork: true"}},
 			wantErr: `func.yaml's build.buildEnvs[1] holds a control character ('\n' at byte 3)`},
-		{name: "a registry with a line break", m: Metadata{Name: "hello", Runtime: "go", Registry: "r.example/x\r\n  serviceAccountName: admin"},
+		{name: "a registry with a line break", m: Metadata{Name: "hello", Runtime: "go", Registry: "127.0.0.1:5000/x\r\n  serviceAccountName: admin"},
 			wantErr: "func.yaml's registry holds a control character"},
-		{name: "a builder image with a tab", m: Metadata{Name: "hello", Runtime: "go", Registry: "r.example/x", BuilderImages: map[string]string{"pack": "b\tx"}},
+		{name: "a builder image with a tab", m: Metadata{Name: "hello", Runtime: "go", Registry: "127.0.0.1:5000/x", BuilderImages: map[string]string{"pack": "b\tx"}},
 			wantErr: "func.yaml's build.builderImages.pack holds a control character"},
-		{name: "build envs on one line each: fine", m: Metadata{Name: "hello", Runtime: "go", Registry: "r.example/x", BuildEnvs: []string{"A=1", "B=two words: and more"}}},
+		{name: "build envs on one line each: fine", m: Metadata{Name: "hello", Runtime: "go", Registry: "127.0.0.1:5000/x", BuildEnvs: []string{"A=1", "B=two words: and more"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
