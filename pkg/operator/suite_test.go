@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -176,7 +177,8 @@ func logsClean() bool {
 			ok = false
 		}
 	}
-	if !strings.Contains(all, `"Function": {"name":`) || !strings.Contains(all, `"namespace": "`) {
+	// A subset of the tests (-run) may log nothing from a reconciler; the whole suite must.
+	if flag.Lookup("test.run").Value.String() == "" && (!strings.Contains(all, `"Function": {"name":`) || !strings.Contains(all, `"namespace": "`)) {
 		fmt.Fprintln(os.Stderr, "FAIL: the reconciler's logs do not name the Function's namespace and name")
 		ok = false
 	}
