@@ -401,11 +401,12 @@ func (fs *FunctionStatus) MarkRegistryReachable() {
 		Reason: ReasonSourceReachable})
 }
 
-// MarkRegistryUnreachable records that the registry does not answer, with severity
+// MarkRegistryUnreachable records that the registry does not let the image be read
+// (reason ReasonRegistryUnreachable or ReasonRegistryAuthFailed), with severity
 // Warning; Ready does not read it.
-func (fs *FunctionStatus) MarkRegistryUnreachable(messageFormat string, messageA ...interface{}) {
+func (fs *FunctionStatus) MarkRegistryUnreachable(reason, messageFormat string, messageA ...interface{}) {
 	functionCondSet.Manage(fs).SetCondition(apis.Condition{Type: FunctionConditionRegistryReachable, Status: corev1.ConditionFalse,
-		Reason: ReasonRegistryUnreachable, Message: fmt.Sprintf(messageFormat, messageA...), Severity: apis.ConditionSeverityWarning})
+		Reason: reason, Message: fmt.Sprintf(messageFormat, messageA...), Severity: apis.ConditionSeverityWarning})
 }
 
 // MarkStalled records that only a change can make the Function Ready, for kstatus

@@ -23,6 +23,10 @@ const (
 	KeyCheckInterval = "checkInterval"
 	// KeyGitTimeout bounds each git operation: listing the branches, or a clone.
 	KeyGitTimeout = "gitTimeout"
+	// KeyRegistryTimeout bounds each read of a function's image from its registry: a
+	// registry slower than that counts as unreachable (RegistryReachable False), and
+	// never holds one of the operator's workers longer.
+	KeyRegistryTimeout = "registryTimeout"
 	// KeyAutoUpdateMiddleware says whether outdated middleware is rebuilt ("true" or
 	// "false"), for Functions without spec.autoUpdateMiddleware.
 	KeyAutoUpdateMiddleware = "autoUpdateMiddleware"
@@ -68,8 +72,9 @@ const (
 
 // Defaults of the keys.
 const (
-	DefaultCheckInterval = 5 * time.Minute
-	DefaultGitTimeout    = 60 * time.Second
+	DefaultCheckInterval   = 5 * time.Minute
+	DefaultGitTimeout      = 60 * time.Second
+	DefaultRegistryTimeout = 60 * time.Second
 	// MinCheckInterval keeps a typo from hammering every git server.
 	MinCheckInterval = 10 * time.Second
 
@@ -87,6 +92,8 @@ type Config struct {
 	CheckInterval time.Duration
 	// GitTimeout bounds each git operation.
 	GitTimeout time.Duration
+	// RegistryTimeout bounds each read of an image.
+	RegistryTimeout time.Duration
 	// AutoUpdateMiddleware is the default for Functions without spec.autoUpdateMiddleware.
 	AutoUpdateMiddleware bool
 	// UnknownMiddlewarePolicy is UnknownMiddlewareOutdated or UnknownMiddlewareUpToDate.
@@ -129,6 +136,7 @@ func Defaults() Config {
 	return Config{
 		CheckInterval:           DefaultCheckInterval,
 		GitTimeout:              DefaultGitTimeout,
+		RegistryTimeout:         DefaultRegistryTimeout,
 		AutoUpdateMiddleware:    true,
 		UnknownMiddlewarePolicy: UnknownMiddlewareOutdated,
 		MaxConcurrentBuilds:     DefaultMaxConcurrentBuilds,
@@ -179,6 +187,7 @@ func UnknownKeys(keys []string) []error {
 var keepers = map[string]func(c *Config, last Config){
 	KeyCheckInterval:           func(c *Config, last Config) { c.CheckInterval = last.CheckInterval },
 	KeyGitTimeout:              func(c *Config, last Config) { c.GitTimeout = last.GitTimeout },
+	KeyRegistryTimeout:         func(c *Config, last Config) { c.RegistryTimeout = last.RegistryTimeout },
 	KeyAutoUpdateMiddleware:    func(c *Config, last Config) { c.AutoUpdateMiddleware = last.AutoUpdateMiddleware },
 	KeyUnknownMiddlewarePolicy: func(c *Config, last Config) { c.UnknownMiddlewarePolicy = last.UnknownMiddlewarePolicy },
 	KeyMaxConcurrentBuilds:     func(c *Config, last Config) { c.MaxConcurrentBuilds = last.MaxConcurrentBuilds },
@@ -242,6 +251,7 @@ func parse(cm *corev1.ConfigMap) (c Config, bad []string, invalid []error, unkno
 	}{
 		KeyCheckInterval:   {&c.CheckInterval, MinCheckInterval},
 		KeyGitTimeout:      {&c.GitTimeout, time.Second},
+		KeyRegistryTimeout: {&c.RegistryTimeout, time.Second},
 		KeyBuildBackoff:    {&c.BuildBackoff, time.Second},
 		KeyBuildBackoffMax: {&c.BuildBackoffMax, time.Second},
 		KeyBuildTimeout:    {&c.BuildTimeout, 10 * time.Second},

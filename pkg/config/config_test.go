@@ -34,7 +34,7 @@ func durations(check, git time.Duration) Config {
 }
 
 func TestDefaults(t *testing.T) {
-	want := Config{CheckInterval: 5 * time.Minute, GitTimeout: 60 * time.Second,
+	want := Config{CheckInterval: 5 * time.Minute, GitTimeout: 60 * time.Second, RegistryTimeout: 60 * time.Second,
 		AutoUpdateMiddleware: true, UnknownMiddlewarePolicy: "Outdated",
 		MaxConcurrentBuilds: 2, BuildBackoff: time.Minute, BuildBackoffMax: time.Hour, BuildTimeout: time.Hour, OutageGrace: 30 * time.Minute, PipelineServiceAccount: "func-operator-builder"}
 	if diff := cmp.Diff(want, Defaults()); diff != "" {
@@ -165,6 +165,16 @@ func TestFromConfigMap(t *testing.T) {
 		cm:       configMap(map[string]string{KeyGitTimeout: "500ms", KeyCheckInterval: "1m"}),
 		want:     durations(time.Minute, DefaultGitTimeout),
 		wantErrs: []string{"key gitTimeout: 500ms is shorter than the minimum 1s"},
+	}, {
+		name:     "registryTimeout",
+		cm:       configMap(map[string]string{KeyRegistryTimeout: "5s"}),
+		want:     func() Config { c := Defaults(); c.RegistryTimeout = 5 * time.Second; return c }(),
+		wantErrs: nil,
+	}, {
+		name:     "registryTimeout below the minimum",
+		cm:       configMap(map[string]string{KeyRegistryTimeout: "0s"}),
+		want:     Defaults(),
+		wantErrs: []string{"key registryTimeout: 0s is shorter than the minimum 1s"},
 	}, {
 		name:     "negative duration",
 		cm:       configMap(map[string]string{KeyGitTimeout: "-1m"}),

@@ -33,7 +33,7 @@ func (r *Reconciler) recordEvents(orig, fn *v1alpha1.Function) {
 func (r *Reconciler) recordOutageEvents(orig, fn *v1alpha1.Function) {
 	for t, what := range map[apis.ConditionType]string{
 		v1alpha1.FunctionConditionSourceReachable:   "the repository answers again",
-		v1alpha1.FunctionConditionRegistryReachable: "the registry answers again",
+		v1alpha1.FunctionConditionRegistryReachable: "the registry lets the image be read again",
 	} {
 		before, after := orig.Status.GetCondition(t), fn.Status.GetCondition(t)
 		switch {

@@ -64,9 +64,10 @@ func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Funct
 	if err != nil {
 		return Result{}, err
 	}
-	got, err := r.Inspector.Inspect(ctx, obs.deployment.image, kc)
-	var unreachable *registry.UnreachableError
-	if errors.As(err, &unreachable) {
+	inspectCtx, cancel := context.WithTimeout(ctx, cfg.RegistryTimeout)
+	got, err := r.Inspector.Inspect(inspectCtx, obs.deployment.image, kc)
+	cancel()
+	if cannotRead(err) {
 		return r.registryUnreachable(ctx, fn, err)
 	}
 	if err != nil {
@@ -171,24 +172,40 @@ func (r *Reconciler) registryKeychain(ctx context.Context, fn *v1alpha1.Function
 	return kc, nil
 }
 
-// registryUnreachable handles a registry that does not answer (network error,
-// timeout, 5xx): it shows in RegistryReachable (severity Warning, not gating Ready)
+// cannotRead reports an image read that says nothing about the image: the registry
+// did not answer (network error, timeout, registryTimeout, 5xx), or it refused the
+// credentials (401/403), which a Function whose verdict stands was read with before.
+func cannotRead(err error) bool {
+	var (
+		unreachable *registry.UnreachableError
+		auth        *registry.AuthError
+	)
+	return errors.As(err, &unreachable) || (errors.As(err, &auth) && auth.StatusCode != 0)
+}
+
+// registryUnreachable handles an image the registry would not let be read
+// (cannotRead): it shows in RegistryReachable (severity Warning, not gating Ready)
 // from the outage's start, and while it lasts less than outageGrace the last known
 // middleware verdict stands (nothing is rebuilt: the steps after it do not run).
+// Without a verdict to keep, or past the grace, MiddlewareUpToDate shows the error.
 func (r *Reconciler) registryUnreachable(ctx context.Context, fn *v1alpha1.Function, err error) (Result, error) {
 	cfg, now := r.Config.Load(), r.now()
 	mw := fn.Status.Middleware
+	reason := v1alpha1.ReasonRegistryUnreachable
+	if auth := (*registry.AuthError)(nil); errors.As(err, &auth) {
+		reason = v1alpha1.ReasonRegistryAuthFailed
+	}
 	o := outageOf(&mw.RegistryUnreachableSince, now, cfg)
 	c := fn.Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate)
 	decided := c != nil && !c.IsUnknown() && mw.Current != ""
 	if !decided || o.over(now) {
-		fn.Status.MarkRegistryUnreachable("%s; unreachable since %s", err, o.started())
+		fn.Status.MarkRegistryUnreachable(reason, "%s; unreachable since %s", err, o.started())
 		return Result{}, inspectFailed(fn, err)
 	}
-	fn.Status.MarkRegistryUnreachable("%s; unreachable since %s: the last known middleware (%s) stands until %s (ConfigMap %s, key %s)",
+	fn.Status.MarkRegistryUnreachable(reason, "%s; unreachable since %s: the last known middleware (%s) stands until %s (ConfigMap %s, key %s)",
 		err, o.started(), mw.Current, o.ends(), config.ConfigMapName, config.KeyOutageGrace)
-	log.FromContext(ctx).Info("the registry does not answer: the last known middleware stands", "since", o.since, "grace", cfg.OutageGrace)
-	return Result{}, rerror.NewWaiting(v1alpha1.ReasonRegistryUnreachable, o.recheck, "%s: the last known middleware stands", err)
+	log.FromContext(ctx).Info("the registry does not let the image be read: the last known middleware stands", "reason", reason, "since", o.since, "grace", cfg.OutageGrace)
+	return Result{}, rerror.NewWaiting(reason, o.recheck, "%s: the last known middleware stands", err)
 }
 
 // inspectFailed records why the image could not be inspected, with a reason users can

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -187,6 +188,108 @@ func TestReconciler_reconcileMiddleware(t *testing.T) {
 			}
 			if err == nil && fn.Status.Middleware.PendingRebuild != tt.wantVerdict.rebuildDue {
 				t.Errorf("status.middleware.pendingRebuild = %t, want %t", fn.Status.Middleware.PendingRebuild, tt.wantVerdict.rebuildDue)
+			}
+		})
+	}
+}
+
+// slowInspector is a registry that answers only when the caller gives up.
+type slowInspector struct{ waited bool }
+
+func (s *slowInspector) Inspect(ctx context.Context, ref string, _ authn.Keychain) (registry.Middleware, error) {
+	<-ctx.Done()
+	s.waited = true
+	return registry.Middleware{}, &registry.UnreachableError{Ref: ref, Registry: "registry.invalid", Err: ctx.Err()}
+}
+
+// TestReconciler_reconcileMiddleware_lastKnownGood: a registry that does not let a
+// decided function's image be read (down, slower than registryTimeout, or refusing
+// credentials it took before) leaves the verdict, and Ready, as they were, and shows
+// it in RegistryReachable; a function without a verdict shows the error at once.
+func TestReconciler_reconcileMiddleware_lastKnownGood(t *testing.T) {
+	goPin, err := funclib.AvailableMiddleware("go", "http")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const image = "registry.invalid/fns/hello@sha256:0123"
+	down := &registry.UnreachableError{Ref: image, Registry: "registry.invalid", StatusCode: 503, Err: errors.New("503")}
+	refused := &registry.AuthError{Ref: image, Registry: "registry.invalid", StatusCode: 401, Err: errors.New("401")}
+	noCredentials := &registry.AuthError{Ref: image, Registry: "registry.invalid", Err: errors.New("no keychain")}
+	tests := []struct {
+		name          string
+		decided       bool
+		inspector     ImageInspector
+		want          outcome
+		wantReachable string
+	}{{
+		name:          "positive control: the registry answers",
+		decided:       true,
+		inspector:     &fakeInspector{got: registry.Middleware{Version: goPin.Version, Source: registry.SourceLabel}},
+		want:          outcome{Condition: "True/UpToDate/"},
+		wantReachable: "True/Reachable/",
+	}, {
+		name:          "down: the verdict stands",
+		decided:       true,
+		inspector:     &fakeInspector{err: down},
+		want:          outcome{Kind: "waiting", Reason: v1alpha1.ReasonRegistryUnreachable, Condition: "True/UpToDate/"},
+		wantReachable: "False/RegistryUnreachable/Warning",
+	}, {
+		name:          "slower than registryTimeout: the verdict stands",
+		decided:       true,
+		inspector:     &slowInspector{},
+		want:          outcome{Kind: "waiting", Reason: v1alpha1.ReasonRegistryUnreachable, Condition: "True/UpToDate/"},
+		wantReachable: "False/RegistryUnreachable/Warning",
+	}, {
+		name:          "401 for credentials that read the image before: the verdict stands",
+		decided:       true,
+		inspector:     &fakeInspector{err: refused},
+		want:          outcome{Kind: "waiting", Reason: v1alpha1.ReasonRegistryAuthFailed, Condition: "True/UpToDate/"},
+		wantReachable: "False/RegistryAuthFailed/Warning",
+	}, {
+		name:          "401 with no verdict yet: shown at once",
+		inspector:     &fakeInspector{err: refused},
+		want:          outcome{Kind: "stalling", Reason: v1alpha1.ReasonRegistryAuthFailed, Condition: "Unknown/RegistryAuthFailed/"},
+		wantReachable: "False/RegistryAuthFailed/Warning",
+	}, {
+		name:      "no credentials at all is not an outage: shown at once",
+		decided:   true,
+		inspector: &fakeInspector{err: noCredentials},
+		want:      outcome{Kind: "stalling", Reason: v1alpha1.ReasonRegistryAuthFailed, Condition: "Unknown/RegistryAuthFailed/"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, _ := newTestReconciler(t, 10)
+			c := r.Config.Load()
+			c.RegistryTimeout = 50 * time.Millisecond
+			r.Config.Set(c)
+			r.Inspector = tt.inspector
+			fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: newNamespace(t), Name: "fn"}}
+			fn.Status.InitializeConditions()
+			fn.Status.Middleware = &v1alpha1.MiddlewareStatus{}
+			if tt.decided {
+				fn.Status.Middleware.Current = goPin.Version
+				fn.Status.MarkMiddlewareUpToDate("up to date")
+			}
+			fn.Status.Deployment = &v1alpha1.DeploymentStatus{Runtime: "go", Invoke: "http", Image: image}
+			obs := &observation{
+				source:     sourceArtifact{name: "hello", runtime: "go", invoke: "http"},
+				deployment: deployment{image: image},
+			}
+
+			_, err := r.reconcileMiddleware(context.Background(), fn, obs)
+
+			if diff := cmp.Diff(tt.want, outcomeOf(err, fn, v1alpha1.FunctionConditionMiddlewareUpToDate)); diff != "" {
+				t.Errorf("outcome (-want +got):\n%s\nerror: %v", diff, err)
+			}
+			got := ""
+			if cond := fn.Status.GetCondition(v1alpha1.FunctionConditionRegistryReachable); cond != nil {
+				got = string(cond.Status) + "/" + cond.Reason + "/" + string(cond.Severity)
+			}
+			if got != tt.wantReachable {
+				t.Errorf("RegistryReachable = %q, want %q", got, tt.wantReachable)
+			}
+			if s, ok := tt.inspector.(*slowInspector); ok && !s.waited {
+				t.Error("the slow registry was not waited for")
 			}
 		})
 	}
