@@ -71,7 +71,8 @@ func TestBinary(t *testing.T) {
 
 	metrics, probes := freeAddr(t), freeAddr(t)
 	cmd := exec.Command(bin, "--metrics-bind-address="+metrics, "--health-probe-bind-address="+probes, "--leader-elect")
-	// The binary's default --work-dir is $TMPDIR: a folder of this test's, to look into.
+	// The binary's default --work-dir is a new directory under $TMPDIR: a folder of
+	// this test's, to look into.
 	tmp := t.TempDir()
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "WATCH_NAMESPACE=team-a", "SYSTEM_NAMESPACE=func-system", "TMPDIR="+tmp)
 	logs := &syncbuffer.Buffer{}
@@ -132,7 +133,7 @@ func TestBinary(t *testing.T) {
 	}
 	// The func library's kubeconfig, with the operator's credentials, is in a directory
 	// of this process alone, under a name nobody can predict, and nowhere else.
-	private, err := filepath.Glob(filepath.Join(tmp, "func-library-*", funclib.KubeconfigFile))
+	private, err := filepath.Glob(filepath.Join(tmp, "func-operator-*", "func-library-*", funclib.KubeconfigFile))
 	if err != nil || len(private) != 1 {
 		t.Fatalf("func library kubeconfigs under the work dir = %v, %v; want one in a func-library-* directory", private, err)
 	}
@@ -142,8 +143,8 @@ func TestBinary(t *testing.T) {
 	if fi, err := os.Stat(private[0]); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("the kubeconfig has mode %v, %v; want 0600", fi.Mode().Perm(), err)
 	}
-	if _, err := os.Stat(filepath.Join(tmp, funclib.KubeconfigFile)); !os.IsNotExist(err) {
-		t.Errorf("a kubeconfig at the predictable %s: %v", filepath.Join(tmp, funclib.KubeconfigFile), err)
+	if predictable := filepath.Join(filepath.Dir(filepath.Dir(private[0])), funclib.KubeconfigFile); !fileMissing(predictable) {
+		t.Errorf("a kubeconfig at the predictable %s", predictable)
 	}
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -155,12 +156,17 @@ func TestBinary(t *testing.T) {
 		if err != nil {
 			t.Errorf("the operator exited with %v after SIGTERM", err)
 		}
-		if _, err := os.Stat(filepath.Dir(private[0])); !os.IsNotExist(err) {
-			t.Errorf("the func library's kubeconfig directory is still there after the operator stopped: %v", err)
+		if work := filepath.Dir(filepath.Dir(private[0])); !fileMissing(work) {
+			t.Errorf("the operator's work directory %s is still there after it stopped", work)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("the operator did not stop within 30s of SIGTERM")
 	}
+}
+
+func fileMissing(path string) bool {
+	_, err := os.Stat(path)
+	return os.IsNotExist(err)
 }
 
 // bindClusterRole applies config/200-clusterrole.yaml and binds it to user.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -348,6 +349,34 @@ func (c cleanup) Start(ctx context.Context) error {
 // NeedLeaderElection is false: every replica cleans up after itself.
 func (cleanup) NeedLeaderElection() bool { return false }
 
+// leftoverPrefixes name what the operator makes in its work directory: the func
+// library's private directory, clones, build roots and func.yaml scratch copies.
+var leftoverPrefixes = []string{"func-library-", "clone-", "build-", "funcyaml-"}
+
+// removeLeftovers removes from workDir, the operator's own (an emptyDir, which
+// outlives a container restart), what an earlier process left when it was killed:
+// without it every SIGKILL mid-clone would leave a clone behind until the volume's
+// size limit evicts the pod.
+func removeLeftovers(workDir string) error {
+	entries, err := os.ReadDir(workDir)
+	if err != nil {
+		return fmt.Errorf("reading the work directory %s: %w", workDir, err)
+	}
+	var errs []error
+	for _, e := range entries {
+		for _, p := range leftoverPrefixes {
+			if e.IsDir() && strings.HasPrefix(e.Name(), p) {
+				errs = append(errs, os.RemoveAll(filepath.Join(workDir, e.Name())))
+				break
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("removing what an earlier process left in the work directory %s: %w", workDir, err)
+	}
+	return nil
+}
+
 // privateDirs returns the work directory for temporary clones (workDir, or one made
 // for this process when empty) and, under it, a directory of this process alone for
 // the func library's kubeconfig, which holds the operator's credentials: mode 0700,
@@ -368,6 +397,8 @@ func privateDirs(mgr manager.Manager, workDir string) (work, kubeconfig string, 
 			return "", "", nil, fmt.Errorf("creating the work directory: %w", err)
 		}
 		made, workDir = append(made, dir), dir
+	} else if err := removeLeftovers(workDir); err != nil {
+		return "", "", nil, err
 	}
 	kubeconfigDir, err := os.MkdirTemp(workDir, "func-library-")
 	if err != nil {

@@ -1,6 +1,8 @@
 package operator
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -17,5 +19,37 @@ func TestParseNamespaces(t *testing.T) {
 		if diff := cmp.Diff(want, ParseNamespaces(in)); diff != "" {
 			t.Errorf("ParseNamespaces(%q) (-want +got):\n%s", in, diff)
 		}
+	}
+}
+
+// TestRemoveLeftovers: what a killed process left in its work directory goes, and
+// nothing else.
+func TestRemoveLeftovers(t *testing.T) {
+	work := t.TempDir()
+	for _, d := range []string{"func-library-1", "clone-2", "build-3", "funcyaml-4", "kept", "clone-file"} {
+		p := filepath.Join(work, d)
+		if d == "clone-file" {
+			if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Join(p, "sub"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := removeLeftovers(work); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	if diff := cmp.Diff([]string{"clone-file", "kept"}, got); diff != "" {
+		t.Errorf("left in the work directory (-want +got):\n%s", diff)
 	}
 }

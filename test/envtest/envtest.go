@@ -27,6 +27,9 @@ const (
 type Environment struct {
 	env    *envtest.Environment
 	Config *rest.Config
+	// certDir keeps the API server's serving certificates across a restart, so that
+	// clients made before it trust the restarted one.
+	certDir string
 }
 
 // RepoRoot returns the root of the func-operator checkout.
@@ -66,17 +69,41 @@ func Start(extraCRDs ...string) (*Environment, error) {
 	if err != nil {
 		return nil, err
 	}
+	certDir, err := os.MkdirTemp("", "func-operator-apiserver-")
+	if err != nil {
+		return nil, fmt.Errorf("creating the API server's certificate directory: %w", err)
+	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     crds,
 		CRDs:                  extra,
 		ErrorIfCRDPathMissing: true,
 	}
+	env.ControlPlane.APIServer = &envtest.APIServer{CertDir: certDir}
 	cfg, err := env.Start()
 	if err != nil {
+		_ = os.RemoveAll(certDir)
 		return nil, fmt.Errorf("starting the control plane from %s: %w", assets, err)
 	}
-	return &Environment{env: env, Config: cfg}, nil
+	return &Environment{env: env, Config: cfg, certDir: certDir}, nil
+}
+
+// StopAPIServer stops kube-apiserver (etcd keeps running), as an outage of the
+// control plane: every client's requests fail until StartAPIServer.
+func (e *Environment) StopAPIServer() error {
+	if err := e.env.ControlPlane.APIServer.Stop(); err != nil {
+		return fmt.Errorf("stopping kube-apiserver: %w", err)
+	}
+	return nil
+}
+
+// StartAPIServer starts kube-apiserver again after StopAPIServer, on the same
+// address, with the same certificates and users, and returns once it is healthy.
+func (e *Environment) StartAPIServer() error {
+	if err := e.env.ControlPlane.APIServer.Start(); err != nil {
+		return fmt.Errorf("starting kube-apiserver again: %w", err)
+	}
+	return nil
 }
 
 // crdsWithoutConversion reads the CRDs of the directories given with their
@@ -118,7 +145,11 @@ func (e *Environment) AddUser(u envtest.User) (*envtest.AuthenticatedUser, error
 
 // Stop stops the control plane.
 func (e *Environment) Stop() error {
-	if err := e.env.Stop(); err != nil {
+	err := e.env.Stop()
+	if rmErr := os.RemoveAll(e.certDir); err == nil && rmErr != nil {
+		err = rmErr
+	}
+	if err != nil {
 		return fmt.Errorf("stopping the control plane: %w", err)
 	}
 	return nil

@@ -89,3 +89,36 @@ spec:
 		t.Errorf("params of the v1beta1 PipelineRun read as v1 = %v, want the imageName param", params)
 	}
 }
+
+// TestEnvironment_RestartAPIServer stops kube-apiserver and starts it again: a client
+// made before the outage fails during it and works after it, with what etcd kept.
+func TestEnvironment_RestartAPIServer(t *testing.T) {
+	env := StartT(t)
+	c, err := client.New(env.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cm := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]interface{}{"namespace": "default", "name": "kept"},
+	}}
+	if err := c.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	got := &unstructured.Unstructured{}
+	got.SetAPIVersion("v1")
+	got.SetKind("ConfigMap")
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "kept"}, got); err == nil {
+		t.Error("the API server answered while stopped")
+	}
+	if err := env.StartAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "kept"}, got); err != nil {
+		t.Errorf("after the restart, the client made before it: %v", err)
+	}
+}

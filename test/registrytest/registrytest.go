@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -32,7 +33,14 @@ type Registry struct {
 	user, password string
 	// status, when not 0, answers every request (an outage).
 	status atomic.Int32
+	// delay, when not 0, holds every request this long (nanoseconds) first, or
+	// until the client gives up: a slow registry.
+	delay atomic.Int64
 }
+
+// Delay makes the registry hold every request for d before it answers (or until the
+// client gives up), as an overloaded registry does; 0 ends it.
+func (r *Registry) Delay(d time.Duration) { r.delay.Store(int64(d)) }
 
 // FailWith makes the registry answer every request with HTTP status code, as a
 // registry in an outage does (503…); 0 ends the outage.
@@ -51,6 +59,13 @@ func StartPrivate(t testing.TB, user, password string) *Registry {
 	inner := ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.requests.Add(1)
+		if d := time.Duration(r.delay.Load()); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-req.Context().Done():
+				return
+			}
+		}
 		if code := int(r.status.Load()); code != 0 {
 			http.Error(w, http.StatusText(code), code)
 			return
