@@ -6,7 +6,7 @@ SHELL := /usr/bin/env bash
 LOCALBIN ?= $(CURDIR)/bin
 CONTROLLER_TOOLS_VERSION ?= v0.16.5
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
-GO_TEST_FLAGS ?= -count=1
+GO_TEST_FLAGS ?= -count=1 -timeout 30m
 PKGS ?= ./...
 
 .PHONY: help

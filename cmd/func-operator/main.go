@@ -25,7 +25,8 @@ func main() {
 	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address /healthz and /readyz are served on; 0 disables them")
 	flag.BoolVar(&o.LeaderElection, "leader-elect", false, "elect a leader so that only one replica reconciles")
 	flag.IntVar(&o.Concurrency, "concurrency", 4, "how many Functions are reconciled at once")
-	flag.StringVar(&o.WorkDir, "work-dir", "", "directory of this operator's own for temporary clones (an emptyDir when the root filesystem is read-only); what a killed process left there is removed at start. Default: a new directory under $TMPDIR")
+	flag.StringVar(&o.WorkDir, "work-dir", "", "directory of this operator's own for temporary clones (an emptyDir when the root "+
+		"filesystem is read-only); what a killed process left there is removed at start. Default: a new directory under $TMPDIR")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

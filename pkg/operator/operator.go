@@ -218,6 +218,12 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 
 		APIRecheck: o.APIRecheck,
 	}
+	if o.LeaderElection {
+		r.Leading = &function.Leading{}
+		if err := mgr.Add(r.Leading); err != nil {
+			return nil, fmt.Errorf("adding the leadership clock: %w", err)
+		}
+	}
 	if err := addRunnables(mgr, restConfig, r); err != nil {
 		return nil, err
 	}

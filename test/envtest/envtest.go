@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
@@ -79,7 +81,8 @@ func Start(extraCRDs ...string) (*Environment, error) {
 		CRDs:                  extra,
 		ErrorIfCRDPathMissing: true,
 	}
-	env.ControlPlane.APIServer = &envtest.APIServer{CertDir: certDir}
+	// A stop that takes longer than apiServerStopTimeout (open watches) ends in SIGKILL.
+	env.ControlPlane.APIServer = &envtest.APIServer{CertDir: certDir, StopTimeout: apiServerStopTimeout}
 	cfg, err := env.Start()
 	if err != nil {
 		_ = os.RemoveAll(certDir)
@@ -88,11 +91,20 @@ func Start(extraCRDs ...string) (*Environment, error) {
 	return &Environment{env: env, Config: cfg, certDir: certDir}, nil
 }
 
+// apiServerStopTimeout is how long kube-apiserver may take to stop on SIGTERM before
+// it is killed.
+const apiServerStopTimeout = 3 * time.Second
+
 // StopAPIServer stops kube-apiserver (etcd keeps running), as an outage of the
-// control plane: every client's requests fail until StartAPIServer.
+// control plane: every client's requests fail until StartAPIServer. One that does not
+// stop within apiServerStopTimeout of SIGTERM is killed (SIGKILL), as a crash.
 func (e *Environment) StopAPIServer() error {
-	if err := e.env.ControlPlane.APIServer.Stop(); err != nil {
+	err := e.env.ControlPlane.APIServer.Stop()
+	if err != nil && !strings.Contains(err.Error(), "timeout waiting for process") {
 		return fmt.Errorf("stopping kube-apiserver: %w", err)
+	}
+	if err != nil {
+		time.Sleep(time.Second) // for the killed process to let its port go
 	}
 	return nil
 }

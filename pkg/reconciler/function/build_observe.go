@@ -24,6 +24,8 @@ const (
 	// launchGrace is how long a build may stay Starting, without a PipelineRun, when
 	// this process did not launch it: another process (before a restart) may still be
 	// creating its PipelineRun. After it, the launch counts as lost and is retried.
+	// With leader election, a build an earlier leader launched is retried at once
+	// (Leading).
 	launchGrace = 2 * time.Minute
 	// deployGrace is how long after a successful PipelineRun the Knative Service may
 	// still run the old image before the build counts as failed.
@@ -157,7 +159,7 @@ func (r *Reconciler) observeLaunch(fn *v1alpha1.Function) Result {
 	case b.Phase == v1alpha1.BuildPhaseRunning:
 		r.buildFailed(fn, now, failure{message: fmt.Sprintf("PipelineRun %s was deleted before it finished", b.PipelineRun)})
 		r.Launcher.Done(key, b.ID)
-	case b.StartTime != nil && now.Sub(b.StartTime.Time) < launchGrace:
+	case b.StartTime != nil && now.Sub(b.StartTime.Time) < launchGrace && !r.launchedByEarlierLeader(b):
 		return requeueAfter(launchGrace - now.Sub(b.StartTime.Time))
 	default:
 		// Launched by a process that is gone, and no PipelineRun came of it.
@@ -166,6 +168,14 @@ func (r *Reconciler) observeLaunch(fn *v1alpha1.Function) Result {
 		r.Queue.Release(key)
 	}
 	return Result{}
+}
+
+// launchedByEarlierLeader reports a build launched before this process led (start
+// times have second precision): that leader is gone, and what it created is in the
+// cache.
+func (r *Reconciler) launchedByEarlierLeader(b *v1alpha1.BuildStatus) bool {
+	since, ok := r.Leading.Since()
+	return ok && b.StartTime.Time.Before(since.Add(-time.Second))
 }
 
 // buildFailed records a failed build and when it may be retried, and frees its slot.

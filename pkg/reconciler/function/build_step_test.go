@@ -143,6 +143,8 @@ func TestReconciler_observeBuild(t *testing.T) {
 		taskRunsUnreadable bool
 		// wantRuns, when set, is how many PipelineRuns are left (not being deleted).
 		wantRuns *int
+		// leadingFor, when set, is how long this process has led (leader election on).
+		leadingFor time.Duration
 	}{{
 		name: "no build, no run: nothing",
 	}, {
@@ -216,6 +218,20 @@ func TestReconciler_observeBuild(t *testing.T) {
 		want:      buildOutcome{Phase: v1alpha1.BuildPhaseStarting, HoldsSlot: true},
 		wantSoon:  launchGrace,
 	}, {
+		name:       "Starting without a run, launched by an earlier leader: lost, retried now",
+		build:      &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseStarting, StartTime: ago(20 * time.Second)},
+		holdsSlot:  true,
+		leadingFor: 5 * time.Second,
+		want:       buildOutcome{Phase: v1alpha1.BuildPhaseFailed, Retry: true},
+		wantMsg:    "interrupted before its PipelineRun existed",
+	}, {
+		name:       "Starting without a run, launched since this process leads: wait for it",
+		build:      &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseStarting, StartTime: ago(2 * time.Second)},
+		holdsSlot:  true,
+		leadingFor: 5 * time.Second,
+		want:       buildOutcome{Phase: v1alpha1.BuildPhaseStarting, HoldsSlot: true},
+		wantSoon:   launchGrace,
+	}, {
 		name:      "Starting without a run past the launch grace: lost, retried now",
 		build:     &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseStarting, StartTime: ago(launchGrace + time.Second)},
 		holdsSlot: true,
@@ -242,6 +258,10 @@ func TestReconciler_observeBuild(t *testing.T) {
 			}
 			if tt.taskRunsUnreadable {
 				r.APIReader = taskRunsUnreadable{r.APIReader}
+			}
+			if tt.leadingFor > 0 {
+				r.Leading = &Leading{}
+				r.Leading.since.Store(time.Now().Add(-tt.leadingFor).UnixNano())
 			}
 
 			res, err := r.observeBuild(context.Background(), fn, &observation{})

@@ -66,6 +66,9 @@ type Reconciler struct {
 	// APIRecheck is how often the APIs the cluster did not serve at start are looked
 	// for again (LateAPIs); DefaultAPIRecheck when zero.
 	APIRecheck time.Duration
+	// Leading is when this process became the leader; nil without leader election,
+	// when no earlier leader is known to be gone.
+	Leading *Leading
 	// Wakeups brings Functions back from outside the watches: a build's launch
 	// returned, the budget has a slot, the operator policy changed.
 	Wakeups *Wakeups

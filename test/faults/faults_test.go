@@ -1,0 +1,566 @@
+package faults
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/config"
+	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/operator"
+	"github.com/fnops/func-operator/test/envtest"
+	"github.com/fnops/func-operator/test/gitserver"
+	"github.com/fnops/func-operator/test/registrytest"
+)
+
+// The suite's Secret values: none may show in the operator's output, an Event or a status.
+const (
+	gitToken         = "ghp-faults-5b1e8c0d7a-token"
+	registryUser     = "robot"
+	registryPassword = "pw-faults-91c2d4e6-secret"
+)
+
+// suite is one operator binary, run as config/ deploys it, and what it talks to.
+type suite struct {
+	env     *envtest.Environment
+	admin   client.Client
+	gitRoot string
+	git     *gitserver.HTTPServer
+	reg     *registrytest.Registry
+	front   *apiFront
+	kubelet *kubeletSim
+	dep     deployment
+	obs     *observer
+	// middleware is the newest func-go version the linked func library builds.
+	middleware string
+	// knative and tekton: the cluster serves Knative Serving / Tekton.
+	knative, tekton bool
+	fleets          []*fleet
+	rows            []row
+	// top is the suite's test, for what outlives one fault.
+	top *testing.T
+}
+
+// row is one fault: what was injected, what a user saw, how long recovery took, and
+// the counters that must be zero.
+type row struct {
+	fault, sees             string
+	recovery                time.Duration
+	flaps, duplicates, lost int
+}
+
+// config are the ConfigMap values of the suite: the shipped keys, with intervals a
+// test can wait for.
+var suiteConfig = map[string]string{
+	config.KeyCheckInterval:                  "10s",
+	config.KeyGitTimeout:                     "2s",
+	config.KeyRegistryTimeout:                "2s",
+	config.KeyBuildBackoff:                   "2s",
+	config.KeyBuildBackoffMax:                "10s",
+	config.KeyBuildTimeout:                   "5m",
+	config.KeyOutageGrace:                    "1h",
+	config.KeyMaxConcurrentBuilds:            "2",
+	config.KeyBuilderImagePrefix + "pack.go": "registry.example/knative/builder-jammy-tiny:pinned",
+}
+
+// TestFaults injects each fault of a fleet operator's worst day into the operator
+// binary, run with the arguments, environment, identity and RBAC config/ gives it,
+// and fails when a counter that must be zero is not: Ready flaps of healthy
+// functions, duplicate builds, lost builds, Secret values shown. Each fault is a
+// step on the same running fleet, so every later fault also tests that the
+// functions of the earlier ones stay as they were.
+func TestFaults(t *testing.T) {
+	s := setUp(t)
+	t.Run("Knative Serving and Tekton installed after the operator", s.lateAPIs)
+	t.Run("SIGKILL mid-build", s.killMidBuild)
+	for _, k := range killPoints {
+		t.Run("SIGKILL mid-status-write: "+k.name, func(t *testing.T) { s.killAt(t, k) })
+	}
+	t.Run("API server stopped and restarted mid-build", s.apiServerRestart)
+	for _, r := range registryFaults {
+		t.Run("registry "+r.name+" across a restart", func(t *testing.T) { s.registryFault(t, r) })
+	}
+	for _, g := range gitFaults {
+		t.Run("git host "+g.name, func(t *testing.T) { s.gitFault(t, g) })
+	}
+	t.Run("PipelineRun deleted mid-build", s.pipelineRunDeleted)
+	t.Run("Knative Service deleted while queued", s.serviceDeletedWhileQueued)
+	s.finish(t)
+}
+
+func setUp(t *testing.T) *suite {
+	ctrl.SetLogger(logr.Discard()) // the suite's own clients; the operator logs to its output
+	s := &suite{top: t}
+	pin, err := funclib.AvailableMiddleware("go", "http")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.middleware = pin.Version
+	// A control plane of the suite's own, without Knative or Tekton: the first fault.
+	s.env = envtest.StartT(t)
+	if _, err := envtest.Apply(context.Background(), s.env.Config, append(append(envtest.RBACFiles, envtest.PolicyFiles...), "config/400-config.yaml")...); err != nil {
+		t.Fatal(err)
+	}
+	scheme, err := operator.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.admin, err = client.New(s.env.Config, client.Options{Scheme: scheme}); err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{}
+	if err := s.admin.Get(context.Background(), types.NamespacedName{Namespace: "func-operator", Name: config.ConfigMapName}, cm); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range suiteConfig {
+		cm.Data[k] = v
+	}
+	if err := s.admin.Update(context.Background(), cm); err != nil {
+		t.Fatal(err)
+	}
+	s.gitRoot = gitserver.NewRepoRoot(t)
+	s.git = gitserver.StartHTTP(t, s.gitRoot)
+	s.reg = registrytest.StartPrivate(t, registryUser, registryPassword)
+
+	// The operator's identity is its ServiceAccount's, bound by config/ only. The
+	// front adds its credentials; the binary reaches the API server only through it.
+	user, err := s.env.AddUser(ctrlenvtest.User{Name: envtest.OperatorUser,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:func-operator", "system:authenticated"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.front = startAPIFront(t, user.Config())
+	s.dep = readDeployment(t, writeKubeconfig(t, s.front.URL))
+	if s.dep.systemNamespace != "func-operator" {
+		t.Fatalf("the Deployment runs in %s, want func-operator (where config/ puts the ConfigMap)", s.dep.systemNamespace)
+	}
+	s.kubelet = startKubeletSim(t, buildOperator(t), s.dep)
+	s.obs = startObserver(t, s.env.Config)
+	until(t, time.Minute, "the operator's readiness", func() string {
+		resp, err := http.Get("http://" + s.dep.probes + "/readyz")
+		if err != nil {
+			return err.Error()
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return resp.Status
+		}
+		return ""
+	})
+	return s
+}
+
+// record adds a row, with the counters as they are now minus those of before.
+func (s *suite) record(t *testing.T, before row, fault, sees string, recovery time.Duration, lost int) {
+	flaps, dups := s.obs.counts()
+	r := row{fault: fault, sees: sees, recovery: recovery, flaps: len(flaps) - before.flaps, duplicates: len(dups) - before.duplicates, lost: lost}
+	s.rows = append(s.rows, r)
+	for _, f := range flaps[before.flaps:] {
+		t.Errorf("Ready flap: %s", f)
+	}
+	for _, d := range dups[before.duplicates:] {
+		t.Errorf("duplicate build: %s", d)
+	}
+}
+
+// mark returns the counters now, for record.
+func (s *suite) mark() row {
+	flaps, dups := s.obs.counts()
+	return row{flaps: len(flaps), duplicates: len(dups)}
+}
+
+// lostBuilds waits up to bound for every outdated function of the fleets (but
+// those in except) to be rebuilt, and returns how many were not, failing for each.
+func (s *suite) lostBuilds(t *testing.T, bound time.Duration, fleets []*fleet, except ...string) (lost int) {
+	t.Helper()
+	start := time.Now()
+	for _, f := range fleets {
+		for _, name := range f.outdated {
+			if contains(except, f.key(name)) {
+				continue
+			}
+			var msg string
+			for {
+				if msg = s.rebuilt(f.ns, name); msg == "" || time.Since(start) > bound {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if msg != "" {
+				lost++
+				t.Errorf("lost build: %s not rebuilt within %s: %s", f.key(name), bound, msg)
+			}
+		}
+	}
+	return lost
+}
+
+// lateAPIs: the operator starts on a cluster without Knative Serving and Tekton;
+// both are installed; without a restart, the functions are described and an
+// outdated one is rebuilt through Tekton.
+func (s *suite) lateAPIs(t *testing.T) {
+	before := s.mark()
+	f := s.newFleet(t, "late", 1, 1, false)
+	s.fleets = append(s.fleets, f)
+	until(t, time.Minute, "KnativeServingNotInstalled", every([]*fleet{f}, func(ns, name string) string {
+		fn := s.function(ns, name)
+		if c := fn.Status.GetCondition(v1alpha1.FunctionConditionDeployed); fn == nil || c == nil || c.Reason != v1alpha1.ReasonKnativeServingNotInstalled {
+			return fmt.Sprintf("%s: Deployed %+v", name, c)
+		}
+		return ""
+	}))
+	installed := time.Now()
+	if err := s.env.InstallCRDs(envtest.KnativeServingCRDs, envtest.TektonCRDs); err != nil {
+		t.Fatal(err)
+	}
+	s.knative, s.tekton = true, true
+	s.simulateKnative(s.top) // for the rest of the suite
+	s.obs.watchBuilds(t)
+	s.createServices(t, f)
+	s.simulateTekton(t, f)
+	until(t, 2*time.Minute, "the healthy function Ready", func() string { return s.ready(f.ns, f.healthy[0]) })
+	described := time.Since(installed)
+	lost := s.lostBuilds(t, 2*time.Minute, []*fleet{f})
+	s.record(t, before, "Knative Serving and Tekton installed after the operator",
+		"Deployed `KnativeServingNotInstalled` until then; picked up without a restart, the outdated function rebuilt through Tekton", described, lost)
+}
+
+// killMidBuild: SIGKILL while two builds run; the new process adopts them.
+func (s *suite) killMidBuild(t *testing.T) {
+	before := s.mark()
+	f := s.newFleet(t, "kill-build", 1, 2, true)
+	s.fleets = append(s.fleets, f)
+	until(t, 2*time.Minute, "both builds running", func() string {
+		for _, name := range f.outdated {
+			if msg := s.buildPhase(f.ns, name, v1alpha1.BuildPhaseRunning); msg != "" {
+				return msg
+			}
+		}
+		return ""
+	})
+	leader := s.leader()
+	killed := time.Now()
+	if s.kubelet.kill() == 0 {
+		t.Fatal("no operator process to kill")
+	}
+	// The builds finish only once the next process leads, so that it adopts them running.
+	s.nextLeader(t, leader)
+	f.hold.Store(false)
+	lost := s.lostBuilds(t, 2*time.Minute, []*fleet{f})
+	for _, name := range f.outdated {
+		if n := s.obs.runsOf(f.key(name)); n != 1 {
+			t.Errorf("%s: %d PipelineRuns, want the 1 adopted across the kill", f.key(name), n)
+		}
+	}
+	s.record(t, before, "operator SIGKILLed mid-build (2 builds running)",
+		"the running PipelineRuns adopted by the next process (`BuildAdopted`), not started again", time.Since(killed), lost)
+}
+
+// nextLeader waits for a process other than leader to lead, and for it to have
+// looked at every Function (it reconciles them all at start): whatever it would do
+// wrong after the fault, it has begun to.
+func (s *suite) nextLeader(t *testing.T, leader string) {
+	t.Helper()
+	until(t, time.Minute, "the next process leading", func() string {
+		if l := s.leader(); l == "" || l == leader {
+			return "the Lease is still " + leader
+		}
+		return ""
+	})
+	time.Sleep(5 * time.Second)
+}
+
+// killPoint is a moment of a build at which the operator dies, with a write to the
+// API server half done.
+type killPoint struct {
+	name string
+	// landed: the API server took the write before the kill.
+	landed bool
+	match  func(f *fleet, method, path string, body []byte) bool
+}
+
+func statusWrite(phase string) func(f *fleet, method, path string, body []byte) bool {
+	return func(f *fleet, method, path string, body []byte) bool {
+		return (method == http.MethodPatch || method == http.MethodPut) &&
+			strings.HasPrefix(path, "/apis/functions.dev/v1alpha1/namespaces/"+f.ns+"/functions/") && strings.HasSuffix(path, "/status") &&
+			strings.Contains(string(body), `"phase":"`+phase+`"`)
+	}
+}
+
+var killPoints = []killPoint{{
+	name: "build Starting written, answer lost", landed: true, match: statusWrite(v1alpha1.BuildPhaseStarting),
+}, {
+	name: "PipelineRun created, answer lost", landed: true,
+	match: func(f *fleet, method, path string, _ []byte) bool {
+		return method == http.MethodPost && strings.HasPrefix(path, "/apis/tekton.dev/") && strings.HasSuffix(path, "/namespaces/"+f.ns+"/pipelineruns")
+	},
+}, {
+	name: "build Running never written", landed: false, match: statusWrite(v1alpha1.BuildPhaseRunning),
+}, {
+	name: "build Succeeded written, answer lost", landed: true, match: statusWrite(v1alpha1.BuildPhaseSucceeded),
+}}
+
+// killAt kills the operator at k while it rebuilds one function.
+func (s *suite) killAt(t *testing.T, k killPoint) {
+	before := s.mark()
+	f := s.newNamespace(t, "kill-write", 0, 1, false)
+	s.fleets = append(s.fleets, f)
+	leader := s.leader()
+	fired := s.front.setTrap(k.landed, s.kubelet.kill, func(method, path string, body []byte) bool {
+		return k.match(f, method, path, body)
+	})
+	s.populate(t, f)
+	var killed time.Time
+	select {
+	case what := <-fired:
+		killed = time.Now()
+		t.Logf("killed at %s", what)
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the operator never made the write %q", k.name)
+	}
+	lost := s.lostBuilds(t, 3*time.Minute, []*fleet{f})
+	recovered := time.Since(killed)
+	s.nextLeader(t, leader)
+	if n := s.obs.runsOf(f.key(f.outdated[0])); n != 1 {
+		t.Errorf("%d PipelineRuns, want 1", n)
+	}
+	s.record(t, before, "operator SIGKILLed mid-status-write: "+k.name, "the build goes on in the next process; one PipelineRun", recovered, lost)
+}
+
+// apiServerRestart stops kube-apiserver past the leader election's renew deadline
+// while a build runs, and starts it again.
+func (s *suite) apiServerRestart(t *testing.T) {
+	before := s.mark()
+	f := s.newFleet(t, "apiserver", 0, 1, true)
+	s.fleets = append(s.fleets, f)
+	until(t, 2*time.Minute, "the build running", func() string { return s.buildPhase(f.ns, f.outdated[0], v1alpha1.BuildPhaseRunning) })
+	healthy := s.obs.readyNow()
+	if err := s.env.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Second)
+	if err := s.env.StartAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	f.hold.Store(false)
+	lost := s.lostBuilds(t, 3*time.Minute, []*fleet{f})
+	recovered := time.Since(back)
+	time.Sleep(5 * time.Second) // for a duplicate, if one were coming
+	if n := s.obs.runsOf(f.key(f.outdated[0])); n != 1 {
+		t.Errorf("%d PipelineRuns, want 1", n)
+	}
+	for _, key := range healthy {
+		ns, name, _ := strings.Cut(key, "/")
+		if msg := s.ready(ns, name); msg != "" {
+			t.Errorf("after the API server came back: %s", msg)
+		}
+	}
+	s.record(t, before, "API server stopped for 20s and restarted, mid-build",
+		fmt.Sprintf("nothing while it is down (the operator exits when its leader Lease cannot be renewed, and is restarted); %d Ready functions stay Ready; the build finishes once", len(healthy)),
+		recovered, lost)
+}
+
+// registryFault is an outage of the registry while the operator must read every image
+// again (it was restarted).
+type registryFault struct {
+	name, reason string
+	start, end   func(r *registrytest.Registry)
+}
+
+var registryFaults = []registryFault{{
+	name: "answers 503", reason: v1alpha1.ReasonRegistryUnreachable,
+	start: func(r *registrytest.Registry) { r.FailWith(http.StatusServiceUnavailable) },
+	end:   func(r *registrytest.Registry) { r.FailWith(0) },
+}, {
+	name: "refuses the credentials (401)", reason: v1alpha1.ReasonRegistryAuthFailed,
+	start: func(r *registrytest.Registry) { r.FailWith(http.StatusUnauthorized) },
+	end:   func(r *registrytest.Registry) { r.FailWith(0) },
+}, {
+	name: "answers after 30s (registryTimeout 2s)", reason: v1alpha1.ReasonRegistryUnreachable,
+	start: func(r *registrytest.Registry) { r.Delay(30 * time.Second) },
+	end:   func(r *registrytest.Registry) { r.Delay(0) },
+}}
+
+func (s *suite) registryFault(t *testing.T, r registryFault) {
+	before := s.mark()
+	r.start(s.reg)
+	defer r.end(s.reg)
+	s.kubelet.kill()
+	reachable := func(want bool, reason string) func(ns, name string) string {
+		return func(ns, name string) string {
+			fn := s.function(ns, name)
+			if fn == nil {
+				return "not read"
+			}
+			c := fn.Status.GetCondition(v1alpha1.FunctionConditionRegistryReachable)
+			if c == nil || c.IsTrue() != want || (!want && c.Reason != reason) {
+				return fmt.Sprintf("%s/%s: RegistryReachable %+v", ns, name, c)
+			}
+			return s.ready(ns, name)
+		}
+	}
+	seen := until(t, 2*time.Minute, "every function showing the outage", every(s.fleets, reachable(false, r.reason)))
+	t.Logf("every function showed %s %s after the kill", r.reason, seen)
+	r.end(s.reg)
+	ended := time.Now()
+	until(t, 2*time.Minute, "every function seeing the registry again", every(s.fleets, reachable(true, "")))
+	s.record(t, before, "registry "+r.name+" while the operator reads every image again (after a SIGKILL)",
+		fmt.Sprintf("Ready stays True; `RegistryReachable` False (`%s`, severity Warning) on every function within %s", r.reason, seen.Round(time.Second)),
+		time.Since(ended), 0)
+}
+
+// gitFault is an outage of the git host.
+type gitFault struct {
+	name string
+	code int
+}
+
+var gitFaults = []gitFault{
+	{name: "answers 503", code: http.StatusServiceUnavailable},
+	{name: "resets connections", code: gitserver.Reset},
+	{name: "hangs past gitTimeout", code: gitserver.Hang},
+}
+
+func (s *suite) gitFault(t *testing.T, g gitFault) {
+	before := s.mark()
+	s.git.FailWith(g.code)
+	defer s.git.FailWith(0)
+	reachable := func(want bool) func(ns, name string) string {
+		return func(ns, name string) string {
+			fn := s.function(ns, name)
+			if fn == nil {
+				return "not read"
+			}
+			c := fn.Status.GetCondition(v1alpha1.FunctionConditionSourceReachable)
+			if c == nil || c.IsTrue() != want || (!want && c.Reason != v1alpha1.ReasonBranchListFailed) {
+				return fmt.Sprintf("%s/%s: SourceReachable %+v", ns, name, c)
+			}
+			return s.ready(ns, name)
+		}
+	}
+	seen := until(t, time.Minute, "every function showing the outage", every(s.fleets, reachable(false)))
+	s.git.FailWith(0)
+	ended := time.Now()
+	until(t, time.Minute, "every function seeing the git host again", every(s.fleets, reachable(true)))
+	s.record(t, before, "git host "+g.name,
+		fmt.Sprintf("Ready stays True; `SourceReachable` False (`BranchListFailed`, severity Warning) on every function within %s (the next check)", seen.Round(time.Second)),
+		time.Since(ended), 0)
+}
+
+// pipelineRunDeleted deletes a running build's PipelineRun.
+func (s *suite) pipelineRunDeleted(t *testing.T) {
+	before := s.mark()
+	f := s.newFleet(t, "run-deleted", 0, 1, true)
+	s.fleets = append(s.fleets, f)
+	name := f.outdated[0]
+	until(t, 2*time.Minute, "the build running", func() string { return s.buildPhase(f.ns, name, v1alpha1.BuildPhaseRunning) })
+	run := s.function(f.ns, name).Status.Build.PipelineRun
+	f.hold.Store(false)
+	s.deleteObject(t, &pipelinev1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: run}})
+	deleted := time.Now()
+	lost := s.lostBuilds(t, 2*time.Minute, []*fleet{f})
+	if n := s.obs.runsOf(f.key(name)); n != 2 {
+		t.Errorf("%d PipelineRuns, want 2: the deleted one and its retry", n)
+	}
+	s.record(t, before, "a running build's PipelineRun deleted",
+		"`BuildFailed` (\"was deleted before it finished\"), retried after `buildBackoff`", time.Since(deleted), lost)
+}
+
+// serviceDeletedWhileQueued deletes the Knative Service of a function that waits
+// for a build slot.
+func (s *suite) serviceDeletedWhileQueued(t *testing.T) {
+	before := s.mark()
+	f := s.newFleet(t, "queued", 0, 3, true)
+	s.fleets = append(s.fleets, f)
+	var queued string
+	until(t, 2*time.Minute, "two builds running, one queued", func() string {
+		running, waiting := 0, ""
+		for _, name := range f.outdated {
+			fn := s.function(f.ns, name)
+			if fn == nil || fn.Status.Build == nil {
+				return "not yet"
+			}
+			switch fn.Status.Build.Phase {
+			case v1alpha1.BuildPhaseRunning:
+				running++
+			case v1alpha1.BuildPhaseQueued:
+				waiting = name
+			}
+		}
+		if running != 2 || waiting == "" {
+			return fmt.Sprintf("%d running, queued %q", running, waiting)
+		}
+		queued = waiting
+		return ""
+	})
+	s.deleteObject(t, &servingv1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: queued}})
+	gaveUp := until(t, time.Minute, "the queued function giving its place up", func() string {
+		fn := s.function(f.ns, queued)
+		if fn == nil {
+			return "not read"
+		}
+		d := fn.Status.GetCondition(v1alpha1.FunctionConditionDeployed)
+		if b := fn.Status.Build; (b != nil && b.Phase == v1alpha1.BuildPhaseQueued) || d == nil || !d.IsFalse() {
+			return fmt.Sprintf("build %+v, Deployed %+v", fn.Status.Build, d)
+		}
+		return ""
+	})
+	f.hold.Store(false)
+	lost := s.lostBuilds(t, 2*time.Minute, []*fleet{f}, f.key(queued))
+	if n := s.obs.runsOf(f.key(queued)); n != 0 {
+		t.Errorf("%d PipelineRuns for the function whose Service was deleted, want 0", n)
+	}
+	d := s.function(f.ns, queued).Status.GetCondition(v1alpha1.FunctionConditionDeployed)
+	s.record(t, before, "a queued function's Knative Service deleted",
+		fmt.Sprintf("Deployed False (`%s`); its queue place freed, the others build", d.Reason), gaveUp, lost)
+}
+
+// finish checks what holds across the whole suite and prints the table.
+func (s *suite) finish(t *testing.T) {
+	lost := 0
+	for _, r := range s.rows {
+		lost += r.lost
+	}
+	leaks, err := secretLeaks(context.Background(), s.admin, s.kubelet.Logs.String(),
+		[]string{gitToken, registryPassword, base64.StdEncoding.EncodeToString([]byte(registryUser + ":" + registryPassword))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range leaks {
+		t.Errorf("Secret value shown: %s", l)
+	}
+	// What SIGKILLs left in the emptyDir went when the next process started.
+	if left, err := filepath.Glob(filepath.Join(s.dep.workDir, "func-library-*")); err != nil || len(left) != 1 {
+		t.Errorf("func library directories in the work dir after %d starts: %v, %v; want the running process' one", s.kubelet.Starts(), left, err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "| Fault | What the user sees | Recovery | Ready flaps | Duplicate builds | Lost builds |\n|---|---|---|---|---|---|\n")
+	for _, r := range s.rows {
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d |\n", r.fault, r.sees, r.recovery.Round(time.Second), r.flaps, r.duplicates, r.lost)
+	}
+	fmt.Fprintf(&b, "\nSecret values shown: %d. Operator starts: %d.\n", len(leaks), s.kubelet.Starts())
+	t.Logf("fault suite:\n%s", b.String())
+	if path := os.Getenv("FUNC_OPERATOR_FAULTS_TABLE"); path != "" {
+		if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+			t.Error(err)
+		}
+	}
+}

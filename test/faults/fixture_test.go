@@ -1,0 +1,352 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"knative.dev/pkg/apis"
+	duckv1 "knative.dev/pkg/apis/duck/v1"
+	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/operator"
+	"github.com/fnops/func-operator/test/envtest"
+	"github.com/fnops/func-operator/test/gitserver"
+	"github.com/fnops/func-operator/test/tektonsim"
+)
+
+// oldMiddleware is the func-go version the outdated functions' images run.
+const oldMiddleware = "v0.1.0"
+
+// fleet is one namespace of functions, onboarded, each deployed from its own path of
+// one private git repository, with its image in the private registry and its
+// Knative Service: healthy ones run the newest middleware, outdated ones an old one.
+type fleet struct {
+	ns                string
+	healthy, outdated []string
+	// hold keeps this fleet's simulated PipelineRuns running while it is set.
+	hold atomic.Bool
+}
+
+// key is the namespace/name of a function of the fleet.
+func (f *fleet) key(name string) string { return f.ns + "/" + name }
+
+// all returns the fleet's function names.
+func (f *fleet) all() []string { return append(append([]string(nil), f.healthy...), f.outdated...) }
+
+// newFleet creates a fleet and its objects: its Functions last.
+func (s *suite) newFleet(t *testing.T, prefix string, healthy, outdated int, hold bool) *fleet {
+	t.Helper()
+	f := s.newNamespace(t, prefix, healthy, outdated, hold)
+	s.populate(t, f)
+	return f
+}
+
+// newNamespace names a fleet, in a new onboarded namespace, without creating anything in it.
+func (s *suite) newNamespace(t *testing.T, prefix string, healthy, outdated int, hold bool) *fleet {
+	t.Helper()
+	f := &fleet{ns: envtest.NewNamespace(t, s.env.Config, "faults-"+prefix+"-", true)}
+	f.hold.Store(hold)
+	for i := 0; i < healthy; i++ {
+		f.healthy = append(f.healthy, fmt.Sprintf("ok-%d", i))
+	}
+	for i := 0; i < outdated; i++ {
+		f.outdated = append(f.outdated, fmt.Sprintf("old-%d", i))
+	}
+	return f
+}
+
+// populate creates the fleet's Secrets, repository, images, Knative Services (when
+// the cluster serves them), Tekton simulation, and last its Functions.
+func (s *suite) populate(t *testing.T, f *fleet) {
+	t.Helper()
+	s.createSecrets(t, f.ns)
+	// The healthy functions come from a private repository (the operator reads it with
+	// the token); the outdated ones from a public one, since func v0.44's pipeline
+	// cannot clone a private repository.
+	for repo, names := range map[string][]string{s.repo(f, true): f.healthy, s.repo(f, false): f.outdated} {
+		files := map[string]string{}
+		for _, name := range names {
+			files["fns/"+name+"/func.yaml"] = fmt.Sprintf("specVersion: 0.36.0\nname: %s\nruntime: go\nregistry: %s/%s\nbuild:\n  builder: pack\n", name, s.reg.Host, f.ns)
+			files["fns/"+name+"/handle.go"] = "package function\n"
+		}
+		if len(files) > 0 {
+			gitserver.CreateRepo(t, s.gitRoot, repo).Commit(t, "main", files, "the fleet")
+		}
+	}
+	s.git.RequireToken(s.repo(f, true), gitToken)
+	if s.knative {
+		s.createServices(t, f)
+	}
+	if s.tekton {
+		s.simulateTekton(t, f)
+	}
+	s.createFunctions(t, f)
+}
+
+// repo names the fleet's private or public repository.
+func (s *suite) repo(f *fleet, private bool) string {
+	if private {
+		return f.ns + "-private"
+	}
+	return f.ns
+}
+
+// leader is the holder of the operator's leader election Lease, "" when not read.
+func (s *suite) leader() string {
+	lease := &coordinationv1.Lease{}
+	if err := s.admin.Get(context.Background(), types.NamespacedName{Namespace: s.dep.systemNamespace, Name: operator.LeaderElectionID}, lease); err != nil || lease.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *lease.Spec.HolderIdentity
+}
+
+func (s *suite) createSecrets(t *testing.T, ns string) {
+	t.Helper()
+	// The "default" ServiceAccount that kube-controller-manager (not run here) makes
+	// in every namespace: a rebuild adds the registry Secret to it.
+	if err := s.admin.Create(context.Background(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, sec := range []*corev1.Secret{{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "git"},
+		Data:       map[string][]byte{"token": []byte(gitToken)},
+	}, {
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "registry"},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: s.reg.DockerConfigJSON()},
+	}} {
+		if err := s.admin.Create(context.Background(), sec); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// createServices creates the Knative Services func deployed the fleet's functions as.
+func (s *suite) createServices(t *testing.T, f *fleet) {
+	t.Helper()
+	for _, name := range f.all() {
+		version := oldMiddleware
+		if !contains(f.outdated, name) {
+			version = s.middleware
+		}
+		image := s.reg.Push(t, f.ns+"/"+name, version)
+		svc := &servingv1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name, Labels: map[string]string{"function.knative.dev/name": name}},
+			Spec: servingv1.ServiceSpec{ConfigurationSpec: servingv1.ConfigurationSpec{Template: servingv1.RevisionTemplateSpec{
+				Spec: servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: image}}}},
+			}}},
+		}
+		if err := s.admin.Create(context.Background(), svc); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (s *suite) createFunctions(t *testing.T, f *fleet) {
+	t.Helper()
+	for _, name := range f.all() {
+		private := contains(f.healthy, name)
+		fn := &v1alpha1.Function{
+			ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name},
+			Spec: v1alpha1.FunctionSpec{
+				Repository: v1alpha1.Repository{URL: s.git.URL(s.repo(f, private)), Branch: "main", Path: "fns/" + name},
+				Registry:   v1alpha1.Registry{AuthSecretRef: &corev1.LocalObjectReference{Name: "registry"}},
+			},
+		}
+		if private {
+			fn.Spec.Repository.AuthSecretRef = &corev1.LocalObjectReference{Name: "git"}
+		}
+		if err := s.admin.Create(context.Background(), fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// simulateTekton runs the Tekton simulation in the fleet's namespace: every run
+// succeeds with the newest middleware once the fleet's hold is off.
+func (s *suite) simulateTekton(t *testing.T, f *fleet) {
+	tektonsim.Start(t, s.env.Config, tektonsim.Options{
+		Namespaces: []string{f.ns}, Registry: s.reg, Interval: 100 * time.Millisecond,
+		Decide: func(*pipelinev1.PipelineRun) tektonsim.Outcome {
+			return tektonsim.Outcome{MiddlewareVersion: s.middleware}
+		},
+		Hold: func(*pipelinev1.PipelineRun) bool { return !f.hold.Load() },
+	})
+}
+
+// simulateKnative plays Knative Serving's controller, which needs a kubelet to run
+// revisions: every Service's newest generation is marked Ready. A simulation.
+func (s *suite) simulateKnative(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			var list servingv1.ServiceList
+			if err := s.admin.List(ctx, &list); err == nil {
+				for i := range list.Items {
+					svc := &list.Items[i]
+					if svc.Status.ObservedGeneration == svc.Generation && svc.Status.GetCondition(apis.ConditionReady).IsTrue() {
+						continue
+					}
+					svc.Status.ObservedGeneration = svc.Generation
+					svc.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionReady, Status: corev1.ConditionTrue}}
+					_ = s.admin.Status().Update(ctx, svc) // a conflict is retried on the next pass
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// function reads a Function, nil while the API server does not answer.
+func (s *suite) function(ns, name string) *v1alpha1.Function {
+	fn := &v1alpha1.Function{}
+	if err := s.admin.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, fn); err != nil {
+		return nil
+	}
+	return fn
+}
+
+// rebuilt says why the function is not rebuilt yet, "" once it is: its build
+// succeeded, the newest middleware is seen serving, and it is Ready.
+func (s *suite) rebuilt(ns, name string) string {
+	fn := s.function(ns, name)
+	if fn == nil {
+		return "not read"
+	}
+	mw := fn.Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate)
+	if b := fn.Status.Build; b == nil || b.Phase != v1alpha1.BuildPhaseSucceeded || mw == nil || !mw.IsTrue() || !fn.Status.IsReady() {
+		return fmt.Sprintf("%s/%s: build %+v, MiddlewareUpToDate %+v, conditions %+v", ns, name, fn.Status.Build, mw, fn.Status.Conditions)
+	}
+	return ""
+}
+
+// ready says why the function is not Ready, "" once it is.
+func (s *suite) ready(ns, name string) string {
+	fn := s.function(ns, name)
+	if fn == nil {
+		return "not read"
+	}
+	if !fn.Status.IsReady() {
+		return fmt.Sprintf("%s/%s: Ready %+v", ns, name, fn.Status.GetCondition(apis.ConditionReady))
+	}
+	return ""
+}
+
+// buildPhase says why the function's build is not in phase, "" once it is.
+func (s *suite) buildPhase(ns, name string, phase string) string {
+	fn := s.function(ns, name)
+	if fn == nil {
+		return "not read"
+	}
+	if b := fn.Status.Build; b == nil || b.Phase != phase {
+		return fmt.Sprintf("%s/%s: build %+v, want %s", ns, name, fn.Status.Build, phase)
+	}
+	return ""
+}
+
+// until polls check every 100ms until it returns "" and returns how long that took,
+// or fails the test with what check last said once bound has passed.
+func until(t *testing.T, bound time.Duration, what string, check func() string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		msg := check()
+		if msg == "" {
+			return time.Since(start)
+		}
+		if time.Since(start) > bound {
+			t.Fatalf("%s: not within %s: %s", what, bound, msg)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// every returns a check that is "" when check is "" for each function of the fleets.
+func every(fleets []*fleet, check func(ns, name string) string) func() string {
+	return func() string {
+		for _, f := range fleets {
+			for _, name := range f.all() {
+				if msg := check(f.ns, name); msg != "" {
+					return msg
+				}
+			}
+		}
+		return ""
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// buildOperator builds cmd/func-operator (cached by go build).
+func buildOperator(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "func-operator")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/func-operator")
+	cmd.Dir = envtest.RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the operator: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// writeKubeconfig writes a kubeconfig that reaches the API server through server,
+// with no credentials of its own (the front adds the operator's).
+func writeKubeconfig(t *testing.T, server string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	content := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: %q}}]
+users: [{name: u, user: {}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`, server)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := netListen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
+}
+
+// deleteObject deletes obj, as a user would.
+func (s *suite) deleteObject(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := s.admin.Delete(context.Background(), obj); err != nil {
+		t.Fatal(err)
+	}
+}

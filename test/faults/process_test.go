@@ -1,0 +1,207 @@
+package faults
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fnops/func-operator/test/envtest"
+	"github.com/fnops/func-operator/test/syncbuffer"
+)
+
+// deployment is how config/500-controller.yaml runs the operator: its container's
+// arguments and environment, with what only a pod has made local to this test.
+type deployment struct {
+	args, env []string
+	// workDir is the directory the Deployment's emptyDir stands for: like an
+	// emptyDir it outlives a restart of the container.
+	workDir          string
+	metrics, probes  string
+	systemNamespace  string
+	kubeconfigForPod string
+}
+
+// readDeployment reads the Deployment of config/ and maps it onto this machine: the
+// emptyDir becomes a directory of the test's, ports become loopback addresses of
+// their own, SYSTEM_NAMESPACE (a fieldRef) the Deployment's namespace, and
+// KUBECONFIG stands for the in-cluster configuration. Nothing else of the test's
+// environment reaches the operator.
+func readDeployment(t *testing.T, kubeconfig string) deployment {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(envtest.RepoRoot(), "config", "500-controller.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d appsv1.Deployment
+	if err := yaml.Unmarshal([]byte(strings.Split(string(b), "\n---\n")[0]), &d); err != nil {
+		t.Fatalf("decoding the Deployment of config/500-controller.yaml: %v", err)
+	}
+	if n := len(d.Spec.Template.Spec.Containers); n != 1 {
+		t.Fatalf("the Deployment has %d containers, want 1", n)
+	}
+	c := d.Spec.Template.Spec.Containers[0]
+	if len(c.VolumeMounts) != 1 || len(d.Spec.Template.Spec.Volumes) != 1 || d.Spec.Template.Spec.Volumes[0].EmptyDir == nil {
+		t.Fatalf("the Deployment mounts %v, want one emptyDir", c.VolumeMounts)
+	}
+	mount := c.VolumeMounts[0].MountPath
+	out := deployment{
+		workDir: filepath.Join(t.TempDir(), "work"), systemNamespace: d.Namespace,
+		metrics: freeAddr(t), probes: freeAddr(t), kubeconfigForPod: kubeconfig,
+	}
+	if err := os.Mkdir(out.workDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	local := func(v string) string {
+		if rest, ok := strings.CutPrefix(v, mount); ok {
+			return out.workDir + rest
+		}
+		return v
+	}
+	for _, a := range c.Args {
+		switch {
+		case strings.HasPrefix(a, "--metrics-bind-address="):
+			a = "--metrics-bind-address=" + out.metrics
+		case strings.HasPrefix(a, "--health-probe-bind-address="):
+			a = "--health-probe-bind-address=" + out.probes
+		default:
+			name, value, ok := strings.Cut(a, "=")
+			if ok {
+				a = name + "=" + local(value)
+			}
+		}
+		out.args = append(out.args, a)
+	}
+	for _, e := range c.Env {
+		v := e.Value
+		if e.ValueFrom != nil {
+			if e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
+				t.Fatalf("env %s comes from %+v, which this test cannot stand in for", e.Name, e.ValueFrom)
+			}
+			v = d.Namespace
+		}
+		out.env = append(out.env, e.Name+"="+local(v))
+	}
+	out.env = append(out.env, "KUBECONFIG="+kubeconfig)
+	return out
+}
+
+// kubeletSim runs the operator binary as the kubelet runs the Deployment's
+// container: it starts it again whenever it exits, after a back-off that doubles
+// from 1s to 8s (reset after 20s of running). It is a simulation: no kubelet runs
+// here.
+type kubeletSim struct {
+	t    *testing.T
+	bin  string
+	dep  deployment
+	Logs *syncbuffer.Buffer
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	starts  int
+	exits   []string
+	stopped bool
+	done    chan struct{}
+}
+
+func startKubeletSim(t *testing.T, bin string, dep deployment) *kubeletSim {
+	k := &kubeletSim{t: t, bin: bin, dep: dep, Logs: &syncbuffer.Buffer{}, done: make(chan struct{})}
+	go k.run()
+	t.Cleanup(k.stop)
+	return k
+}
+
+func (k *kubeletSim) run() {
+	defer close(k.done)
+	backoff := time.Second
+	for {
+		cmd := exec.Command(k.bin, k.dep.args...)
+		cmd.Env = k.dep.env
+		cmd.Stdout, cmd.Stderr = k.Logs, k.Logs
+		k.mu.Lock()
+		if k.stopped {
+			k.mu.Unlock()
+			return
+		}
+		err := cmd.Start()
+		if err == nil {
+			k.cmd = cmd
+			k.starts++
+		}
+		k.mu.Unlock()
+		if err != nil {
+			k.t.Errorf("starting the operator: %v", err)
+			return
+		}
+		started := time.Now()
+		err = cmd.Wait()
+		k.mu.Lock()
+		k.cmd = nil
+		k.exits = append(k.exits, fmt.Sprintf("pid %d after %s: %v", cmd.Process.Pid, time.Since(started).Round(time.Millisecond), err))
+		stopped := k.stopped
+		k.mu.Unlock()
+		if stopped {
+			return
+		}
+		if time.Since(started) > 20*time.Second {
+			backoff = time.Second
+		}
+		time.Sleep(backoff)
+		backoff = min(2*backoff, 8*time.Second)
+	}
+}
+
+// kill sends SIGKILL to the running operator process, by its id, and returns that id
+// (0 when none runs).
+func (k *kubeletSim) kill() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.cmd == nil {
+		return 0
+	}
+	pid := k.cmd.Process.Pid
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		k.t.Errorf("SIGKILL to the operator (pid %d): %v", pid, err)
+	}
+	return pid
+}
+
+// Starts is how many times the operator was started.
+func (k *kubeletSim) Starts() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.starts
+}
+
+// stop ends the simulation: SIGTERM to the running process, SIGKILL after 30s.
+func (k *kubeletSim) stop() {
+	k.mu.Lock()
+	k.stopped = true
+	cmd := k.cmd
+	k.mu.Unlock()
+	if cmd != nil {
+		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-k.done:
+		case <-time.After(30 * time.Second):
+			_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+			<-k.done
+		}
+	} else {
+		<-k.done
+	}
+	if k.t.Failed() {
+		k.mu.Lock()
+		k.t.Logf("operator exits: %s", strings.Join(k.exits, "; "))
+		k.mu.Unlock()
+		k.t.Logf("operator output:\n%s", k.Logs.String())
+	}
+}
