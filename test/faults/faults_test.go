@@ -547,6 +547,11 @@ func (s *suite) finish(t *testing.T) {
 	for _, l := range leaks {
 		t.Errorf("Secret value shown: %s", l)
 	}
+	// The control of the kills: every SIGKILL (5 mid-build or mid-write, 3 across
+	// registry faults) and the API server outage made the kubelet start it again.
+	if n := s.kubelet.Starts(); n < 1+5+3+1 {
+		t.Errorf("the operator was started %d times, want at least 10: a fault did not take", n)
+	}
 	// What SIGKILLs left in the emptyDir went when the next process started.
 	if left, err := filepath.Glob(filepath.Join(s.dep.workDir, "func-library-*")); err != nil || len(left) != 1 {
 		t.Errorf("func library directories in the work dir after %d starts: %v, %v; want the running process' one", s.kubelet.Starts(), left, err)

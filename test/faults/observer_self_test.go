@@ -1,0 +1,93 @@
+package faults
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"knative.dev/pkg/apis"
+	duckv1 "knative.dev/pkg/apis/duck/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/operator"
+	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
+)
+
+// TestObserver_Counts is the positive control of the suite's counters: each counts
+// what it must, and nothing else.
+func TestObserver_Counts(t *testing.T) {
+	o := &observer{ready: map[string]bool{}, runs: map[types.UID]string{}, live: map[string]map[types.UID]bool{},
+		succeeded: map[string]bool{}, created: map[string]int{}}
+	fn := func(ready corev1.ConditionStatus) *v1alpha1.Function {
+		f := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "fn"}}
+		f.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionReady, Status: ready}}
+		return f
+	}
+	o.function(fn(corev1.ConditionFalse))
+	o.function(fn(corev1.ConditionTrue))
+	o.function(fn(corev1.ConditionTrue))
+	if flaps, _ := o.counts(); len(flaps) != 0 {
+		t.Errorf("flaps = %q before any, want none", flaps)
+	}
+	o.function(fn(corev1.ConditionUnknown))
+	if flaps, _ := o.counts(); len(flaps) != 1 || !strings.Contains(flaps[0], "ns/fn") {
+		t.Errorf("flaps = %q, want the one True -> Unknown", flaps)
+	}
+
+	run := func(uid string, succeeded corev1.ConditionStatus) *pipelinev1.PipelineRun {
+		pr := &pipelinev1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: uid, UID: types.UID(uid),
+			Labels: map[string]string{resources.LabelFunction: "fn"}}}
+		if succeeded != "" {
+			pr.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: succeeded})
+		}
+		return pr
+	}
+	o.run(run("a", ""), false)
+	o.run(run("a", corev1.ConditionFalse), false) // failed: a retry is no duplicate
+	o.run(run("b", ""), false)
+	if _, dups := o.counts(); len(dups) != 0 {
+		t.Errorf("duplicates = %q after a failed run and its retry, want none", dups)
+	}
+	o.run(run("c", ""), false) // while b runs
+	o.run(run("c", ""), true)
+	o.run(run("b", corev1.ConditionTrue), false)
+	o.run(run("d", ""), false) // after b succeeded
+	if _, dups := o.counts(); len(dups) != 2 || !strings.Contains(dups[0], "while") || !strings.Contains(dups[1], "after a build of it succeeded") {
+		t.Errorf("duplicates = %q, want c (b still ran) and d (b succeeded)", dups)
+	}
+	if n := o.runsOf("ns/fn"); n != 4 {
+		t.Errorf("runsOf = %d, want 4", n)
+	}
+}
+
+// TestSecretLeaks is the positive control of the Secret check: a value in an Event,
+// a status or the output is found, and named without the value.
+func TestSecretLeaks(t *testing.T) {
+	scheme, err := operator.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const secret = "s3cr3t-value"
+	fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "fn"}}
+	fn.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionReady, Status: corev1.ConditionFalse, Message: "token " + secret}}
+	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ev"}, Message: "clean"}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(fn, ev).Build()
+	leaks, err := secretLeaks(context.Background(), c, "log line "+secret, []string{secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"secret #1 (12 characters) in status of Function ns/fn", "secret #1 (12 characters) in the operator's output"}
+	if strings.Join(leaks, "|") != strings.Join(want, "|") {
+		t.Errorf("leaks = %q, want %q", leaks, want)
+	}
+	for _, l := range leaks {
+		if strings.Contains(l, secret) {
+			t.Errorf("a leak report shows the value: %q", l)
+		}
+	}
+}
