@@ -215,10 +215,15 @@ type MiddlewareStatus struct {
 	// +kubebuilder:validation:Enum=label;buildinfo;source
 	CurrentSource string `json:"currentSource,omitempty"`
 
+	// Image is the image Current was read from (by digest).
+	// +optional
+	Image string `json:"image,omitempty"`
+
 	// RegistryUnreachableSince is when the registry of the running image stopped
-	// answering (a network error, a timeout, a 5xx), while it has not answered since.
-	// During an outage the last known middleware verdict stands, until ConfigMap
-	// func-operator-config's outageGrace.
+	// letting it be read (a network error, a timeout, a 5xx; or, for the image the
+	// verdict was read from, a 401/403), while it has not since. During an outage the
+	// last known middleware verdict stands, until ConfigMap func-operator-config's
+	// outageGrace.
 	// +optional
 	RegistryUnreachableSince *metav1.Time `json:"registryUnreachableSince,omitempty"`
 }

@@ -363,7 +363,16 @@ var leftoverPrefixes = []string{"func-library-", "clone-", "build-", "funcyaml-"
 // outlives a container restart), what an earlier process left when it was killed:
 // without it every SIGKILL mid-clone would leave a clone behind until the volume's
 // size limit evicts the pod.
+// A directory others may write to (world-writable or sticky, as /tmp) is not the
+// operator's own: nothing is removed from it.
 func removeLeftovers(workDir string) error {
+	fi, err := os.Stat(workDir)
+	if err != nil {
+		return fmt.Errorf("reading the work directory %s: %w", workDir, err)
+	}
+	if fi.Mode()&(os.ModeSticky|0o002) != 0 {
+		return fmt.Errorf("the work directory %s is shared (mode %s): use a directory of the operator's own, such as an emptyDir", workDir, fi.Mode())
+	}
 	entries, err := os.ReadDir(workDir)
 	if err != nil {
 		return fmt.Errorf("reading the work directory %s: %w", workDir, err)
@@ -404,7 +413,8 @@ func privateDirs(mgr manager.Manager, workDir string) (work, kubeconfig string, 
 		}
 		made, workDir = append(made, dir), dir
 	} else if err := removeLeftovers(workDir); err != nil {
-		return "", "", nil, err
+		// What stays behind only takes room: not a reason to stop.
+		mgr.GetLogger().Error(err, "cleaning the work directory up")
 	}
 	kubeconfigDir, err := os.MkdirTemp(workDir, "func-library-")
 	if err != nil {

@@ -3,6 +3,7 @@ package operator
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -51,5 +52,20 @@ func TestRemoveLeftovers(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"clone-file", "kept"}, got); diff != "" {
 		t.Errorf("left in the work directory (-want +got):\n%s", diff)
+	}
+
+	// A shared directory, as /tmp, is left alone.
+	shared := t.TempDir()
+	if err := os.Mkdir(filepath.Join(shared, "clone-other"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	if err := removeLeftovers(shared); err == nil || !strings.Contains(err.Error(), "is shared") {
+		t.Errorf("removeLeftovers(a sticky, world-writable directory) = %v, want it refused", err)
+	}
+	if _, err := os.Stat(filepath.Join(shared, "clone-other")); err != nil {
+		t.Errorf("another program's clone-other in a shared directory: %v", err)
 	}
 }

@@ -54,6 +54,8 @@ type suite struct {
 	knative, tekton bool
 	fleets          []*fleet
 	rows            []row
+	// cursor is where the counters stood at the last row.
+	cursor row
 	// top is the suite's test, for what outlives one fault.
 	top *testing.T
 }
@@ -152,7 +154,7 @@ func setUp(t *testing.T) *suite {
 		t.Fatalf("the Deployment runs in %s, want func-operator (where config/ puts the ConfigMap)", s.dep.systemNamespace)
 	}
 	s.kubelet = startKubeletSim(t, buildOperator(t), s.dep)
-	s.obs = startObserver(t, s.env.Config)
+	s.obs = startObserver(t, s.env.Config, s.secrets())
 	until(t, time.Minute, "the operator's readiness", func() string {
 		resp, err := http.Get("http://" + s.dep.probes + "/readyz")
 		if err != nil {
@@ -167,7 +169,8 @@ func setUp(t *testing.T) *suite {
 	return s
 }
 
-// record adds a row, with the counters as they are now minus those of before.
+// record adds a row with what the counters counted since the last row, and moves
+// the cursor: every count lands in exactly one row (or, after the last, in finish).
 func (s *suite) record(t *testing.T, before row, fault, sees string, recovery time.Duration, lost int) {
 	flaps, dups := s.obs.counts()
 	r := row{fault: fault, sees: sees, recovery: recovery, flaps: len(flaps) - before.flaps, duplicates: len(dups) - before.duplicates, lost: lost}
@@ -178,12 +181,39 @@ func (s *suite) record(t *testing.T, before row, fault, sees string, recovery ti
 	for _, d := range dups[before.duplicates:] {
 		t.Errorf("duplicate build: %s", d)
 	}
+	s.cursor = row{flaps: len(flaps), duplicates: len(dups)}
 }
 
-// mark returns the counters now, for record.
-func (s *suite) mark() row {
-	flaps, dups := s.obs.counts()
-	return row{flaps: len(flaps), duplicates: len(dups)}
+// mark returns the cursor of the counters, for record.
+func (s *suite) mark() row { return s.cursor }
+
+// secrets are the suite's Secret values, as they could show: raw and base64.
+func (s *suite) secrets() []string {
+	return []string{gitToken, registryPassword,
+		base64.StdEncoding.EncodeToString([]byte(gitToken)),
+		base64.StdEncoding.EncodeToString([]byte(registryUser + ":" + registryPassword))}
+}
+
+// killOperator kills the running operator process (waiting for one to run), and
+// waits for the kubelet simulation to start the next.
+func (s *suite) killOperator(t *testing.T) {
+	t.Helper()
+	until(t, time.Minute, "an operator process to kill", func() string {
+		if !s.kubelet.running() {
+			return "none runs"
+		}
+		return ""
+	})
+	starts := s.kubelet.Starts()
+	if s.kubelet.kill() == 0 {
+		t.Fatal("no operator process to kill")
+	}
+	until(t, time.Minute, "the next operator process", func() string {
+		if s.kubelet.Starts() == starts {
+			return "not started yet"
+		}
+		return ""
+	})
 }
 
 // lostBuilds waits up to bound for every outdated function of the fleets (but
@@ -403,7 +433,7 @@ func (s *suite) registryFault(t *testing.T, r registryFault) {
 	before := s.mark()
 	r.start(s.reg)
 	defer r.end(s.reg)
-	s.kubelet.kill()
+	s.killOperator(t)
 	reachable := func(want bool, reason string) func(ns, name string) string {
 		return func(ns, name string) string {
 			fn := s.function(ns, name)
@@ -422,9 +452,10 @@ func (s *suite) registryFault(t *testing.T, r registryFault) {
 	r.end(s.reg)
 	ended := time.Now()
 	until(t, 2*time.Minute, "every function seeing the registry again", every(s.fleets, reachable(true, "")))
+	recovered := time.Since(ended)
 	s.record(t, before, "registry "+r.name+" while the operator reads every image again (after a SIGKILL)",
 		fmt.Sprintf("Ready stays True; `RegistryReachable` False (`%s`, severity Warning) on every function within %s", r.reason, seen.Round(time.Second)),
-		time.Since(ended), 0)
+		recovered, s.lostBuilds(t, 30*time.Second, s.fleets))
 }
 
 // gitFault is an outage of the git host.
@@ -460,9 +491,10 @@ func (s *suite) gitFault(t *testing.T, g gitFault) {
 	s.git.FailWith(0)
 	ended := time.Now()
 	until(t, time.Minute, "every function seeing the git host again", every(s.fleets, reachable(true)))
+	recovered := time.Since(ended)
 	s.record(t, before, "git host "+g.name,
 		fmt.Sprintf("Ready stays True; `SourceReachable` False (`BranchListFailed`, severity Warning) on every function within %s (the next check)", seen.Round(time.Second)),
-		time.Since(ended), 0)
+		recovered, s.lostBuilds(t, 30*time.Second, s.fleets))
 }
 
 // pipelineRunDeleted deletes a running build's PipelineRun.
@@ -539,11 +571,20 @@ func (s *suite) finish(t *testing.T) {
 	for _, r := range s.rows {
 		lost += r.lost
 	}
-	leaks, err := secretLeaks(context.Background(), s.admin, s.kubelet.Logs.String(),
-		[]string{gitToken, registryPassword, base64.StdEncoding.EncodeToString([]byte(registryUser + ":" + registryPassword))})
+	// Whatever the counters counted after the last row.
+	time.Sleep(2 * time.Second)
+	flaps, dups := s.obs.counts()
+	for _, f := range flaps[s.cursor.flaps:] {
+		t.Errorf("Ready flap after the last fault: %s", f)
+	}
+	for _, d := range dups[s.cursor.duplicates:] {
+		t.Errorf("duplicate build after the last fault: %s", d)
+	}
+	leaks, err := secretLeaks(context.Background(), s.admin, s.kubelet.Logs.String(), s.secrets())
 	if err != nil {
 		t.Fatal(err)
 	}
+	leaks = append(leaks, s.obs.statusLeaks()...)
 	for _, l := range leaks {
 		t.Errorf("Secret value shown: %s", l)
 	}

@@ -22,7 +22,7 @@ import (
 // what it must, and nothing else.
 func TestObserver_Counts(t *testing.T) {
 	o := &observer{ready: map[string]bool{}, runs: map[types.UID]string{}, live: map[string]map[types.UID]bool{},
-		succeeded: map[string]bool{}, created: map[string]int{}}
+		succeeded: map[string]bool{}, created: map[string]int{}, secrets: []string{"s3cr3t"}}
 	fn := func(ready corev1.ConditionStatus) *v1alpha1.Function {
 		f := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "fn"}}
 		f.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionReady, Status: ready}}
@@ -37,6 +37,15 @@ func TestObserver_Counts(t *testing.T) {
 	o.function(fn(corev1.ConditionUnknown))
 	if flaps, _ := o.counts(); len(flaps) != 1 || !strings.Contains(flaps[0], "ns/fn") {
 		t.Errorf("flaps = %q, want the one True -> Unknown", flaps)
+	}
+	if leaks := o.statusLeaks(); len(leaks) != 0 {
+		t.Errorf("leaks = %q before any, want none", leaks)
+	}
+	leaky := fn(corev1.ConditionFalse)
+	leaky.Status.Conditions[0].Message = "token s3cr3t"
+	o.function(leaky)
+	if leaks := o.statusLeaks(); len(leaks) != 1 || strings.Contains(leaks[0], "s3cr3t") {
+		t.Errorf("leaks = %q, want the one status, without the value", leaks)
 	}
 
 	run := func(uid string, succeeded corev1.ConditionStatus) *pipelinev1.PipelineRun {
@@ -57,11 +66,12 @@ func TestObserver_Counts(t *testing.T) {
 	o.run(run("c", ""), true)
 	o.run(run("b", corev1.ConditionTrue), false)
 	o.run(run("d", ""), false) // after b succeeded
-	if _, dups := o.counts(); len(dups) != 2 || !strings.Contains(dups[0], "while") || !strings.Contains(dups[1], "after a build of it succeeded") {
-		t.Errorf("duplicates = %q, want c (b still ran) and d (b succeeded)", dups)
+	o.run(run("e", ""), true)  // first seen deleted: created all the same
+	if _, dups := o.counts(); len(dups) != 3 || !strings.Contains(dups[0], "while") || !strings.Contains(dups[1], "after a build of it succeeded") {
+		t.Errorf("duplicates = %q, want c (b still ran), d and e (b succeeded)", dups)
 	}
-	if n := o.runsOf("ns/fn"); n != 4 {
-		t.Errorf("runsOf = %d, want 4", n)
+	if n := o.runsOf("ns/fn"); n != 5 {
+		t.Errorf("runsOf = %d, want 5", n)
 	}
 }
 

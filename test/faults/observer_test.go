@@ -44,11 +44,14 @@ type observer struct {
 	succeeded  map[string]bool
 	duplicates []string
 	created    map[string]int
+	// secrets are values no status may ever show; leaks where one did.
+	secrets []string
+	leaks   []string
 }
 
 // startObserver watches Functions (and, with builds, PipelineRuns) through cfg until
 // the test ends. Its informers ride out API server outages, as a monitor's would.
-func startObserver(t *testing.T, cfg *rest.Config) *observer {
+func startObserver(t *testing.T, cfg *rest.Config, secrets []string) *observer {
 	t.Helper()
 	scheme, err := operator.NewScheme()
 	if err != nil {
@@ -59,7 +62,7 @@ func startObserver(t *testing.T, cfg *rest.Config) *observer {
 		t.Fatal(err)
 	}
 	o := &observer{ready: map[string]bool{}, runs: map[types.UID]string{}, live: map[string]map[types.UID]bool{},
-		succeeded: map[string]bool{}, created: map[string]int{}}
+		succeeded: map[string]bool{}, created: map[string]int{}, secrets: secrets}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	o.c, o.ctx = c, ctx
@@ -119,8 +122,14 @@ func (o *observer) function(obj interface{}) {
 	key := fn.Namespace + "/" + fn.Name
 	c := fn.Status.GetCondition(apis.ConditionReady)
 	ready := c != nil && c.IsTrue()
+	status, err := json.Marshal(fn.Status)
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	for i, s := range o.secrets {
+		if err != nil || strings.Contains(string(status), s) {
+			o.leaks = append(o.leaks, fmt.Sprintf("secret #%d (%d characters) in a status of Function %s (or it could not be encoded: %v)", i+1, len(s), key, err))
+		}
+	}
 	if o.ready[key] && !ready && fn.DeletionTimestamp == nil {
 		what := "no Ready condition"
 		if c != nil {
@@ -139,7 +148,7 @@ func (o *observer) run(obj interface{}, deleted bool) {
 	key := pr.Namespace + "/" + pr.Labels[resources.LabelFunction]
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if _, seen := o.runs[pr.UID]; !seen && !deleted {
+	if _, seen := o.runs[pr.UID]; !seen { // a run first seen deleted was created all the same
 		o.runs[pr.UID] = key
 		o.created[key]++
 		var others []string
@@ -171,6 +180,13 @@ func (o *observer) counts() (flaps, duplicates []string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return append([]string(nil), o.flaps...), append([]string(nil), o.duplicates...)
+}
+
+// statusLeaks returns where a status showed a Secret value, at any update.
+func (o *observer) statusLeaks() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.leaks...)
 }
 
 // runsOf returns how many build PipelineRuns were created for the Function key.

@@ -174,6 +174,13 @@ func (k *kubeletSim) kill() int {
 	return pid
 }
 
+// running reports whether an operator process runs.
+func (k *kubeletSim) running() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.cmd != nil
+}
+
 // Starts is how many times the operator was started.
 func (k *kubeletSim) Starts() int {
 	k.mu.Lock()

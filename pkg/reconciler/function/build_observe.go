@@ -30,6 +30,10 @@ const (
 	// deployGrace is how long after a successful PipelineRun the Knative Service may
 	// still run the old image before the build counts as failed.
 	deployGrace = 2 * time.Minute
+	// leaderSettle is how long a new leader waits before it counts a launch of an
+	// earlier leader as lost: past the lease duration (15s), an earlier leader that
+	// stalled has noticed it lost.
+	leaderSettle = 20 * time.Second
 	// pollWhileWaiting is the requeue while waiting for a launch or a deploy.
 	pollWhileWaiting = 2 * time.Second
 	// maxMessage bounds a build message copied from Tekton or the func library.
@@ -72,7 +76,7 @@ func (r *Reconciler) followBuild(ctx context.Context, fn *v1alpha1.Function) (Re
 		}
 	}
 	if pr == nil {
-		return r.observeLaunch(fn), nil
+		return r.observeLaunch(ctx, fn)
 	}
 
 	key := client.ObjectKeyFromObject(fn)
@@ -146,36 +150,60 @@ func (r *Reconciler) adoptRun(ctx context.Context, fn *v1alpha1.Function, runs [
 // observeLaunch follows a build whose PipelineRun does not exist (yet): launched by
 // this process and on its way, failed before its run existed, deleted, or launched by
 // a process that is gone.
-func (r *Reconciler) observeLaunch(fn *v1alpha1.Function) Result {
+func (r *Reconciler) observeLaunch(ctx context.Context, fn *v1alpha1.Function) (Result, error) {
 	key := client.ObjectKeyFromObject(fn)
 	b, now := fn.Status.Build, r.now()
 	launched, ended, launchErr := r.Launcher.Launched(key, b.ID)
 	switch {
 	case launched && !ended:
-		return requeueAfter(pollWhileWaiting) // the PipelineRun is on its way
+		return requeueAfter(pollWhileWaiting), nil // the PipelineRun is on its way
 	case launched && launchErr != nil:
 		r.buildFailed(fn, now, failure{message: fmt.Sprintf("starting the build failed: %s", launchErr)})
 		r.Launcher.Done(key, b.ID)
 	case b.Phase == v1alpha1.BuildPhaseRunning:
 		r.buildFailed(fn, now, failure{message: fmt.Sprintf("PipelineRun %s was deleted before it finished", b.PipelineRun)})
 		r.Launcher.Done(key, b.ID)
-	case b.StartTime != nil && now.Sub(b.StartTime.Time) < launchGrace && !r.launchedByEarlierLeader(b):
-		return requeueAfter(launchGrace - now.Sub(b.StartTime.Time))
+	case b.StartTime != nil && now.Sub(b.StartTime.Time) < launchGrace:
+		earlier, err := r.launchedByEarlierLeader(ctx, fn, now)
+		if err != nil {
+			return Result{}, err
+		}
+		if !earlier {
+			return requeueAfter(min(launchGrace-now.Sub(b.StartTime.Time), leaderSettle)), nil
+		}
+		r.launchLost(fn, now)
 	default:
-		// Launched by a process that is gone, and no PipelineRun came of it.
-		b.Phase, b.Message = v1alpha1.BuildPhaseFailed, "the build's launch was interrupted before its PipelineRun existed (the operator restarted?): it is retried now"
-		b.CompletionTime, b.RetryAfter = &metav1.Time{Time: now}, &metav1.Time{Time: now}
-		r.Queue.Release(key)
+		r.launchLost(fn, now)
 	}
-	return Result{}
+	return Result{}, nil
+}
+
+// launchLost records a build launched by a process that is gone, of which no
+// PipelineRun came: it is retried now, without counting as a failure.
+func (r *Reconciler) launchLost(fn *v1alpha1.Function, now time.Time) {
+	b := fn.Status.Build
+	b.Phase, b.Message = v1alpha1.BuildPhaseFailed, "the build's launch was interrupted before its PipelineRun existed (the operator restarted?): it is retried now"
+	b.CompletionTime, b.RetryAfter = &metav1.Time{Time: now}, &metav1.Time{Time: now}
+	r.Queue.Release(client.ObjectKeyFromObject(fn))
 }
 
 // launchedByEarlierLeader reports a build launched before this process led (start
-// times have second precision): that leader is gone, and what it created is in the
-// cache.
-func (r *Reconciler) launchedByEarlierLeader(b *v1alpha1.BuildStatus) bool {
+// times have second precision) whose PipelineRun the API server does not have: the
+// earlier leader is gone, so none will come. It waits leaderSettle into the
+// leadership, past the time an earlier leader could still act unaware that it lost
+// (renew deadline to lease duration), and reads the runs live: the cache may list
+// from a lagging watch cache.
+func (r *Reconciler) launchedByEarlierLeader(ctx context.Context, fn *v1alpha1.Function, now time.Time) (bool, error) {
 	since, ok := r.Leading.Since()
-	return ok && b.StartTime.Time.Before(since.Add(-time.Second))
+	if !ok || now.Sub(since) < leaderSettle || !fn.Status.Build.StartTime.Time.Before(since.Add(-time.Second)) {
+		return false, nil
+	}
+	var list pipelinev1.PipelineRunList
+	if err := r.APIReader.List(ctx, &list, client.InNamespace(fn.Namespace),
+		client.MatchingLabels{resources.LabelFunction: fn.Name, resources.LabelBuildID: fn.Status.Build.ID}); err != nil {
+		return false, fmt.Errorf("reading the PipelineRuns of build %s from the API server: %w", fn.Status.Build.ID, err)
+	}
+	return len(list.Items) == 0, nil
 }
 
 // buildFailed records a failed build and when it may be retried, and frees its slot.

@@ -96,6 +96,17 @@ func (r taskRunsUnreadable) Get(ctx context.Context, key client.ObjectKey, obj c
 	return r.Reader.Get(ctx, key, obj, opts...)
 }
 
+// lagging is a cache that has not seen any PipelineRun yet, as one listed from a
+// lagging watch cache has not.
+type lagging struct{ client.Client }
+
+func (c lagging) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*pipelinev1.PipelineRunList); ok {
+		return nil
+	}
+	return c.Client.List(ctx, list, opts...)
+}
+
 // newBuildReconciler returns a test Reconciler that can rebuild, with a seeded queue
 // of budget 2 and a Launcher that records what it runs.
 func newBuildReconciler(t *testing.T) (*Reconciler, *recordingRun) {
@@ -145,6 +156,8 @@ func TestReconciler_observeBuild(t *testing.T) {
 		wantRuns *int
 		// leadingFor, when set, is how long this process has led (leader election on).
 		leadingFor time.Duration
+		// cacheLags hides every PipelineRun from the cache (not from the API server).
+		cacheLags bool
 	}{{
 		name: "no build, no run: nothing",
 	}, {
@@ -219,18 +232,34 @@ func TestReconciler_observeBuild(t *testing.T) {
 		wantSoon:  launchGrace,
 	}, {
 		name:       "Starting without a run, launched by an earlier leader: lost, retried now",
-		build:      &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseStarting, StartTime: ago(20 * time.Second)},
+		build:      &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseStarting, StartTime: ago(40 * time.Second)},
 		holdsSlot:  true,
-		leadingFor: 5 * time.Second,
+		leadingFor: leaderSettle + time.Second,
 		want:       buildOutcome{Phase: v1alpha1.BuildPhaseFailed, Retry: true},
 		wantMsg:    "interrupted before its PipelineRun existed",
+	}, {
+		name:       "launched by an earlier leader, its run not in the lagging cache but on the API server: wait for it",
+		build:      &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseStarting, StartTime: ago(40 * time.Second)},
+		run:        &pipelineRun{id: "b1", succeeded: corev1.ConditionUnknown},
+		cacheLags:  true,
+		holdsSlot:  true,
+		leadingFor: leaderSettle + time.Second,
+		want:       buildOutcome{Phase: v1alpha1.BuildPhaseStarting, HoldsSlot: true},
+		wantSoon:   leaderSettle,
+	}, {
+		name:       "launched by an earlier leader, but this one leads for less than leaderSettle: wait",
+		build:      &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseStarting, StartTime: ago(40 * time.Second)},
+		holdsSlot:  true,
+		leadingFor: 5 * time.Second,
+		want:       buildOutcome{Phase: v1alpha1.BuildPhaseStarting, HoldsSlot: true},
+		wantSoon:   leaderSettle,
 	}, {
 		name:       "Starting without a run, launched since this process leads: wait for it",
 		build:      &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseStarting, StartTime: ago(2 * time.Second)},
 		holdsSlot:  true,
-		leadingFor: 5 * time.Second,
+		leadingFor: leaderSettle + 5*time.Second,
 		want:       buildOutcome{Phase: v1alpha1.BuildPhaseStarting, HoldsSlot: true},
-		wantSoon:   launchGrace,
+		wantSoon:   leaderSettle,
 	}, {
 		name:      "Starting without a run past the launch grace: lost, retried now",
 		build:     &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseStarting, StartTime: ago(launchGrace + time.Second)},
@@ -258,6 +287,9 @@ func TestReconciler_observeBuild(t *testing.T) {
 			}
 			if tt.taskRunsUnreadable {
 				r.APIReader = taskRunsUnreadable{r.APIReader}
+			}
+			if tt.cacheLags {
+				r.Client = lagging{r.Client}
 			}
 			if tt.leadingFor > 0 {
 				r.Leading = &Leading{}

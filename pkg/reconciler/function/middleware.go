@@ -68,14 +68,14 @@ func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Funct
 	got, err := r.Inspector.Inspect(inspectCtx, obs.deployment.image, kc)
 	cancel()
 	if cannotRead(err) {
-		return r.registryUnreachable(ctx, fn, err)
+		return r.registryUnreachable(ctx, fn, obs.deployment.image, err)
 	}
 	if err != nil {
 		return Result{}, inspectFailed(fn, err)
 	}
 	mw.RegistryUnreachableSince = nil
 	fn.Status.MarkRegistryReachable()
-	mw.Current, mw.CurrentSource = got.Version, got.Source
+	mw.Current, mw.CurrentSource, mw.Image = got.Version, got.Source, obs.deployment.image
 
 	outcome, err := middleware.Compare(got.Version, pin.Version)
 	if err != nil {
@@ -174,7 +174,8 @@ func (r *Reconciler) registryKeychain(ctx context.Context, fn *v1alpha1.Function
 
 // cannotRead reports an image read that says nothing about the image: the registry
 // did not answer (network error, timeout, registryTimeout, 5xx), or it refused the
-// credentials (401/403), which a Function whose verdict stands was read with before.
+// credentials (401/403), which registryUnreachable holds as an outage only for the
+// image the verdict was read from.
 func cannotRead(err error) bool {
 	var (
 		unreachable *registry.UnreachableError
@@ -187,17 +188,20 @@ func cannotRead(err error) bool {
 // (cannotRead): it shows in RegistryReachable (severity Warning, not gating Ready)
 // from the outage's start, and while it lasts less than outageGrace the last known
 // middleware verdict stands (nothing is rebuilt: the steps after it do not run).
-// Without a verdict to keep, or past the grace, MiddlewareUpToDate shows the error.
-func (r *Reconciler) registryUnreachable(ctx context.Context, fn *v1alpha1.Function, err error) (Result, error) {
+// Without a verdict to keep, or past the grace, MiddlewareUpToDate shows the error;
+// a refusal (401/403) too when the image is not the one the verdict was read from (a
+// new image, a typo: registries answer 401 for repositories that do not exist).
+func (r *Reconciler) registryUnreachable(ctx context.Context, fn *v1alpha1.Function, image string, err error) (Result, error) {
 	cfg, now := r.Config.Load(), r.now()
 	mw := fn.Status.Middleware
 	reason := v1alpha1.ReasonRegistryUnreachable
+	sameImage := true
 	if auth := (*registry.AuthError)(nil); errors.As(err, &auth) {
-		reason = v1alpha1.ReasonRegistryAuthFailed
+		reason, sameImage = v1alpha1.ReasonRegistryAuthFailed, mw.Image == image
 	}
 	o := outageOf(&mw.RegistryUnreachableSince, now, cfg)
 	c := fn.Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate)
-	decided := c != nil && !c.IsUnknown() && mw.Current != ""
+	decided := c != nil && !c.IsUnknown() && mw.Current != "" && sameImage
 	if !decided || o.over(now) {
 		fn.Status.MarkRegistryUnreachable(reason, "%s; unreachable since %s", err, o.started())
 		return Result{}, inspectFailed(fn, err)

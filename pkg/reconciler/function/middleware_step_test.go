@@ -216,8 +216,10 @@ func TestReconciler_reconcileMiddleware_lastKnownGood(t *testing.T) {
 	refused := &registry.AuthError{Ref: image, Registry: "registry.invalid", StatusCode: 401, Err: errors.New("401")}
 	noCredentials := &registry.AuthError{Ref: image, Registry: "registry.invalid", Err: errors.New("no keychain")}
 	tests := []struct {
-		name          string
-		decided       bool
+		name    string
+		decided bool
+		// verdictOf is the image the verdict was read from; the running image when empty.
+		verdictOf     string
 		inspector     ImageInspector
 		want          outcome
 		wantReachable string
@@ -246,6 +248,21 @@ func TestReconciler_reconcileMiddleware_lastKnownGood(t *testing.T) {
 		want:          outcome{Kind: "waiting", Reason: v1alpha1.ReasonRegistryAuthFailed, Condition: "True/UpToDate/"},
 		wantReachable: "False/RegistryAuthFailed/Warning",
 	}, {
+		name:      "401 for an image other than the verdict's (a new image, a typo): shown at once",
+		decided:   true,
+		verdictOf: "registry.invalid/fns/hello@sha256:4567",
+		inspector: &fakeInspector{err: refused},
+		want:      outcome{Kind: "stalling", Reason: v1alpha1.ReasonRegistryAuthFailed, Condition: "Unknown/RegistryAuthFailed/"},
+		// RegistryReachable says it too.
+		wantReachable: "False/RegistryAuthFailed/Warning",
+	}, {
+		name:          "503 for an image other than the verdict's: an outage all the same",
+		decided:       true,
+		verdictOf:     "registry.invalid/fns/hello@sha256:4567",
+		inspector:     &fakeInspector{err: down},
+		want:          outcome{Kind: "waiting", Reason: v1alpha1.ReasonRegistryUnreachable, Condition: "True/UpToDate/"},
+		wantReachable: "False/RegistryUnreachable/Warning",
+	}, {
 		name:          "401 with no verdict yet: shown at once",
 		inspector:     &fakeInspector{err: refused},
 		want:          outcome{Kind: "stalling", Reason: v1alpha1.ReasonRegistryAuthFailed, Condition: "Unknown/RegistryAuthFailed/"},
@@ -267,7 +284,10 @@ func TestReconciler_reconcileMiddleware_lastKnownGood(t *testing.T) {
 			fn.Status.InitializeConditions()
 			fn.Status.Middleware = &v1alpha1.MiddlewareStatus{}
 			if tt.decided {
-				fn.Status.Middleware.Current = goPin.Version
+				fn.Status.Middleware.Current, fn.Status.Middleware.Image = goPin.Version, image
+				if tt.verdictOf != "" {
+					fn.Status.Middleware.Image = tt.verdictOf
+				}
 				fn.Status.MarkMiddlewareUpToDate("up to date")
 			}
 			fn.Status.Deployment = &v1alpha1.DeploymentStatus{Runtime: "go", Invoke: "http", Image: image}
@@ -290,6 +310,9 @@ func TestReconciler_reconcileMiddleware_lastKnownGood(t *testing.T) {
 			}
 			if s, ok := tt.inspector.(*slowInspector); ok && !s.waited {
 				t.Error("the slow registry was not waited for")
+			}
+			if err == nil && fn.Status.Middleware.Image != image {
+				t.Errorf("status.middleware.image = %q, want the image read, %q", fn.Status.Middleware.Image, image)
 			}
 		})
 	}
