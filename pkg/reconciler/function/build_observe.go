@@ -24,8 +24,8 @@ const (
 	// launchGrace is how long a build may stay Starting, without a PipelineRun, when
 	// this process did not launch it: another process (before a restart) may still be
 	// creating its PipelineRun. After it, the launch counts as lost and is retried.
-	// With leader election, a build an earlier leader launched is retried at once
-	// (Leading).
+	// With leader election, a build an earlier leader launched is retried sooner:
+	// leaderSettle into this process's leadership (launchedByEarlierLeader).
 	launchGrace = 2 * time.Minute
 	// deployGrace is how long after a successful PipelineRun the Knative Service may
 	// still run the old image before the build counts as failed.
