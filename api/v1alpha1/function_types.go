@@ -219,9 +219,14 @@ type MiddlewareStatus struct {
 	// +optional
 	Image string `json:"image,omitempty"`
 
+	// ReadWith names the credentials Image was read with: the registry Secret and its
+	// resourceVersion ("secret/<name>@<resourceVersion>"), empty for anonymous reads.
+	// +optional
+	ReadWith string `json:"readWith,omitempty"`
+
 	// RegistryUnreachableSince is when the registry of the running image stopped
-	// letting it be read (a network error, a timeout, a 5xx; or, for the image the
-	// verdict was read from, a 401/403), while it has not since. During an outage the
+	// letting it be read (a network error, a timeout, a 5xx; or, for the image and
+	// credentials the verdict was read with, a 401/403), while it has not since. During an outage the
 	// last known middleware verdict stands, until ConfigMap func-operator-config's
 	// outageGrace.
 	// +optional

@@ -174,7 +174,7 @@ func (r *Reconciler) buildMetadata(ctx context.Context, fn *v1alpha1.Function, s
 func (r *Reconciler) registryCredentials(fn *v1alpha1.Function) func(ctx context.Context, image string) (string, string, error) {
 	fn = fn.DeepCopy()
 	return func(ctx context.Context, image string) (string, string, error) {
-		kc, err := r.registryKeychain(ctx, fn)
+		kc, _, err := r.registryKeychain(ctx, fn)
 		if err != nil {
 			return "", "", fmt.Errorf("reading the registry Secret: %w", err)
 		}

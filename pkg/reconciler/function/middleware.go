@@ -60,7 +60,7 @@ func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Funct
 	}
 
 	// A failed read of the image leaves pendingRebuild as it was: nothing new is known.
-	kc, err := r.registryKeychain(ctx, fn)
+	kc, readWith, err := r.registryKeychain(ctx, fn)
 	if err != nil {
 		return Result{}, err
 	}
@@ -68,14 +68,14 @@ func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Funct
 	got, err := r.Inspector.Inspect(inspectCtx, obs.deployment.image, kc)
 	cancel()
 	if cannotRead(err) {
-		return r.registryUnreachable(ctx, fn, obs.deployment.image, err)
+		return r.registryUnreachable(ctx, fn, obs.deployment.image, readWith, err)
 	}
 	if err != nil {
 		return Result{}, inspectFailed(fn, err)
 	}
 	mw.RegistryUnreachableSince = nil
 	fn.Status.MarkRegistryReachable()
-	mw.Current, mw.CurrentSource, mw.Image = got.Version, got.Source, obs.deployment.image
+	mw.Current, mw.CurrentSource, mw.Image, mw.ReadWith = got.Version, got.Source, obs.deployment.image, readWith
 
 	outcome, err := middleware.Compare(got.Version, pin.Version)
 	if err != nil {
@@ -140,36 +140,39 @@ func autoUpdate(fn *v1alpha1.Function, cfg config.Config) *v1alpha1.AutoUpdateSt
 
 // registryKeychain reads the kubernetes.io/dockerconfigjson Secret named by
 // spec.registry.authSecretRef; without one, the registry is read anonymously.
-func (r *Reconciler) registryKeychain(ctx context.Context, fn *v1alpha1.Function) (authn.Keychain, error) {
+//
+// readWith names the credentials: "secret/<name>@<resourceVersion>", or empty for
+// anonymous reads (never a value of the Secret).
+func (r *Reconciler) registryKeychain(ctx context.Context, fn *v1alpha1.Function) (kc authn.Keychain, readWith string, err error) {
 	ref := fn.Spec.Registry.AuthSecretRef
 	if ref == nil || ref.Name == "" {
-		return authn.NewMultiKeychain(), nil
+		return authn.NewMultiKeychain(), "", nil
 	}
 	secret, err := r.secret(ctx, fn, ref.Name)
 	switch {
 	case rerror.Reason(err) == v1alpha1.ReasonNamespaceNotOnboarded:
 		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonNamespaceNotOnboarded, "%s", err)
-		return nil, err
+		return nil, "", err
 	case err != nil:
-		return nil, err
+		return nil, "", err
 	case secret == nil:
 		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonRegistrySecretNotFound,
 			"Secret %q named by spec.registry.authSecretRef does not exist in namespace %q", ref.Name, fn.Namespace)
-		return nil, rerror.NewStalling(v1alpha1.ReasonRegistrySecretNotFound, "registry Secret %q not found", ref.Name)
+		return nil, "", rerror.NewStalling(v1alpha1.ReasonRegistrySecretNotFound, "registry Secret %q not found", ref.Name)
 	}
 	content, ok := secret.Data[corev1.DockerConfigJsonKey]
 	if !ok {
 		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonRegistrySecretInvalid,
 			"Secret %q named by spec.registry.authSecretRef has no key %q: it must be a %s Secret",
 			ref.Name, corev1.DockerConfigJsonKey, corev1.SecretTypeDockerConfigJson)
-		return nil, rerror.NewStalling(v1alpha1.ReasonRegistrySecretInvalid, "registry Secret %q has no %s", ref.Name, corev1.DockerConfigJsonKey)
+		return nil, "", rerror.NewStalling(v1alpha1.ReasonRegistrySecretInvalid, "registry Secret %q has no %s", ref.Name, corev1.DockerConfigJsonKey)
 	}
-	kc, err := registry.Keychain(content)
+	kc, err = registry.Keychain(content)
 	if err != nil {
 		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonRegistrySecretInvalid, "Secret %q: %s", ref.Name, err)
-		return nil, rerror.NewStalling(v1alpha1.ReasonRegistrySecretInvalid, "registry Secret %q: %w", ref.Name, err)
+		return nil, "", rerror.NewStalling(v1alpha1.ReasonRegistrySecretInvalid, "registry Secret %q: %w", ref.Name, err)
 	}
-	return kc, nil
+	return kc, "secret/" + secret.Name + "@" + secret.ResourceVersion, nil
 }
 
 // cannotRead reports an image read that says nothing about the image: the registry
@@ -189,15 +192,16 @@ func cannotRead(err error) bool {
 // from the outage's start, and while it lasts less than outageGrace the last known
 // middleware verdict stands (nothing is rebuilt: the steps after it do not run).
 // Without a verdict to keep, or past the grace, MiddlewareUpToDate shows the error;
-// a refusal (401/403) too when the image is not the one the verdict was read from (a
-// new image, a typo: registries answer 401 for repositories that do not exist).
-func (r *Reconciler) registryUnreachable(ctx context.Context, fn *v1alpha1.Function, image string, err error) (Result, error) {
+// a refusal (401/403) too unless the image and the credentials (readWith) are those
+// the verdict was read with: a new image, a typo (registries answer 401 for
+// repositories that do not exist) or an edited Secret shows at once.
+func (r *Reconciler) registryUnreachable(ctx context.Context, fn *v1alpha1.Function, image, readWith string, err error) (Result, error) {
 	cfg, now := r.Config.Load(), r.now()
 	mw := fn.Status.Middleware
 	reason := v1alpha1.ReasonRegistryUnreachable
 	sameImage := true
 	if auth := (*registry.AuthError)(nil); errors.As(err, &auth) {
-		reason, sameImage = v1alpha1.ReasonRegistryAuthFailed, mw.Image == image
+		reason, sameImage = v1alpha1.ReasonRegistryAuthFailed, mw.Image == image && mw.ReadWith == readWith
 	}
 	o := outageOf(&mw.RegistryUnreachableSince, now, cfg)
 	c := fn.Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate)

@@ -219,7 +219,9 @@ func TestReconciler_reconcileMiddleware_lastKnownGood(t *testing.T) {
 		name    string
 		decided bool
 		// verdictOf is the image the verdict was read from; the running image when empty.
-		verdictOf     string
+		verdictOf string
+		// readWith is the credentials the verdict was read with (anonymous when empty).
+		readWith      string
 		inspector     ImageInspector
 		want          outcome
 		wantReachable string
@@ -251,6 +253,14 @@ func TestReconciler_reconcileMiddleware_lastKnownGood(t *testing.T) {
 		name:      "401 for an image other than the verdict's (a new image, a typo): shown at once",
 		decided:   true,
 		verdictOf: "registry.invalid/fns/hello@sha256:4567",
+		inspector: &fakeInspector{err: refused},
+		want:      outcome{Kind: "stalling", Reason: v1alpha1.ReasonRegistryAuthFailed, Condition: "Unknown/RegistryAuthFailed/"},
+		// RegistryReachable says it too.
+		wantReachable: "False/RegistryAuthFailed/Warning",
+	}, {
+		name:      "401 after the credentials the verdict was read with changed (an edited Secret): shown at once",
+		decided:   true,
+		readWith:  "secret/regcred@41",
 		inspector: &fakeInspector{err: refused},
 		want:      outcome{Kind: "stalling", Reason: v1alpha1.ReasonRegistryAuthFailed, Condition: "Unknown/RegistryAuthFailed/"},
 		// RegistryReachable says it too.
@@ -288,6 +298,7 @@ func TestReconciler_reconcileMiddleware_lastKnownGood(t *testing.T) {
 				if tt.verdictOf != "" {
 					fn.Status.Middleware.Image = tt.verdictOf
 				}
+				fn.Status.Middleware.ReadWith = tt.readWith
 				fn.Status.MarkMiddlewareUpToDate("up to date")
 			}
 			fn.Status.Deployment = &v1alpha1.DeploymentStatus{Runtime: "go", Invoke: "http", Image: image}

@@ -1,12 +1,14 @@
 package function
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"knative.dev/pkg/apis"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
@@ -151,6 +153,9 @@ func TestReconcile_Middleware(t *testing.T) {
 				wantMW.Available = nodePin.Version
 			} else if got.Status.Deployment != nil {
 				wantMW.Image = got.Status.Deployment.Image // the verdict was read from the running image
+				if tc.secret != nil {
+					wantMW.ReadWith = "secret/" + tc.secret.Name + "@" + secretVersion(t, ns, tc.secret.Name)
+				}
 			}
 			if diff := cmp.Diff(wantMW, mw); diff != "" && tc.want.status != corev1.ConditionUnknown {
 				t.Errorf("status.middleware (-want +got):\n%s", diff)
@@ -255,6 +260,23 @@ func TestReconcile_MiddlewarePrivateRegistry(t *testing.T) {
 			if strings.Contains(c.Message, password) || (err != nil && strings.Contains(err.Error(), password)) {
 				t.Errorf("the registry password shows in %q / %v", c.Message, err)
 			}
+			if c.IsTrue() {
+				// The verdict names the credentials it was read with, never their value.
+				want := "secret/hello-registry-auth@" + secretVersion(t, ns, "hello-registry-auth")
+				if mw := got.Status.Middleware; mw.ReadWith != want {
+					t.Errorf("status.middleware.readWith = %q, want %q", mw.ReadWith, want)
+				}
+			}
 		})
 	}
+}
+
+// secretVersion returns the resourceVersion of a Secret of the test's.
+func secretVersion(t *testing.T, ns, name string) string {
+	t.Helper()
+	var s corev1.Secret
+	if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &s); err != nil {
+		t.Fatal(err)
+	}
+	return s.ResourceVersion
 }
