@@ -3,7 +3,6 @@ package source
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
@@ -167,24 +166,18 @@ func describeKeyError(key []byte, passphrase string) string {
 }
 
 // knownHostsCallback builds a host key check from known_hosts content. The x/crypto
-// parser reads files only, so the content passes through a private temporary file
-// that is removed once parsed.
+// parser reads files only: the content passes through knownHostsFile, which writes
+// nowhere on the filesystem (the root filesystem is read-only where config/ runs the
+// operator).
 func knownHostsCallback(content []byte) (ssh.HostKeyCallback, error) {
-	f, err := os.CreateTemp("", "known_hosts-")
+	path, done, err := knownHostsFile(content)
 	if err != nil {
-		return nil, fmt.Errorf("creating temporary known_hosts file: %w", err)
+		return nil, fmt.Errorf("holding known_hosts for its parser: %w", err)
 	}
-	defer func() { _ = os.Remove(f.Name()) }()
-	if _, err := f.Write(content); err != nil {
-		_ = f.Close() // the write error is the one to report
-		return nil, fmt.Errorf("writing temporary known_hosts file: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("writing temporary known_hosts file: %w", err)
-	}
-	cb, err := knownhosts.New(f.Name())
+	defer done()
+	cb, err := knownhosts.New(path)
 	if err != nil {
-		return nil, errors.New(strings.ReplaceAll(err.Error(), f.Name(), KeyKnownHosts))
+		return nil, errors.New(strings.ReplaceAll(err.Error(), path, KeyKnownHosts))
 	}
 	return cb, nil
 }
