@@ -55,7 +55,7 @@ type suite struct {
 	fleets          []*fleet
 	rows            []row
 	// cursor is where the counters stood at the last row.
-	cursor row
+	cursor counted
 	// top is the suite's test, for what outlives one fault.
 	top *testing.T
 }
@@ -67,6 +67,9 @@ type row struct {
 	recovery                time.Duration
 	flaps, duplicates, lost int
 }
+
+// counted is how many Ready flaps and duplicate builds the observer has counted.
+type counted struct{ flaps, duplicates int }
 
 // config are the ConfigMap values of the suite: the shipped keys, with intervals a
 // test can wait for.
@@ -171,21 +174,18 @@ func setUp(t *testing.T) *suite {
 
 // record adds a row with what the counters counted since the last row, and moves
 // the cursor: every count lands in exactly one row (or, after the last, in finish).
-func (s *suite) record(t *testing.T, before row, fault, sees string, recovery time.Duration, lost int) {
+func (s *suite) record(t *testing.T, fault, sees string, recovery time.Duration, lost int) {
 	flaps, dups := s.obs.counts()
-	r := row{fault: fault, sees: sees, recovery: recovery, flaps: len(flaps) - before.flaps, duplicates: len(dups) - before.duplicates, lost: lost}
-	s.rows = append(s.rows, r)
-	for _, f := range flaps[before.flaps:] {
+	s.rows = append(s.rows, row{fault: fault, sees: sees, recovery: recovery,
+		flaps: len(flaps) - s.cursor.flaps, duplicates: len(dups) - s.cursor.duplicates, lost: lost})
+	for _, f := range flaps[s.cursor.flaps:] {
 		t.Errorf("Ready flap: %s", f)
 	}
-	for _, d := range dups[before.duplicates:] {
+	for _, d := range dups[s.cursor.duplicates:] {
 		t.Errorf("duplicate build: %s", d)
 	}
-	s.cursor = row{flaps: len(flaps), duplicates: len(dups)}
+	s.cursor = counted{flaps: len(flaps), duplicates: len(dups)}
 }
-
-// mark returns the cursor of the counters, for record.
-func (s *suite) mark() row { return s.cursor }
 
 // secrets are the suite's Secret values, as they could show: raw and base64.
 func (s *suite) secrets() []string {
@@ -246,7 +246,6 @@ func (s *suite) lostBuilds(t *testing.T, bound time.Duration, fleets []*fleet, e
 // both are installed; without a restart, the functions are described and an
 // outdated one is rebuilt through Tekton.
 func (s *suite) lateAPIs(t *testing.T) {
-	before := s.mark()
 	f := s.newFleet(t, "late", 1, 1, false)
 	s.fleets = append(s.fleets, f)
 	until(t, time.Minute, "KnativeServingNotInstalled", every([]*fleet{f}, func(ns, name string) string {
@@ -268,13 +267,12 @@ func (s *suite) lateAPIs(t *testing.T) {
 	until(t, 2*time.Minute, "the healthy function Ready", func() string { return s.ready(f.ns, f.healthy[0]) })
 	described := time.Since(installed)
 	lost := s.lostBuilds(t, 2*time.Minute, []*fleet{f})
-	s.record(t, before, "Knative Serving and Tekton installed after the operator",
+	s.record(t, "Knative Serving and Tekton installed after the operator",
 		"Deployed `KnativeServingNotInstalled` until then; picked up without a restart, the outdated function rebuilt through Tekton", described, lost)
 }
 
 // killMidBuild: SIGKILL while two builds run; the new process adopts them.
 func (s *suite) killMidBuild(t *testing.T) {
-	before := s.mark()
 	f := s.newFleet(t, "kill-build", 1, 2, true)
 	s.fleets = append(s.fleets, f)
 	until(t, 2*time.Minute, "both builds running", func() string {
@@ -299,7 +297,7 @@ func (s *suite) killMidBuild(t *testing.T) {
 			t.Errorf("%s: %d PipelineRuns, want the 1 adopted across the kill", f.key(name), n)
 		}
 	}
-	s.record(t, before, "operator SIGKILLed mid-build (2 builds running)",
+	s.record(t, "operator SIGKILLed mid-build (2 builds running)",
 		"the running PipelineRuns adopted by the next process (`BuildAdopted`), not started again", time.Since(killed), lost)
 }
 
@@ -349,7 +347,6 @@ var killPoints = []killPoint{{
 
 // killAt kills the operator at k while it rebuilds one function.
 func (s *suite) killAt(t *testing.T, k killPoint) {
-	before := s.mark()
 	f := s.newNamespace(t, "kill-write", 0, 1, false)
 	s.fleets = append(s.fleets, f)
 	leader := s.leader()
@@ -371,13 +368,12 @@ func (s *suite) killAt(t *testing.T, k killPoint) {
 	if n := s.obs.runsOf(f.key(f.outdated[0])); n != 1 {
 		t.Errorf("%d PipelineRuns, want 1", n)
 	}
-	s.record(t, before, "operator SIGKILLed mid-status-write: "+k.name, "the build goes on in the next process; one PipelineRun", recovered, lost)
+	s.record(t, "operator SIGKILLed mid-status-write: "+k.name, "the build goes on in the next process; one PipelineRun", recovered, lost)
 }
 
 // apiServerRestart stops kube-apiserver past the leader election's renew deadline
 // while a build runs, and starts it again.
 func (s *suite) apiServerRestart(t *testing.T) {
-	before := s.mark()
 	f := s.newFleet(t, "apiserver", 0, 1, true)
 	s.fleets = append(s.fleets, f)
 	until(t, 2*time.Minute, "the build running", func() string { return s.buildPhase(f.ns, f.outdated[0], v1alpha1.BuildPhaseRunning) })
@@ -403,7 +399,7 @@ func (s *suite) apiServerRestart(t *testing.T) {
 			t.Errorf("after the API server came back: %s", msg)
 		}
 	}
-	s.record(t, before, "API server stopped for 20s and restarted, mid-build",
+	s.record(t, "API server stopped for 20s and restarted, mid-build",
 		fmt.Sprintf("nothing while it is down (the operator exits when its leader Lease cannot be renewed, and is restarted); %d Ready functions stay Ready; the build finishes once", len(healthy)),
 		recovered, lost)
 }
@@ -430,7 +426,6 @@ var registryFaults = []registryFault{{
 }}
 
 func (s *suite) registryFault(t *testing.T, r registryFault) {
-	before := s.mark()
 	r.start(s.reg)
 	defer r.end(s.reg)
 	s.killOperator(t)
@@ -453,7 +448,7 @@ func (s *suite) registryFault(t *testing.T, r registryFault) {
 	ended := time.Now()
 	until(t, 2*time.Minute, "every function seeing the registry again", every(s.fleets, reachable(true, "")))
 	recovered := time.Since(ended)
-	s.record(t, before, "registry "+r.name+" while the operator reads every image again (after a SIGKILL)",
+	s.record(t, "registry "+r.name+" while the operator reads every image again (after a SIGKILL)",
 		fmt.Sprintf("Ready stays True; `RegistryReachable` False (`%s`, severity Warning) on every function within %s", r.reason, seen.Round(time.Second)),
 		recovered, s.lostBuilds(t, 30*time.Second, s.fleets))
 }
@@ -471,7 +466,6 @@ var gitFaults = []gitFault{
 }
 
 func (s *suite) gitFault(t *testing.T, g gitFault) {
-	before := s.mark()
 	s.git.FailWith(g.code)
 	defer s.git.FailWith(0)
 	reachable := func(want bool) func(ns, name string) string {
@@ -492,14 +486,13 @@ func (s *suite) gitFault(t *testing.T, g gitFault) {
 	ended := time.Now()
 	until(t, time.Minute, "every function seeing the git host again", every(s.fleets, reachable(true)))
 	recovered := time.Since(ended)
-	s.record(t, before, "git host "+g.name,
+	s.record(t, "git host "+g.name,
 		fmt.Sprintf("Ready stays True; `SourceReachable` False (`BranchListFailed`, severity Warning) on every function within %s (the next check)", seen.Round(time.Second)),
 		recovered, s.lostBuilds(t, 30*time.Second, s.fleets))
 }
 
 // pipelineRunDeleted deletes a running build's PipelineRun.
 func (s *suite) pipelineRunDeleted(t *testing.T) {
-	before := s.mark()
 	f := s.newFleet(t, "run-deleted", 0, 1, true)
 	s.fleets = append(s.fleets, f)
 	name := f.outdated[0]
@@ -512,14 +505,13 @@ func (s *suite) pipelineRunDeleted(t *testing.T) {
 	if n := s.obs.runsOf(f.key(name)); n != 2 {
 		t.Errorf("%d PipelineRuns, want 2: the deleted one and its retry", n)
 	}
-	s.record(t, before, "a running build's PipelineRun deleted",
+	s.record(t, "a running build's PipelineRun deleted",
 		"`BuildFailed` (\"was deleted before it finished\"), retried after `buildBackoff`", time.Since(deleted), lost)
 }
 
 // serviceDeletedWhileQueued deletes the Knative Service of a function that waits
 // for a build slot.
 func (s *suite) serviceDeletedWhileQueued(t *testing.T) {
-	before := s.mark()
 	f := s.newFleet(t, "queued", 0, 3, true)
 	s.fleets = append(s.fleets, f)
 	var queued string
@@ -561,7 +553,7 @@ func (s *suite) serviceDeletedWhileQueued(t *testing.T) {
 		t.Errorf("%d PipelineRuns for the function whose Service was deleted, want 0", n)
 	}
 	d := s.function(f.ns, queued).Status.GetCondition(v1alpha1.FunctionConditionDeployed)
-	s.record(t, before, "a queued function's Knative Service deleted",
+	s.record(t, "a queued function's Knative Service deleted",
 		fmt.Sprintf("Deployed False (`%s`); its queue place freed, the others build", d.Reason), gaveUp, lost)
 }
 

@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -335,7 +336,7 @@ current-context: c
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := netListen()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

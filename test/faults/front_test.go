@@ -144,6 +144,3 @@ func (f *apiFront) rearm(tr *trap) {
 		f.trap = tr
 	}
 }
-
-// netListen listens on a free loopback port.
-func netListen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
