@@ -60,6 +60,17 @@ const (
 	ReasonFuncYamlNotFound = "FuncYamlNotFound"
 	ReasonFuncYamlInvalid  = "FuncYamlInvalid"
 	ReasonUnsafeFuncYaml   = "UnsafeFuncYaml"
+	// ReasonGitTimedOut: the git host did not finish listing the branches or the
+	// clone within gitTimeout; counted as an outage.
+	ReasonGitTimedOut = "GitTimedOut"
+	// ReasonCloneTooLarge: the clone (or the branch listing) would transfer more than
+	// cloneMaxBytes; it was stopped while it streamed.
+	ReasonCloneTooLarge = "CloneTooLarge"
+	// ReasonCloneTooManyFiles: the clone holds more objects than cloneMaxFiles.
+	ReasonCloneTooManyFiles = "CloneTooManyFiles"
+	// ReasonHostNotAllowed: the operator's network policy refuses the host (or the
+	// address it resolves to) of the repository or the image; nothing was sent to it.
+	ReasonHostNotAllowed = "HostNotAllowed"
 )
 
 // Reasons of the Deployed and ServiceReady conditions.
@@ -108,7 +119,14 @@ const (
 	ReasonImageNotFound = "ImageNotFound"
 	// ReasonImageInspectFailed: the image could not be read for another reason (a
 	// malformed manifest or layer, an unexpected answer).
-	ReasonImageInspectFailed     = "ImageInspectFailed"
+	ReasonImageInspectFailed = "ImageInspectFailed"
+	// ReasonRegistryTimedOut: the registry did not finish answering within
+	// registryTimeout; counted as an outage.
+	ReasonRegistryTimedOut = "RegistryTimedOut"
+	// ReasonImageTooLarge: reading the image would take more than the operator
+	// allows: a manifest or config over inspectMaxMemory, or layers over
+	// inspectMaxBytes once uncompressed.
+	ReasonImageTooLarge          = "ImageTooLarge"
 	ReasonUnsupportedRuntime     = "UnsupportedRuntime"
 	ReasonRegistrySecretNotFound = "RegistryAuthSecretNotFound"
 	ReasonRegistrySecretInvalid  = "RegistryAuthSecretInvalid"

@@ -62,6 +62,37 @@ const (
 	// pack or s2i) that pin the builder image of a runtime. A builder image that the
 	// function's func.yaml names (build.builderImages) wins.
 	KeyBuilderImagePrefix = "builderImage."
+
+	// KeyCloneMaxBytes caps the bytes one clone (or branch listing) of a Function's
+	// repository may transfer (a quantity: 100Mi); a larger one is stopped while it
+	// streams, with reason CloneTooLarge.
+	KeyCloneMaxBytes = "cloneMaxBytes"
+	// KeyCloneMaxFiles caps the objects (files, directories, the commit) one clone
+	// may hold; past it, reason CloneTooManyFiles.
+	KeyCloneMaxFiles = "cloneMaxFiles"
+	// KeyInspectMaxMemory caps the memory one image inspection may hold: a manifest,
+	// a config, or the build information of an executable larger than that is not
+	// read (reason ImageTooLarge). Executables are streamed, never held whole.
+	KeyInspectMaxMemory = "inspectMaxMemory"
+	// KeyInspectMaxBytes caps the bytes of an image's layers read, once uncompressed,
+	// in one inspection: a layer that expands past it (a zip bomb) stops the read
+	// (reason ImageTooLarge).
+	KeyInspectMaxBytes = "inspectMaxBytes"
+	// KeyConditionMessageMaxBytes caps the message of each condition; a longer one is
+	// cut, and says so.
+	KeyConditionMessageMaxBytes = "conditionMessageMaxBytes"
+	// KeyEventMessageMaxBytes caps the message of each Event the operator records.
+	KeyEventMessageMaxBytes = "eventMessageMaxBytes"
+	// KeyBuildLogLines is how many lines of a failed build step's log are kept, in
+	// the operator's log only; each line is cut at 512 bytes.
+	KeyBuildLogLines = "buildLogLines"
+	// KeyHostAllow lists the only hosts a Function's repository and image may be
+	// read from (comma or newline separated: names, *.domains, addresses, ranges,
+	// address:port); empty allows every host the deny list does not refuse.
+	KeyHostAllow = "hostAllow"
+	// KeyHostDeny lists hosts refused on top of the built-in ones (link-local and
+	// cloud metadata addresses, the cluster's API server).
+	KeyHostDeny = "hostDeny"
 )
 
 // Values of KeyUnknownMiddlewarePolicy.
@@ -84,6 +115,14 @@ const (
 	DefaultBuildTimeout           = time.Hour
 	DefaultOutageGrace            = 30 * time.Minute
 	DefaultPipelineServiceAccount = "func-operator-builder"
+
+	DefaultCloneMaxBytes            = 100 << 20
+	DefaultCloneMaxFiles            = 100000
+	DefaultInspectMaxMemory         = 16 << 20
+	DefaultInspectMaxBytes          = 4 << 30
+	DefaultConditionMessageMaxBytes = 1024
+	DefaultEventMessageMaxBytes     = 1024
+	DefaultBuildLogLines            = 20
 )
 
 // Config is the operator-wide configuration.
@@ -117,6 +156,17 @@ type Config struct {
 	// BuilderImages pins builder images by "<builder>/<runtime>"; a runtime without an
 	// entry keeps the func library's default.
 	BuilderImages map[string]string
+
+	// CloneMaxBytes and CloneMaxFiles bound one clone.
+	CloneMaxBytes, CloneMaxFiles int64
+	// InspectMaxMemory and InspectMaxBytes bound one image inspection.
+	InspectMaxMemory, InspectMaxBytes int64
+	// ConditionMessageMaxBytes and EventMessageMaxBytes cap messages.
+	ConditionMessageMaxBytes, EventMessageMaxBytes int
+	// BuildLogLines is how many lines of a failed step's log are kept.
+	BuildLogLines int
+	// HostAllow and HostDeny are the configured entries of the network policy.
+	HostAllow, HostDeny []string
 }
 
 // BuildRetryDelay is the backoff after the given number of consecutive failures.
@@ -145,6 +195,14 @@ func Defaults() Config {
 		BuildTimeout:            DefaultBuildTimeout,
 		OutageGrace:             DefaultOutageGrace,
 		PipelineServiceAccount:  DefaultPipelineServiceAccount,
+
+		CloneMaxBytes:            DefaultCloneMaxBytes,
+		CloneMaxFiles:            DefaultCloneMaxFiles,
+		InspectMaxMemory:         DefaultInspectMaxMemory,
+		InspectMaxBytes:          DefaultInspectMaxBytes,
+		ConditionMessageMaxBytes: DefaultConditionMessageMaxBytes,
+		EventMessageMaxBytes:     DefaultEventMessageMaxBytes,
+		BuildLogLines:            DefaultBuildLogLines,
 	}
 }
 
@@ -197,6 +255,16 @@ var keepers = map[string]func(c *Config, last Config){
 	KeyOutageGrace:             func(c *Config, last Config) { c.OutageGrace = last.OutageGrace },
 	KeyPipelineServiceAccount:  func(c *Config, last Config) { c.PipelineServiceAccount = last.PipelineServiceAccount },
 	KeyDeployerImage:           func(c *Config, last Config) { c.DeployerImage = last.DeployerImage },
+
+	KeyCloneMaxBytes:            func(c *Config, last Config) { c.CloneMaxBytes = last.CloneMaxBytes },
+	KeyCloneMaxFiles:            func(c *Config, last Config) { c.CloneMaxFiles = last.CloneMaxFiles },
+	KeyInspectMaxMemory:         func(c *Config, last Config) { c.InspectMaxMemory = last.InspectMaxMemory },
+	KeyInspectMaxBytes:          func(c *Config, last Config) { c.InspectMaxBytes = last.InspectMaxBytes },
+	KeyConditionMessageMaxBytes: func(c *Config, last Config) { c.ConditionMessageMaxBytes = last.ConditionMessageMaxBytes },
+	KeyEventMessageMaxBytes:     func(c *Config, last Config) { c.EventMessageMaxBytes = last.EventMessageMaxBytes },
+	KeyBuildLogLines:            func(c *Config, last Config) { c.BuildLogLines = last.BuildLogLines },
+	KeyHostAllow:                func(c *Config, last Config) { c.HostAllow = last.HostAllow },
+	KeyHostDeny:                 func(c *Config, last Config) { c.HostDeny = last.HostDeny },
 }
 
 // Update reads the configuration from cm (nil means absent). A key that is absent
@@ -319,6 +387,8 @@ func parse(cm *corev1.ConfigMap) (c Config, bad []string, invalid []error, unkno
 			fail(KeyDeployerImage, fmt.Errorf("key %s: %q is not an image reference", KeyDeployerImage, v))
 		}
 	}
+	parseBounds(cm, &c, fail)
+	parseHosts(cm, &c, fail)
 	unknown = append(unknown, parseBuilderImages(cm, &c, fail)...)
 	return c, bad, invalid, unknown
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,10 +40,9 @@ import (
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/knative"
 	"github.com/fnops/func-operator/pkg/metrics"
+	"github.com/fnops/func-operator/pkg/netguard"
 	"github.com/fnops/func-operator/pkg/reconciler/function"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
-	"github.com/fnops/func-operator/pkg/registry"
-	"github.com/fnops/func-operator/pkg/source"
 )
 
 // Options configure the operator.
@@ -194,20 +194,25 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 	wakeups := function.NewWakeups()
 	queue := buildqueue.New(func() int { return store.Load().MaxConcurrentBuilds }, wakeups.Enqueue)
 	launcher := function.NewLauncher(funclib.RunPipeline, wakeups.Enqueue, mgr.GetLogger().WithName("builds"))
+	launcher.LogLines = func() int { return store.Load().BuildLogLines }
 	m := metrics.New(queue.Len)
 	if err := register(m.Collectors()); err != nil {
 		return nil, err
 	}
 	services := &knative.Source{Reader: mgr.GetClient()}
+	guard, fetcher, inspector, err := remotes(restConfig, store, o.WorkDir)
+	if err != nil {
+		return nil, err
+	}
 	r := &function.Reconciler{
 		Describer: funclib.NewDescriber(services),
 		Services:  services,
-		Inspector: registry.NewInspector(registry.DefaultCacheSize),
+		Inspector: inspector,
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorderFor("func-operator"),
+		Recorder:  function.CappedRecorder(mgr.GetEventRecorderFor("func-operator"), func() int { return store.Load().EventMessageMaxBytes }),
 		Config:    store,
-		Fetcher:   source.NewFetcher(o.WorkDir, source.DefaultCacheSize),
+		Fetcher:   fetcher,
 		Tekton:    tekton,
 		Queue:     queue,
 		Launcher:  launcher,
@@ -235,18 +240,7 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 		Recorder:  mgr.GetEventRecorderFor("func-operator"),
 		Namespace: o.SystemNamespace,
 		Store:     store,
-		OnChange: func(ctx context.Context, old, new config.Config) {
-			if old.AutoUpdateMiddleware != new.AutoUpdateMiddleware || old.UnknownMiddlewarePolicy != new.UnknownMiddlewarePolicy {
-				r.OperatorPolicyChanged(ctx)
-			}
-			if new.MaxConcurrentBuilds > old.MaxConcurrentBuilds {
-				queue.Kick()
-			}
-			if old.DeployerImage != new.DeployerImage && new.DeployerImage != "" && new.DeployerImage != funclib.DeployerImage() {
-				log.FromContext(ctx).Info("the deployer image is read when the operator starts: restart it to use the new one",
-					"running", funclib.DeployerImage(), "configured", new.DeployerImage)
-			}
-		},
+		OnChange:  onConfigChange(r, queue, guard, restConfig),
 	}
 	if err := watcher.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the config watcher: %w", err)
@@ -427,4 +421,26 @@ func privateDirs(mgr manager.Manager, workDir string) (work, kubeconfig string, 
 		return "", "", nil, fmt.Errorf("adding the clean-up of the operator's directories: %w", err)
 	}
 	return workDir, kubeconfigDir, remove, nil
+}
+
+// onConfigChange applies a new configuration to what does not read the store at
+// each use.
+func onConfigChange(r *function.Reconciler, queue *buildqueue.Queue, guard *netguard.Guard, restConfig *rest.Config) func(ctx context.Context, old, new config.Config) {
+	return func(ctx context.Context, old, new config.Config) {
+		if old.AutoUpdateMiddleware != new.AutoUpdateMiddleware || old.UnknownMiddlewarePolicy != new.UnknownMiddlewarePolicy {
+			r.OperatorPolicyChanged(ctx)
+		}
+		if new.MaxConcurrentBuilds > old.MaxConcurrentBuilds {
+			queue.Kick()
+		}
+		if old.DeployerImage != new.DeployerImage && new.DeployerImage != "" && new.DeployerImage != funclib.DeployerImage() {
+			log.FromContext(ctx).Info("the deployer image is read when the operator starts: restart it to use the new one",
+				"running", funclib.DeployerImage(), "configured", new.DeployerImage)
+		}
+		if !slices.Equal(old.HostAllow, new.HostAllow) || !slices.Equal(old.HostDeny, new.HostDeny) {
+			if err := updateGuard(guard, restConfig, new); err != nil {
+				log.FromContext(ctx).Error(err, "the network policy is unchanged")
+			}
+		}
+	}
 }

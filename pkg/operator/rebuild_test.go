@@ -779,7 +779,7 @@ func TestOperator_BuildTimeout(t *testing.T) {
 // TestOperator_GitOutageKeepsLastKnownGood, as a user would see it, for each fault of
 // a git host injected for real (a 503, connections reset, requests that hang past
 // gitTimeout): a Ready function stays Ready (no flap, no rebuild), says so in
-// SourceReachable (False, severity Warning, reason BranchListFailed) and an Event; the
+// SourceReachable (False, severity Warning, reason BranchListFailed, or GitTimedOut) and an Event; the
 // outage ends by itself. One that lasts past outageGrace turns SourceReady (and so
 // Ready) False, as before.
 func TestOperator_GitOutageKeepsLastKnownGood(t *testing.T) {
@@ -787,10 +787,12 @@ func TestOperator_GitOutageKeepsLastKnownGood(t *testing.T) {
 		name  string
 		fault int
 		says  string // in SourceReachable's message
+		// reason is SourceReachable's.
+		reason string
 	}{
-		{name: "503", fault: http.StatusServiceUnavailable, says: "503"},
-		{name: "connection reset", fault: gitserver.Reset, says: "connection reset"},
-		{name: "hang past gitTimeout", fault: gitserver.Hang, says: "timed out"},
+		{name: "503", fault: http.StatusServiceUnavailable, says: "503", reason: v1alpha1.ReasonBranchListFailed},
+		{name: "connection reset", fault: gitserver.Reset, says: "connection reset", reason: v1alpha1.ReasonBranchListFailed},
+		{name: "hang past gitTimeout", fault: gitserver.Hang, says: "timed out (ConfigMap key gitTimeout)", reason: v1alpha1.ReasonGitTimedOut},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ns := newNamespace(t)
@@ -807,7 +809,7 @@ func TestOperator_GitOutageKeepsLastKnownGood(t *testing.T) {
 			runsBefore := len(pipelineRuns(t, ns))
 
 			f.srv.FailWith(tt.fault)
-			eventually(t, 20*time.Second, condition(ns, "hello", v1alpha1.FunctionConditionSourceReachable, corev1.ConditionFalse, v1alpha1.ReasonBranchListFailed))
+			eventually(t, 20*time.Second, condition(ns, "hello", v1alpha1.FunctionConditionSourceReachable, corev1.ConditionFalse, tt.reason))
 			// Several checks into the outage: Ready never left True.
 			deadline := time.Now().Add(5 * time.Second)
 			for time.Now().Before(deadline) {
@@ -825,8 +827,8 @@ func TestOperator_GitOutageKeepsLastKnownGood(t *testing.T) {
 			if fn.Status.Git.UnreachableSince == nil {
 				t.Error("status.git.unreachableSince not set during the outage")
 			}
-			if ev := eventsOf(t, ns, "hello"); len(ev[v1alpha1.ReasonBranchListFailed]) != 1 {
-				t.Errorf("events %v, want one BranchListFailed Warning for the outage", ev)
+			if ev := eventsOf(t, ns, "hello"); len(ev[tt.reason]) != 1 {
+				t.Errorf("events %v, want one %s Warning for the outage", ev, tt.reason)
 			}
 			if n := len(pipelineRuns(t, ns)); n != runsBefore {
 				t.Errorf("%d PipelineRuns after the outage began, want %d: nothing is built from a source that could not be read", n, runsBefore)

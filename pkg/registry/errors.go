@@ -12,7 +12,28 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/fnops/func-operator/pkg/netguard"
 )
+
+// maxServerText caps what of a registry's own text goes into a message.
+const maxServerText = 512
+
+// deniedText is the refusal itself, whatever a library wrapped around it.
+func deniedText(err error) string {
+	var d *netguard.DeniedError
+	if errors.As(err, &d) {
+		return d.Error()
+	}
+	s := err.Error()
+	if i := strings.Index(s, netguard.Marker+": "); i >= 0 {
+		s = s[i:]
+	}
+	if len(s) > maxServerText {
+		s = s[:maxServerText]
+	}
+	return s
+}
 
 // UnreachableError means the registry could not be talked to: DNS, connection
 // or TLS failures, timeouts, cancellation and 5xx/408/429 answers. It is
@@ -22,8 +43,10 @@ type UnreachableError struct {
 	Registry string // host[:port]
 	// StatusCode is the HTTP status when the registry answered (5xx, 408, 429), else 0.
 	StatusCode int
-	Err        error // the underlying error, for errors.Is/As; its text is not used
-	detail     string
+	// TimedOut is true when the registry did not answer within the time allowed.
+	TimedOut bool
+	Err      error // the underlying error, for errors.Is/As; its text is not used
+	detail   string
 }
 
 func (e *UnreachableError) Error() string {
@@ -67,6 +90,10 @@ const (
 	ReasonLayerRead InspectReason = "LayerReadFailed"
 	// ReasonRequestFailed: any other failure (unexpected HTTP status, bad options).
 	ReasonRequestFailed InspectReason = "RequestFailed"
+	// ReasonTooLarge: reading the image would pass the operator's limits.
+	ReasonTooLarge InspectReason = "TooLarge"
+	// ReasonHostNotAllowed: the operator's network policy refuses the registry.
+	ReasonHostNotAllowed InspectReason = "HostNotAllowed"
 )
 
 // InspectError means the image could not be inspected for a reason other
@@ -146,6 +173,22 @@ func (e *errContext) classify(err error, fallback InspectReason, what string) er
 		return err // already classified
 	}
 	msg := e.redact(err.Error())
+	if netguard.IsDenied(err) {
+		return &InspectError{Ref: e.ref, Reason: ReasonHostNotAllowed, Err: err,
+			detail: e.redact(fmt.Sprintf("reading %s: %s", what, deniedText(err)))}
+	}
+	var tl *TooLargeError
+	var ntl *netguard.TooLargeError
+	switch {
+	case errors.As(err, &tl):
+		return &InspectError{Ref: e.ref, Reason: ReasonTooLarge, Err: err, detail: e.redact(fmt.Sprintf("reading %s: %s", what, tl.What))}
+	case errors.As(err, &ntl) || strings.Contains(msg, netguard.TooLargeMarker):
+		return &InspectError{Ref: e.ref, Reason: ReasonTooLarge, Err: err,
+			detail: fmt.Sprintf("reading %s: the registry sent more than the operator reads (ConfigMap keys inspectMaxMemory for manifests and configs, inspectMaxBytes for layers)", what)}
+	}
+	if len(msg) > maxServerText {
+		msg = msg[:maxServerText] + "…"
+	}
 	var te *transport.Error
 	if errors.As(err, &te) {
 		switch sc := te.StatusCode; {
@@ -164,7 +207,11 @@ func (e *errContext) classify(err error, fallback InspectReason, what string) er
 		}
 	}
 	if isNetworkError(err) {
-		return &UnreachableError{Ref: e.ref, Registry: e.registry, Err: err,
+		timedOut := errors.Is(err, context.DeadlineExceeded)
+		if timedOut {
+			msg = "no answer within the time allowed (ConfigMap key registryTimeout): " + msg
+		}
+		return &UnreachableError{Ref: e.ref, Registry: e.registry, Err: err, TimedOut: timedOut,
 			detail: e.redact(fmt.Sprintf("reading %s: %s", what, msg))}
 	}
 	return &InspectError{Ref: e.ref, Reason: fallback, Err: err,

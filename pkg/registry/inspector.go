@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/lru"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/netguard"
 )
 
 const (
@@ -37,15 +38,13 @@ const (
 	// DefaultCacheSize is used by NewInspector when cacheSize <= 0.
 	DefaultCacheSize = 1024
 
-	// DefaultMaxFileBytes caps the size of one executable read from a layer;
-	// larger files are skipped. Executables are held in memory while their
-	// build info is read.
-	DefaultMaxFileBytes = 256 << 20
-	// DefaultMaxTotalBytes caps the executable bytes read for one image; when
-	// it is reached the scan stops and the version is unknown.
-	DefaultMaxTotalBytes = 1 << 30
+	// DefaultMaxMemory caps what one inspection holds: a manifest, a config, or
+	// the build information of one executable.
+	DefaultMaxMemory = 16 << 20
+	// DefaultMaxBytes caps the layer bytes, uncompressed, read for one image.
+	DefaultMaxBytes = 4 << 30
 	// DefaultConcurrentScans bounds how many images have their layers scanned
-	// at once, which bounds memory to about this times DefaultMaxFileBytes.
+	// at once (CPU: decompression).
 	DefaultConcurrentScans = 2
 
 	// DefaultTimeout bounds an Inspect call whose context has no deadline.
@@ -82,9 +81,9 @@ type Inspector struct {
 	mu       sync.Mutex
 	inflight map[string]*inflightCall
 
-	scanSlots     chan struct{}
-	maxFileBytes  int64
-	maxTotalBytes int64
+	scanSlots chan struct{}
+	// Limits, when set, returns the bounds of each inspection.
+	Limits func() Limits
 
 	inspections atomic.Int64
 	cacheHits   atomic.Int64
@@ -106,14 +105,30 @@ func NewInspector(cacheSize int, opts ...remote.Option) *Inspector { // opts e.g
 		cacheSize = DefaultCacheSize
 	}
 	return &Inspector{
-		opts:          append([]remote.Option(nil), opts...),
-		results:       lru.New(cacheSize),
-		pullers:       lru.New(pullerCacheSize),
-		inflight:      map[string]*inflightCall{},
-		scanSlots:     make(chan struct{}, DefaultConcurrentScans),
-		maxFileBytes:  DefaultMaxFileBytes,
-		maxTotalBytes: DefaultMaxTotalBytes,
+		opts:      append([]remote.Option(nil), opts...),
+		results:   lru.New(cacheSize),
+		pullers:   lru.New(pullerCacheSize),
+		inflight:  map[string]*inflightCall{},
+		scanSlots: make(chan struct{}, DefaultConcurrentScans),
 	}
+}
+
+// Limits bound one inspection.
+type Limits struct {
+	// MaxMemory caps a manifest, a config, or an executable's build information.
+	MaxMemory int64
+	// MaxBytes caps the layer bytes read, uncompressed (and compressed).
+	MaxBytes int64
+}
+
+func (i *Inspector) limits() Limits {
+	l := Limits{MaxMemory: DefaultMaxMemory, MaxBytes: DefaultMaxBytes}
+	if i.Limits != nil {
+		if got := i.Limits(); got.MaxMemory > 0 && got.MaxBytes > 0 {
+			l = got
+		}
+	}
+	return l
 }
 
 // stats returns how many images were actually inspected (manifests and
@@ -136,6 +151,9 @@ func (i *Inspector) Inspect(ctx context.Context, ref string, kc authn.Keychain) 
 		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
 		defer cancel()
 	}
+	// Manifests and configs are read under the memory cap; the layers, streamed,
+	// under the byte cap (see inspect).
+	ctx = netguard.WithReadLimit(ctx, i.limits().MaxMemory)
 	r, err := name.ParseReference(strings.TrimSpace(ref))
 	if err != nil {
 		return Middleware{}, &InspectError{Ref: ref, Reason: ReasonInvalidReference, Err: err,
@@ -331,8 +349,13 @@ func (i *Inspector) inspect(ctx context.Context, p *remote.Puller, repo name.Rep
 	}
 
 	m := Middleware{Digest: digest.String()}
-	if _, err := img.Manifest(); err != nil {
+	mf, err := img.Manifest()
+	if err != nil {
 		return Middleware{}, ec.classify(err, ReasonBadManifest, "manifest of "+what)
+	}
+	if lim := i.limits(); mf.Config.Size > lim.MaxMemory {
+		return Middleware{}, ec.invalid(ReasonTooLarge, nil, "the config of %s is %d bytes, more than the %d the operator reads (ConfigMap key inspectMaxMemory)",
+			what, mf.Config.Size, lim.MaxMemory)
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {
@@ -343,6 +366,7 @@ func (i *Inspector) inspect(ctx context.Context, p *remote.Puller, repo name.Rep
 		return m, nil
 	}
 
+	netguard.SetReadLimit(ctx, i.limits().MaxBytes)
 	v, err := i.scanLayers(ctx, img, what, ec)
 	if err != nil {
 		return Middleware{}, err

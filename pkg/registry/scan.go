@@ -4,7 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"debug/buildinfo"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -29,7 +29,33 @@ const (
 type scanState struct {
 	hidden map[string]bool // paths deleted (whiteout) or replaced by a non-directory in an upper layer
 	opaque map[string]bool // directories made opaque in an upper layer
-	budget int64           // executable bytes that may still be read
+	left   int64           // uncompressed layer bytes that may still be read
+	limit  int64           // what left started at
+	memory int64           // the most build information held
+}
+
+// TooLargeError is an image whose reading would cost more than the operator's
+// limits allow.
+type TooLargeError struct{ What string }
+
+func (e *TooLargeError) Error() string { return e.What }
+
+// countingReader fails reads once the layers of one image pass their budget.
+type countingReader struct {
+	r io.Reader
+	s *scanState
+}
+
+func (c countingReader) Read(p []byte) (int, error) {
+	if c.s.left <= 0 {
+		return 0, &TooLargeError{What: fmt.Sprintf("the layers expand to more than %d bytes, the most the operator reads of an image (ConfigMap key inspectMaxBytes)", c.s.limit)}
+	}
+	if int64(len(p)) > c.s.left {
+		p = p[:c.s.left]
+	}
+	n, err := c.r.Read(p)
+	c.s.left -= int64(n)
+	return n, err
 }
 
 func (s *scanState) isHidden(p string) bool {
@@ -60,7 +86,8 @@ func (i *Inspector) scanLayers(ctx context.Context, img v1.Image, what string, e
 		return "", ec.classify(ctx.Err(), ReasonLayerRead, "layers of "+what)
 	}
 
-	s := &scanState{hidden: map[string]bool{}, opaque: map[string]bool{}, budget: i.maxTotalBytes}
+	lim := i.limits()
+	s := &scanState{hidden: map[string]bool{}, opaque: map[string]bool{}, left: lim.MaxBytes, limit: lim.MaxBytes, memory: lim.MaxMemory}
 	seen := map[v1.Hash]bool{}
 	for n := len(layers) - 1; n >= 0; n-- {
 		l := layers[n]
@@ -76,38 +103,38 @@ func (i *Inspector) scanLayers(ctx context.Context, img v1.Image, what string, e
 		if mt, err := l.MediaType(); err == nil && !mt.IsLayer() {
 			continue // not a filesystem layer (e.g. an artifact blob)
 		}
-		version, stop, err := i.scanLayer(ctx, l, s)
+		version, err := i.scanLayer(ctx, l, s)
 		if err != nil {
 			return "", ec.classify(err, ReasonLayerRead, lwhat)
 		}
-		if version != "" || stop {
+		if version != "" {
 			return version, nil
 		}
 	}
 	return "", nil
 }
 
-// scanLayer streams one layer. stop is true when the byte budget is spent.
-func (i *Inspector) scanLayer(ctx context.Context, l v1.Layer, s *scanState) (version string, stop bool, err error) {
+// scanLayer streams one layer, counting its uncompressed bytes against the budget.
+func (i *Inspector) scanLayer(ctx context.Context, l v1.Layer, s *scanState) (version string, err error) {
 	rc, err := l.Uncompressed()
 	if err != nil {
-		return "", false, err
+		return "", err
 	}
 	defer func() { _ = rc.Close() }()
 
 	var hides, opaques []string
-	tr := tar.NewReader(rc)
+	tr := tar.NewReader(countingReader{r: rc, s: s})
 	magic := make([]byte, len(elfMagic))
 	for {
 		if err := ctx.Err(); err != nil {
-			return "", false, err
+			return "", err
 		}
 		hdr, err := tr.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return "", false, fmt.Errorf("reading tar: %w", err)
+			return "", fmt.Errorf("reading tar: %w", err)
 		}
 		p := path.Clean("/" + hdr.Name)[1:]
 		if p == "" {
@@ -133,26 +160,30 @@ func (i *Inspector) scanLayer(ctx context.Context, l v1.Layer, s *scanState) (ve
 		if hdr.Typeflag != tar.TypeReg && hdr.Typeflag != '\x00' {
 			continue
 		}
-		if hdr.Size < minELFSize || hdr.Size > i.maxFileBytes {
+		if hdr.Size < minELFSize {
 			continue
 		}
 		if _, err := io.ReadFull(tr, magic); err != nil {
-			return "", false, fmt.Errorf("reading %s: %w", p, err)
+			return "", fmt.Errorf("reading %s: %w", p, err)
 		}
 		if !bytes.Equal(magic, elfMagic) {
 			continue
 		}
-		if hdr.Size > s.budget {
-			return "", true, nil
-		}
-		s.budget -= hdr.Size
-		buf := make([]byte, hdr.Size)
-		copy(buf, magic)
-		if _, err := io.ReadFull(tr, buf[len(magic):]); err != nil {
-			return "", false, fmt.Errorf("reading %s: %w", p, err)
-		}
-		if v := funcGoVersion(buf); v != "" {
-			return v, false, nil
+		// Streamed: whatever size the header declares, a window and the build
+		// information are all that is held.
+		bi, err := readBuildInfo(tr, s.memory)
+		var tl *TooLargeError
+		switch {
+		case errors.As(err, &tl):
+			return "", err
+		case errors.Is(err, errModInfoTooLarge):
+			return "", &TooLargeError{What: fmt.Sprintf("reading %s: %s (ConfigMap key inspectMaxMemory)", p, err)}
+		case err != nil:
+			return "", fmt.Errorf("reading %s: %w", p, err)
+		case bi != nil:
+			if v := funcGoVersionOf(bi); v != "" {
+				return v, nil
+			}
 		}
 	}
 	for _, h := range hides {
@@ -161,7 +192,7 @@ func (i *Inspector) scanLayer(ctx context.Context, l v1.Layer, s *scanState) (ve
 	for _, o := range opaques {
 		s.opaque[o] = true
 	}
-	return "", false, nil
+	return "", nil
 }
 
 // funcGoVersion returns the version of knative.dev/func-go recorded in the
@@ -169,15 +200,9 @@ func (i *Inspector) scanLayer(ctx context.Context, l v1.Layer, s *scanState) (ve
 // does not depend on it. A replacement with a version wins over the required
 // version; a replacement by a local directory has none, so the required
 // version is returned.
-func funcGoVersion(exe []byte) (version string) {
-	defer func() {
-		// debug/elf is not hardened against every malformed input.
-		if recover() != nil {
-			version = ""
-		}
-	}()
-	bi, err := buildinfo.Read(bytes.NewReader(exe))
-	if err != nil {
+func funcGoVersion(exe []byte) string {
+	bi, err := readBuildInfo(bytes.NewReader(exe), int64(len(exe)))
+	if err != nil || bi == nil {
 		return ""
 	}
 	return funcGoVersionOf(bi)

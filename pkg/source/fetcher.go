@@ -13,6 +13,7 @@ import (
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/netguard"
 	"github.com/fnops/func-operator/pkg/rerror"
 )
 
@@ -23,8 +24,13 @@ const DefaultCacheSize = 4096
 // (url, commit, path): a commit never changes, so neither does what it holds.
 // Callers check access with Head, using their own credentials, before every Read.
 type Fetcher struct {
-	// TmpDir holds the temporary clones; the OS default when empty.
+	// TmpDir holds the temporary clones. It must be set: the operator never writes
+	// to the process temporary directory (read-only in its Deployment).
 	TmpDir string
+	// Guard, when set, dials every connection to a git host (see Install).
+	Guard *netguard.Guard
+	// Limits, when set, returns the bounds of each operation.
+	Limits func() Limits
 
 	cache  *lru.Cache
 	flight singleflight.Group
@@ -77,7 +83,7 @@ func (f *Fetcher) Head(ctx context.Context, url, branch string, auth *Auth, time
 	}
 	ctx, cancel := timeoutContext(ctx, timeout)
 	defer cancel()
-	return remoteHead(ctx, url, branch, auth)
+	return remoteHead(ctx, url, branch, auth, f.netOptions(url))
 }
 
 // Read returns what func.yaml of directory fnPath says at head. It clones only when
@@ -86,7 +92,8 @@ func (f *Fetcher) Read(ctx context.Context, url string, head Head, fnPath string
 	if auth == nil {
 		auth = &Auth{}
 	}
-	key := url + "\x00" + head.Commit + "\x00" + fnPath
+	lim := f.limits()
+	key := cacheKey(url, head.Commit, fnPath, lim)
 	if v, ok := f.cache.Get(key); ok {
 		return f.result(head, v.(cached), false)
 	}
@@ -98,7 +105,7 @@ func (f *Fetcher) Read(ctx context.Context, url string, head Head, fnPath string
 		if err != nil {
 			return nil, err
 		}
-		f.cache.Add(cacheKey(url, c.commit, fnPath), c)
+		f.cache.Add(cacheKey(url, c.commit, fnPath, lim), c)
 		return c, nil
 	})
 	if err != nil {
@@ -107,7 +114,31 @@ func (f *Fetcher) Read(ctx context.Context, url string, head Head, fnPath string
 	return f.result(head, v.(cached), true)
 }
 
-func cacheKey(url, commit, fnPath string) string { return url + "\x00" + commit + "\x00" + fnPath }
+// cacheKey names a result by what it was read from and under which limits: a
+// commit refused as too large is read again when the limits grow.
+func cacheKey(url, commit, fnPath string, lim Limits) string {
+	return fmt.Sprintf("%s\x00%s\x00%s\x00%d/%d", url, commit, fnPath, lim.MaxBytes, lim.MaxFiles)
+}
+
+func (f *Fetcher) limits() Limits {
+	if f.Limits == nil {
+		return Limits{}
+	}
+	return f.Limits()
+}
+
+// netOptions are the bounds and the SSH dialer of an operation on url.
+func (f *Fetcher) netOptions(url string) netOptions {
+	o := netOptions{limits: f.limits()}
+	if p, _ := Protocol(url); p == protocolSSH && f.Guard != nil {
+		var max int64
+		if o.limits.MaxBytes > 0 {
+			max = readLimit(o.limits.MaxBytes)
+		}
+		o.proxy.URL = f.Guard.SSHProxyURL(max)
+	}
+	return o
+}
 
 func (f *Fetcher) result(head Head, c cached, cloned bool) (Result, error) {
 	r := Result{Head: Head{Branch: head.Branch, Commit: c.commit}, Metadata: c.metadata, Cloned: cloned, SourceMiddleware: c.source}
@@ -131,12 +162,12 @@ func (f *Fetcher) clone(ctx context.Context, url string, head Head, fnPath strin
 	defer func() { _ = os.RemoveAll(dir) }()
 
 	f.clones.Add(1)
-	commit, content, fnDir, err := readFuncYAML(ctx, url, head.Branch, dir, fnPath, auth)
+	commit, content, fnDir, err := readFuncYAML(ctx, url, head.Branch, dir, fnPath, auth, f.netOptions(url))
 	if commit == "" {
 		commit = head.Commit
 	}
 	if err != nil {
-		if reason := rerror.Reason(err); rerror.IsStalling(err) && reason != v1alpha1.ReasonBranchNotFound && reason != v1alpha1.ReasonGitCloneFailed {
+		if reason := rerror.Reason(err); rerror.IsStalling(err) && cacheable(reason) {
 			return cached{commit: commit, err: err}, nil
 		}
 		return cached{}, err
@@ -151,6 +182,16 @@ func (f *Fetcher) clone(ctx context.Context, url string, head Head, fnPath strin
 		return cached{}, fmt.Errorf("loading func.yaml: %w", err)
 	}
 	return cached{commit: commit, metadata: md, source: sourceMiddleware(fnDir, md)}, nil
+}
+
+// cacheable is true for the stalling reasons that depend only on what the commit
+// holds (and the limits, part of the key), not on reaching the repository.
+func cacheable(reason string) bool {
+	switch reason {
+	case v1alpha1.ReasonBranchNotFound, v1alpha1.ReasonGitCloneFailed, v1alpha1.ReasonHostNotAllowed:
+		return false
+	}
+	return true
 }
 
 // sourceMiddleware reads the middleware version from the function's own manifest

@@ -211,7 +211,7 @@ func TestFetcher_Head(t *testing.T) {
 		name:    "timeout",
 		repo:    "branches",
 		timeout: time.Nanosecond,
-		wantErr: &wantError{reason: v1alpha1.ReasonBranchListFailed, stalling: false,
+		wantErr: &wantError{reason: v1alpha1.ReasonGitTimedOut, stalling: false,
 			msgHas: []string{"listing the branches of " + g.srv.URL("branches") + " timed out", "context deadline exceeded"}},
 	}, {
 		name: "private repository without credentials",
@@ -576,7 +576,7 @@ func TestFetcher_ReadFailuresNotCached(t *testing.T) {
 		name:    "timed out",
 		auth:    authFrom(t, url, map[string]string{KeyToken: rightToken}),
 		timeout: time.Nanosecond,
-		wantErr: &wantError{reason: v1alpha1.ReasonGitCloneFailed, stalling: false,
+		wantErr: &wantError{reason: v1alpha1.ReasonGitTimedOut, stalling: false,
 			msgHas: []string{"cloning " + url + " timed out"}},
 	}}
 	for _, tt := range tests {
@@ -634,7 +634,7 @@ func TestFetcher_ReadErrors(t *testing.T) {
 		url:     url,
 		head:    Head{Branch: "main", Commit: commit},
 		timeout: time.Nanosecond,
-		wantErr: &wantError{reason: v1alpha1.ReasonGitCloneFailed, stalling: false,
+		wantErr: &wantError{reason: v1alpha1.ReasonGitTimedOut, stalling: false,
 			msgHas: []string{"cloning " + url + " timed out"}},
 	}, {
 		name: "branch deleted since Head",

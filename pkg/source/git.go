@@ -10,16 +10,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/netguard"
 )
 
 // maxFuncYAMLSize bounds what is read of a func.yaml.
@@ -33,9 +37,9 @@ type Head struct {
 
 // remoteHead asks the remote for its references (one round trip, what `git ls-remote`
 // does) and returns the tip of branch, or of the default branch when branch is empty.
-func remoteHead(ctx context.Context, url, branch string, auth *Auth) (Head, error) {
+func remoteHead(ctx context.Context, url, branch string, auth *Auth, net netOptions) (Head, error) {
 	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{url}})
-	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth.Method})
+	refs, err := remote.ListContext(net.context(ctx), &git.ListOptions{Auth: auth.Method, ProxyOptions: net.proxy})
 	if err != nil {
 		if errors.Is(err, transport.ErrEmptyRemoteRepository) {
 			return Head{}, stalling(v1alpha1.ReasonBranchNotFound, "repository %s is empty: it has no branches", scrub(url, auth.secrets))
@@ -69,16 +73,26 @@ func remoteHead(ctx context.Context, url, branch string, auth *Auth) (Head, erro
 
 // readFuncYAML clones branch shallowly, single-branch and bare into dir (no work tree
 // is written) and returns the commit it got and the content of dir/func.yaml in it.
-func readFuncYAML(ctx context.Context, url, branch, dir, fnPath string, auth *Auth) (string, []byte, *object.Tree, error) {
-	repo, err := git.PlainCloneContext(ctx, dir, true, &git.CloneOptions{
+func readFuncYAML(ctx context.Context, url, branch, dir, fnPath string, auth *Auth, net netOptions) (string, []byte, *object.Tree, error) {
+	b := &budget{limits: net.limits}
+	storage := filesystem.NewStorage(limitedFS{Filesystem: osfs.New(dir), b: b}, cache.NewObjectLRU(cloneObjectCache))
+	repo, err := git.CloneContext(net.context(ctx), storage, nil, &git.CloneOptions{
 		URL:           url,
 		Auth:          auth.Method,
 		ReferenceName: plumbing.NewBranchReferenceName(branch),
 		SingleBranch:  true,
 		Depth:         1,
 		Tags:          git.NoTags,
+		ProxyOptions:  net.proxy,
 	})
 	if err != nil {
+		if over := b.exceeded(); over != nil {
+			reason := v1alpha1.ReasonCloneTooLarge
+			if b.objects > 0 && net.limits.MaxFiles > 0 && b.objects > net.limits.MaxFiles {
+				reason = v1alpha1.ReasonCloneTooManyFiles
+			}
+			return "", nil, nil, stalling(reason, "cloning %s: %s", scrub(url, auth.secrets), over)
+		}
 		if errors.Is(err, plumbing.ErrReferenceNotFound) || isNoMatchingRef(err) {
 			return "", nil, nil, stalling(v1alpha1.ReasonBranchNotFound, "branch %q not found in repository %s", branch, scrub(url, auth.secrets))
 		}
@@ -174,11 +188,20 @@ func fileIn(tree *object.Tree, fnPath, commit string) (*object.Tree, []byte, err
 // credentials.
 func remoteError(ctx context.Context, reason, doing, url string, auth *Auth, err error) error {
 	u := scrub(url, auth.secrets)
+	if netguard.IsDenied(err) {
+		return stalling(v1alpha1.ReasonHostNotAllowed, "%s %s: %s", doing, u, firstLine(scrub(deniedText(err), auth.secrets)))
+	}
+	if isTooLarge(err) {
+		return stalling(v1alpha1.ReasonCloneTooLarge, "%s %s: %s (ConfigMap key %s)", doing, u, netguard.TooLargeMarker, "cloneMaxBytes")
+	}
 	// Servers put their own text into errors, newlines and all: keep one line.
 	msg := strings.TrimSuffix(strings.Join(strings.Fields(scrub(err.Error(), auth.secrets)), " "), ":")
+	if len(msg) > maxServerText {
+		msg = msg[:maxServerText] + "…"
+	}
 	switch {
 	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return transientAs(reason, "%s %s timed out: %s", doing, u, msg)
+		return transientAs(v1alpha1.ReasonGitTimedOut, "%s %s timed out (ConfigMap key gitTimeout): %s", doing, u, msg)
 	case errors.Is(err, transport.ErrAuthenticationRequired) && auth.Method == nil:
 		return stalling(reason,
 			"%s %s: %s: the repository is private, set spec.repository.authSecretRef", doing, u, msg)

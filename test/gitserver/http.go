@@ -2,6 +2,7 @@ package gitserver
 
 import (
 	"crypto/subtle"
+	"log"
 	"net"
 	"net/http"
 	"net/http/cgi"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/fnops/func-operator/test/hostilehttp"
 )
 
 // HTTPServer serves every bare repository under a root directory over the
@@ -24,6 +27,9 @@ type HTTPServer struct {
 	refAds  map[string]int             // repo name -> upload-pack ref advertisements
 	uploads map[string]int             // repo name -> upload-pack POSTs
 	status  int                        // when not 0, every request is answered with it (an outage)
+
+	// faults are the hostile behaviours of hostile.go (ErrorBody, Trickle, BytesServed).
+	faults *hostilehttp.Faults
 }
 
 // credentialCheck reports whether basic-auth credentials are acceptable.
@@ -49,13 +55,17 @@ func StartHTTP(t testing.TB, root string) *HTTPServer {
 				"HOME=" + t.TempDir(),
 			},
 			Stderr: newTestLogWriter(t, "git http-backend: "),
+			// "cgi: copy error" when a client leaves mid-answer (Trickle), in the test log.
+			Logger: log.New(newTestLogWriter(t, ""), "", 0),
 		},
 		auth:    map[string]credentialCheck{},
 		refAds:  map[string]int{},
 		uploads: map[string]int{},
+		faults:  hostilehttp.New(),
 	}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
+	s.srv = httptest.NewServer(s.faults.Handler(http.HandlerFunc(s.serveHTTP)))
 	t.Cleanup(s.srv.Close)
+	t.Cleanup(s.stopFaults) // runs first: a trickle must not hold srv.Close
 	return s
 }
 
@@ -142,6 +152,9 @@ func (s *HTTPServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case code != 0:
 		http.Error(w, http.StatusText(code), code)
+		return
+	}
+	if s.faults.ServeErrorBody(w) {
 		return
 	}
 	name, rest, ok := splitRepoPath(r.URL.Path)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	appsv1 "k8s.io/api/apps/v1"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/test/envtest"
@@ -168,11 +170,28 @@ func TestKoApply(t *testing.T) {
 	if _, err := config.FromConfigMap(cm); err != nil {
 		t.Errorf("the shipped ConfigMap is invalid: %v", err)
 	}
-	for _, key := range []string{config.KeyCheckInterval, config.KeyGitTimeout, config.KeyAutoUpdateMiddleware, config.KeyUnknownMiddlewarePolicy,
-		config.KeyMaxConcurrentBuilds, config.KeyBuildBackoff, config.KeyBuildBackoffMax, config.KeyPipelineServiceAccount, config.KeyDeployerImage, config.KeyBuilderImagePrefix} {
+	for _, key := range config.Keys() {
 		if !strings.Contains(cm.Data["_example"], key) {
 			t.Errorf("the ConfigMap does not document key %s", key)
 		}
+	}
+	// What _example says are the defaults are the defaults.
+	example := map[string]string{}
+	if err := yaml.Unmarshal([]byte(cm.Data["_example"]), &example); err != nil {
+		t.Fatalf("_example is not a YAML map of keys: %v", err)
+	}
+	for k := range example {
+		if strings.HasPrefix(k, config.KeyBuilderImagePrefix) {
+			delete(example, k) // a pin of the func library's default, not a default of the operator
+		}
+	}
+	delete(example, config.KeyDeployerImage) // "": the func library's, which is no value
+	got, err := config.FromConfigMap(&corev1.ConfigMap{Data: example})
+	if err != nil {
+		t.Errorf("_example is invalid: %v", err)
+	}
+	if diff := cmp.Diff(config.Defaults(), got); diff != "" {
+		t.Errorf("_example documents values other than the defaults (-defaults +_example):\n%s", diff)
 	}
 
 	// The Deployment: accepted, with the image ko built and pushed, and restricted.

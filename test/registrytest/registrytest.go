@@ -19,6 +19,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/fnops/func-operator/test/hostilehttp"
 )
 
 // MiddlewareLabel is the image config label upstream func writes the middleware version to.
@@ -36,6 +38,8 @@ type Registry struct {
 	// delay, when not 0, holds every request this long (nanoseconds) first, or
 	// until the client gives up: a slow registry.
 	delay atomic.Int64
+	// faults are the hostile behaviours of hostile.go (ErrorBody, Trickle, BytesServed).
+	faults *hostilehttp.Faults
 }
 
 // Delay makes the registry hold every request for d before it answers (or until the
@@ -55,9 +59,9 @@ func Start(t testing.TB) *Registry {
 // password on every request, as a private registry does; none when user is empty.
 func StartPrivate(t testing.TB, user, password string) *Registry {
 	t.Helper()
-	r := &Registry{user: user, password: password}
+	r := &Registry{user: user, password: password, faults: hostilehttp.New()}
 	inner := ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	srv := httptest.NewServer(r.faults.Handler(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.requests.Add(1)
 		if d := time.Duration(r.delay.Load()); d > 0 {
 			select {
@@ -70,14 +74,18 @@ func StartPrivate(t testing.TB, user, password string) *Registry {
 			http.Error(w, http.StatusText(code), code)
 			return
 		}
+		if isManifestRequest(req) && r.faults.ServeErrorBody(w) {
+			return
+		}
 		if u, p, ok := req.BasicAuth(); user != "" && (!ok || u != user || p != password) {
 			w.Header().Set("WWW-Authenticate", `Basic realm="registrytest"`)
 			http.Error(w, "authentication required", http.StatusUnauthorized)
 			return
 		}
 		inner.ServeHTTP(w, req)
-	}))
+	})))
 	t.Cleanup(srv.Close)
+	t.Cleanup(func() { r.stopFaults(srv) }) // runs first: a trickle must not hold srv.Close
 	r.Host = strings.TrimPrefix(srv.URL, "http://")
 	return r
 }

@@ -22,6 +22,9 @@ type Launcher struct {
 	run      RunPipelineFunc
 	onReturn func(types.NamespacedName)
 	log      logr.Logger
+	// LogLines, when set, is how many lines of a failed build's output (func quotes
+	// the failed step's log in its error) the operator's log keeps; the rest is cut.
+	LogLines func() int
 
 	mu       sync.Mutex
 	launches map[types.NamespacedName]*launch
@@ -64,7 +67,11 @@ func (l *Launcher) Launch(key types.NamespacedName, id string, req funclib.Build
 		defer l.wg.Done()
 		err := l.run(ctx, req)
 		if err != nil {
-			log.Info("build pipeline returned", "error", err.Error())
+			lines := DefaultLogLines
+			if l.LogLines != nil {
+				lines = l.LogLines()
+			}
+			log.Info("build pipeline returned", "error", TailLines(err.Error(), lines, maxLogLineBytes))
 		} else {
 			log.Info("build pipeline returned")
 		}

@@ -200,6 +200,9 @@ func (r *Reconciler) registryUnreachable(ctx context.Context, fn *v1alpha1.Funct
 	mw := fn.Status.Middleware
 	reason := v1alpha1.ReasonRegistryUnreachable
 	sameImage := true
+	if u := (*registry.UnreachableError)(nil); errors.As(err, &u) && u.TimedOut {
+		reason = v1alpha1.ReasonRegistryTimedOut
+	}
 	if auth := (*registry.AuthError)(nil); errors.As(err, &auth) {
 		reason, sameImage = v1alpha1.ReasonRegistryAuthFailed, mw.Image == image && mw.ReadWith == readWith
 	}
@@ -228,12 +231,23 @@ func inspectFailed(fn *v1alpha1.Function, err error) error {
 	reason := v1alpha1.ReasonImageInspectFailed
 	switch {
 	case errors.As(err, &unreachable):
-		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonRegistryUnreachable, "%s", err)
-		return &rerror.Transient{Reason: v1alpha1.ReasonRegistryUnreachable, Err: err}
+		reason = v1alpha1.ReasonRegistryUnreachable
+		if unreachable.TimedOut {
+			reason = v1alpha1.ReasonRegistryTimedOut
+		}
+		fn.Status.MarkMiddlewareUnknown(reason, "%s", err)
+		return &rerror.Transient{Reason: reason, Err: err}
 	case errors.As(err, &auth):
 		reason = v1alpha1.ReasonRegistryAuthFailed
-	case errors.As(err, &inspect) && inspect.Reason == registry.ReasonNotFound:
-		reason = v1alpha1.ReasonImageNotFound
+	case errors.As(err, &inspect):
+		switch inspect.Reason {
+		case registry.ReasonNotFound:
+			reason = v1alpha1.ReasonImageNotFound
+		case registry.ReasonTooLarge:
+			reason = v1alpha1.ReasonImageTooLarge
+		case registry.ReasonHostNotAllowed:
+			reason = v1alpha1.ReasonHostNotAllowed
+		}
 	}
 	fn.Status.MarkMiddlewareUnknown(reason, "%s", err)
 	return &rerror.Stalling{Reason: reason, Err: err}

@@ -116,6 +116,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 	)
 	defer func() {
 		summarize(fn, stepErr)
+		capMessages(fn, r.Config.Load().ConditionMessageMaxBytes)
 		// observedGeneration, and transition times that move only for conditions
 		// that really changed, as every Knative reconciler does.
 		kreconciler.PostProcessReconcile(ctx, fn, orig)

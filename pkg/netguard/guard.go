@@ -1,0 +1,142 @@
+package netguard
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Guard dials for the operator's git and registry clients. It checks a host's
+// name before resolving it and each resolved address right before the connect
+// system call, so a name that resolves (or re-resolves) to a refused address does
+// not pass, and nothing is sent to a refused one.
+type Guard struct {
+	policy atomic.Pointer[Policy]
+	// dials and denials count connections attempted and refused, for the tests and
+	// metrics.
+	dials, denials atomic.Int64
+
+	mu         sync.Mutex
+	transports []*http.Transport // closed to idle connections when the policy changes
+}
+
+// New returns a Guard enforcing p.
+func New(p *Policy) *Guard {
+	g := &Guard{}
+	g.SetPolicy(p)
+	return g
+}
+
+// SetPolicy replaces the policy. The idle connections of the Guard's transports
+// are closed, so the next request connects, and is checked, again; a request
+// under way finishes on its connection.
+func (g *Guard) SetPolicy(p *Policy) {
+	g.policy.Store(p)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, t := range g.transports {
+		t.CloseIdleConnections()
+	}
+}
+
+// Policy returns the policy in force.
+func (g *Guard) Policy() *Policy { return g.policy.Load() }
+
+// Counts returns how many connections were attempted and how many were refused.
+func (g *Guard) Counts() (dials, denials int64) { return g.dials.Load(), g.denials.Load() }
+
+// DialContext connects to address ("host:port") when the policy allows it.
+func (g *Guard) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	g.dials.Add(1)
+	p := g.policy.Load()
+	host, portText, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil, fmt.Errorf("dialing %q: %w", address, err)
+	}
+	port, err := strconv.ParseUint(portText, 10, 16)
+	if err != nil {
+		return nil, fmt.Errorf("dialing %q: port %q: %w", address, portText, err)
+	}
+	if err := p.checkName(host, uint16(port)); err != nil {
+		g.denials.Add(1)
+		return nil, err
+	}
+	d := net.Dialer{
+		Timeout:   30 * time.Second,
+		KeepAlive: 30 * time.Second,
+		Control: func(_, resolved string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(resolved)
+			if err != nil {
+				return fmt.Errorf("%s: cannot check resolved address %q: %w", Marker, resolved, err)
+			}
+			if err := p.checkAddr(host, ap); err != nil {
+				g.denials.Add(1)
+				return err
+			}
+			return nil
+		},
+	}
+	return d.DialContext(ctx, network, address)
+}
+
+type readLimitKey struct{}
+
+// WithReadLimit caps what each response body read with ctx (see Transport) may
+// carry: past n bytes a read fails with a *TooLargeError. The cap
+// holds for connections and responses opened after; SetReadLimit changes it.
+func WithReadLimit(ctx context.Context, n int64) context.Context {
+	l := &atomic.Int64{}
+	l.Store(n)
+	return context.WithValue(ctx, readLimitKey{}, l)
+}
+
+// SetReadLimit changes the cap of WithReadLimit in ctx, for what is opened next
+// (an operation whose metadata is small but whose content may be large); it does
+// nothing when ctx has none.
+func SetReadLimit(ctx context.Context, n int64) {
+	if l, ok := ctx.Value(readLimitKey{}).(*atomic.Int64); ok {
+		l.Store(n)
+	}
+}
+
+func readLimit(ctx context.Context) int64 {
+	if l, ok := ctx.Value(readLimitKey{}).(*atomic.Int64); ok {
+		return l.Load()
+	}
+	return 0
+}
+
+// TooLargeError is a read past the limit set with WithReadLimit.
+type TooLargeError struct{ Limit int64 }
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("%s: the server sent more than %d bytes", TooLargeMarker, e.Limit)
+}
+
+// TooLargeMarker starts every TooLargeError message.
+const TooLargeMarker = "response too large"
+
+// limitedConn fails reads past its limit.
+type limitedConn struct {
+	net.Conn
+	left, limit int64
+}
+
+func (c *limitedConn) Read(b []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, &TooLargeError{Limit: c.limit}
+	}
+	if int64(len(b)) > c.left {
+		b = b[:c.left]
+	}
+	n, err := c.Conn.Read(b)
+	c.left -= int64(n)
+	return n, err
+}

@@ -1,0 +1,119 @@
+package netguard
+
+import (
+	"errors"
+	"net/netip"
+	"testing"
+)
+
+func TestPolicy_Check(t *testing.T) {
+	api := []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:6443"), netip.MustParseAddrPort("10.96.0.1:443")}
+	tests := []struct {
+		name        string
+		deny, allow []string
+		host        string
+		addr        string // the resolved address; "" checks the name only
+		wantRule    string // "" means allowed; "-" means refused by the allow list
+	}{
+		{name: "a public host", host: "git.example.com", addr: "203.0.113.7:443"},
+		{name: "cloud metadata", host: "169.254.169.254", addr: "169.254.169.254:80", wantRule: "built-in 169.254.0.0/16"},
+		{name: "a name that resolves to metadata", host: "innocent.example", addr: "169.254.169.254:80", wantRule: "built-in 169.254.0.0/16"},
+		{name: "metadata as an IPv4-mapped IPv6 address", host: "x.example", addr: "[::ffff:169.254.169.254]:80", wantRule: "built-in 169.254.0.0/16"},
+		{name: "IPv6 link-local", host: "x.example", addr: "[fe80::1]:22", wantRule: "built-in fe80::/10"},
+		{name: "AWS IPv6 metadata", host: "x.example", addr: "[fd00:ec2::254]:80", wantRule: "built-in fd00:ec2::254/128"},
+		{name: "GCP metadata by name", host: "Metadata.Google.Internal.", wantRule: "built-in metadata.google.internal"},
+		{name: "the unspecified address", host: "0.0.0.0", addr: "0.0.0.0:6443", wantRule: "built-in 0.0.0.0/32"},
+		{name: "the API server's address and port", host: "127.0.0.1", addr: "127.0.0.1:6443", wantRule: "the Kubernetes API server 127.0.0.1:6443"},
+		{name: "the API server's address, another port (a git server beside it)", host: "127.0.0.1", addr: "127.0.0.1:3000"},
+		{name: "the API server's Service address", host: "kubernetes.default.svc", addr: "10.96.0.1:443", wantRule: "the Kubernetes API server 10.96.0.1:443"},
+		{name: "a denied range", deny: []string{"10.0.0.0/8"}, host: "git.internal", addr: "10.1.2.3:443", wantRule: "10.0.0.0/8"},
+		{name: "a denied name", deny: []string{"*.corp.example"}, host: "git.corp.example", wantRule: "*.corp.example"},
+		{name: "a denied name does not match its parent", deny: []string{"*.corp.example"}, host: "corp.example", addr: "203.0.113.7:443"},
+		{name: "a denied address:port", deny: []string{"[::1]:3000"}, host: "::1", addr: "[::1]:3000", wantRule: "[::1]:3000"},
+		{name: "allowed by name", allow: []string{"github.com"}, host: "github.com", addr: "140.82.112.3:443"},
+		{name: "not in the allow list", allow: []string{"github.com"}, host: "gitlab.com", addr: "172.65.251.78:443", wantRule: "-"},
+		{name: "allowed by range", allow: []string{"192.0.2.0/24"}, host: "git.lan", addr: "192.0.2.9:22"},
+		{name: "allow does not open metadata", allow: []string{"169.254.0.0/16"}, host: "169.254.169.254", addr: "169.254.169.254:80", wantRule: "built-in 169.254.0.0/16"},
+		{name: "deny wins over allow", allow: []string{"*.example.com"}, deny: []string{"evil.example.com"}, host: "evil.example.com", wantRule: "evil.example.com"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := NewPolicy(api, tt.deny, tt.allow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var port uint16 = 443
+			if tt.addr != "" {
+				port = netip.MustParseAddrPort(tt.addr).Port()
+			}
+			err = p.checkName(tt.host, port)
+			if err == nil && tt.addr != "" {
+				err = p.checkAddr(tt.host, netip.MustParseAddrPort(tt.addr))
+			}
+			var d *DeniedError
+			switch {
+			case tt.wantRule == "" && err != nil:
+				t.Fatalf("refused, want allowed: %v", err)
+			case tt.wantRule == "":
+				return
+			case !errors.As(err, &d):
+				t.Fatalf("got %v, want a refusal by %q", err, tt.wantRule)
+			case tt.wantRule == "-" && d.Rule != "":
+				t.Errorf("refused by rule %q, want by the allow list", d.Rule)
+			case tt.wantRule != "-" && d.Rule != tt.wantRule:
+				t.Errorf("refused by rule %q, want %q", d.Rule, tt.wantRule)
+			}
+			if !IsDenied(err) || !IsDenied(errors.New("wrapped as text: "+err.Error())) {
+				t.Errorf("IsDenied(%v) is false", err)
+			}
+		})
+	}
+}
+
+func TestParseEntry(t *testing.T) {
+	good := []string{"github.com", "*.example.com", "10.0.0.0/8", "::1", "10.1.2.3:6443", "[::1]:6443", "fd00::/8", "::ffff:10.0.0.0/104"}
+	for _, e := range good {
+		if _, err := ParseEntry(e); err != nil {
+			t.Errorf("ParseEntry(%q): %v", e, err)
+		}
+	}
+	bad := []string{"", "10.0.0.0/33", "*", "a b", "exa*mple.com", "[::1]", "host:port"}
+	for _, e := range bad {
+		if _, err := ParseEntry(e); err == nil {
+			t.Errorf("ParseEntry(%q) = nil error, want one", e)
+		}
+	}
+	// A mapped range is the IPv4 range it maps.
+	r, _ := ParseEntry("::ffff:10.0.0.0/104")
+	if !r.matchesAddr(netip.MustParseAddrPort("10.9.9.9:1")) {
+		t.Errorf("::ffff:10.0.0.0/104 does not match 10.9.9.9")
+	}
+}
+
+func TestResolveAPIServer(t *testing.T) {
+	lookup := func(host string) ([]netip.Addr, error) {
+		if host == "api.cluster.example" {
+			return []netip.Addr{netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("2001:db8::10")}, nil
+		}
+		return nil, errors.New("no such host")
+	}
+	got, err := ResolveAPIServer(lookup, "https://api.cluster.example:6443", "10.96.0.1", "443")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []netip.AddrPort{netip.MustParseAddrPort("192.0.2.10:6443"), netip.MustParseAddrPort("[2001:db8::10]:6443"), netip.MustParseAddrPort("10.96.0.1:443")}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("address %d: got %v, want %v", i, got[i], want[i])
+		}
+	}
+	if got, err := ResolveAPIServer(lookup, "https://127.0.0.1", "", ""); err != nil || len(got) != 1 || got[0] != netip.MustParseAddrPort("127.0.0.1:443") {
+		t.Errorf("https://127.0.0.1: got %v, %v; want 127.0.0.1:443", got, err)
+	}
+	if _, err := ResolveAPIServer(lookup, "https://unknown.example", "", ""); err == nil {
+		t.Errorf("an unresolvable API server: no error")
+	}
+}

@@ -1,0 +1,80 @@
+package function
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+)
+
+func TestCapMessage(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		max  int
+		want string
+	}{
+		{name: "short", in: "all fine", max: 64, want: "all fine"},
+		{name: "exactly the cap", in: strings.Repeat("a", 64), max: 64, want: strings.Repeat("a", 64)},
+		{name: "over the cap", in: strings.Repeat("a", 100), max: 40, want: strings.Repeat("a", 20) + " … (100 bytes cut)"},
+		{name: "cut on a character boundary", in: strings.Repeat("é", 50), max: 40, want: strings.Repeat("é", 10) + " … (100 bytes cut)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := CapMessage(tt.in, tt.max)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("CapMessage() (-want +got):\n%s", diff)
+			}
+			if len(got) > tt.max || !utf8.ValidString(got) {
+				t.Errorf("CapMessage() = %d bytes (valid UTF-8: %v), want at most %d", len(got), utf8.ValidString(got), tt.max)
+			}
+		})
+	}
+}
+
+func TestTailLines(t *testing.T) {
+	log := "func pipeline: step build failed:\n" + strings.Repeat("noise\n", 1000) + "last words " + strings.Repeat("x", 2000)
+	got := TailLines(log, 3, 64)
+	lines := strings.Split(got, "\n")
+	want := []string{"func pipeline: step build failed:", "… (999 lines cut)", "noise", CapMessage("last words "+strings.Repeat("x", 2000), 64)}
+	if diff := cmp.Diff(want, lines); diff != "" {
+		t.Errorf("TailLines() (-want +got):\n%s", diff)
+	}
+	if got := TailLines("one\ntwo", 0, 64); got != "one\n… (1 lines cut)" {
+		t.Errorf("TailLines(n=0) = %q", got)
+	}
+	if got := TailLines("one\ntwo", 5, 64); got != "one\ntwo" {
+		t.Errorf("TailLines(short) = %q", got)
+	}
+}
+
+func TestCapMessages_StatusAndEvents(t *testing.T) {
+	fn := &v1alpha1.Function{}
+	fn.Status.InitializeConditions()
+	body := strings.Repeat("<html>error</html>", 600000) // ~10 MB, as a hostile server's error page
+	fn.Status.MarkSourceFailed(v1alpha1.ReasonGitCloneFailed, "cloning: %s", body)
+	fn.Status.Build = &v1alpha1.BuildStatus{Message: body}
+	capMessages(fn, 1024)
+	for _, c := range fn.Status.Conditions {
+		if len(c.Message) > 1024 {
+			t.Errorf("condition %s has a message of %d bytes, want at most 1024", c.Type, len(c.Message))
+		}
+	}
+	if c := fn.Status.GetCondition(v1alpha1.FunctionConditionSourceReady); c == nil || !strings.HasPrefix(c.Message, "cloning: <html>") || c.Reason != v1alpha1.ReasonGitCloneFailed {
+		t.Errorf("SourceReady = %+v, want its reason kept and its message's start", c)
+	}
+	if len(fn.Status.Build.Message) > 1024 {
+		t.Errorf("status.build.message has %d bytes", len(fn.Status.Build.Message))
+	}
+
+	rec := record.NewFakeRecorder(1)
+	CappedRecorder(rec, func() int { return 256 }).Eventf(fn, "Warning", "BuildFailed", "the build printed %s", body)
+	e := <-rec.Events
+	if len(e) > 256+len("Warning BuildFailed ") || !strings.HasPrefix(e, "Warning BuildFailed the build printed <html>") {
+		t.Errorf("event of %d bytes: %.100s", len(e), e)
+	}
+}

@@ -1,0 +1,74 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+
+	"github.com/fnops/func-operator/pkg/netguard"
+)
+
+// cloneObjectCache is the memory go-git may keep of decoded objects during one
+// clone (its default is 96 MiB per repository).
+const cloneObjectCache = 8 << 20
+
+// maxServerText caps what of a server's own text goes into a message.
+const maxServerText = 512
+
+// netOptions are the network bounds of one remote operation.
+type netOptions struct {
+	limits Limits
+	// proxy routes SSH dials through the operator's network guard; empty for HTTP,
+	// whose transport is installed once (see Fetcher).
+	proxy transport.ProxyOptions
+}
+
+// context caps what HTTP responses read with ctx may carry.
+func (o netOptions) context(ctx context.Context) context.Context {
+	if o.limits.MaxBytes <= 0 {
+		return ctx
+	}
+	return netguard.WithReadLimit(ctx, readLimit(o.limits.MaxBytes))
+}
+
+// readLimit is what a connection may read for a pack of at most maxBytes: the
+// protocol frames it (side-band packets of up to 64 KiB with 5 bytes of header),
+// and the references come first. The pack itself is counted exactly (budget).
+func readLimit(maxBytes int64) int64 { return maxBytes + maxBytes/64 + 1<<20 }
+
+func isTooLarge(err error) bool {
+	var tl *netguard.TooLargeError
+	return errors.As(err, &tl) || strings.Contains(err.Error(), netguard.TooLargeMarker)
+}
+
+// deniedText is the refusal itself, whatever a library wrapped around it.
+func deniedText(err error) string {
+	var d *netguard.DeniedError
+	if errors.As(err, &d) {
+		return d.Error()
+	}
+	s := err.Error()
+	if i := strings.Index(s, netguard.Marker+": "); i >= 0 {
+		return s[i:]
+	}
+	return s
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// InstallGuard makes go-git dial every HTTP and HTTPS connection through g, in
+// this whole process (go-git's transports are process-wide), with error bodies
+// cut short. SSH connections go through g by the proxy URL each operation sets.
+func InstallGuard(g *netguard.Guard) {
+	c := githttp.NewClient(&http.Client{Transport: g.Transport(0)})
+	client.InstallProtocol("http", c)
+	client.InstallProtocol("https", c)
+}
