@@ -68,6 +68,10 @@ const (
 	ReasonCloneTooLarge = "CloneTooLarge"
 	// ReasonCloneTooManyFiles: the clone holds more objects than cloneMaxFiles.
 	ReasonCloneTooManyFiles = "CloneTooManyFiles"
+	// ReasonHostBusy: the Function's git host or registry is read by as many of
+	// the operator's workers as one host may hold (half; one when it was slow); the
+	// Function is checked again shortly. Not shown in conditions.
+	ReasonHostBusy = "HostBusy"
 	// ReasonHostNotAllowed: the operator's network policy refuses the host (or the
 	// address it resolves to) of the repository or the image; nothing was sent to it.
 	ReasonHostNotAllowed = "HostNotAllowed"

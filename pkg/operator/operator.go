@@ -213,6 +213,7 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 		Recorder:  function.CappedRecorder(mgr.GetEventRecorderFor("func-operator"), func() int { return store.Load().EventMessageMaxBytes }),
 		Config:    store,
 		Fetcher:   fetcher,
+		Lanes:     &function.Lanes{Workers: o.Concurrency},
 		Tekton:    tekton,
 		Queue:     queue,
 		Launcher:  launcher,

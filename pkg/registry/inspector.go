@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -76,7 +77,9 @@ type Inspector struct {
 	opts []remote.Option
 
 	results *lru.Cache // digest string -> Middleware
-	pullers *lru.Cache // pullerKey -> *remote.Puller
+	// tooLarge holds the images over the limits: "digest maxMemory maxBytes" -> why.
+	tooLarge *lru.Cache
+	pullers  *lru.Cache // pullerKey -> *remote.Puller
 
 	mu       sync.Mutex
 	inflight map[string]*inflightCall
@@ -107,6 +110,7 @@ func NewInspector(cacheSize int, opts ...remote.Option) *Inspector { // opts e.g
 	return &Inspector{
 		opts:      append([]remote.Option(nil), opts...),
 		results:   lru.New(cacheSize),
+		tooLarge:  lru.New(cacheSize),
 		pullers:   lru.New(pullerCacheSize),
 		inflight:  map[string]*inflightCall{},
 		scanSlots: make(chan struct{}, DefaultConcurrentScans),
@@ -206,9 +210,20 @@ func (i *Inspector) Inspect(ctx context.Context, ref string, kc authn.Keychain) 
 		}
 	}
 
+	// An image too large to read stays so under the same limits: it is not read
+	// again (a zip bomb would cost its decompression at every check).
+	lim := i.limits()
+	tooLargeKey := fmt.Sprintf("%s %d %d", top, lim.MaxMemory, lim.MaxBytes)
+	if v, ok := i.tooLarge.Get(tooLargeKey); ok {
+		i.cacheHits.Add(1)
+		return Middleware{}, &InspectError{Ref: ref, Reason: ReasonTooLarge, detail: v.(string)}
+	}
 	m, err := i.inspectOnce(ctx, top.String(), ec, func() (Middleware, error) {
 		return i.inspect(ctx, p, repo, top, desc, ec)
 	})
+	if ie := (*InspectError)(nil); errors.As(err, &ie) && ie.Reason == ReasonTooLarge {
+		i.tooLarge.Add(tooLargeKey, ie.detail) // names digests, never the reference
+	}
 	if err != nil {
 		i.pullers.Remove(key)
 	}

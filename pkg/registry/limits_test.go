@@ -177,3 +177,31 @@ func mustPolicy(t *testing.T, deny ...string) *netguard.Policy {
 	}
 	return p
 }
+
+// TestInspect_TooLargeNotReadAgain: an image over the limits is refused from then
+// on without its layers being read again, under the same limits; larger limits
+// read it again.
+func TestInspect_TooLargeNotReadAgain(t *testing.T) {
+	tr := newTestRegistry(t)
+	fn, _ := goBinaries(t)
+	padded := append(append([]byte(nil), fn...), make([]byte, 8<<20)...)
+	tr.push(t, "fn/padded:v1", image(t, "amd64", nil, baseLayer(t), functionLayer(t, padded)))
+	limits := Limits{MaxMemory: 1 << 20, MaxBytes: 4 << 20}
+	i := NewInspector(10)
+	i.Limits = func() Limits { return limits }
+	for n := 0; n < 2; n++ {
+		before := tr.blobGets.Load()
+		_, err := i.Inspect(testCtx(t), tr.ref("fn/padded:v1"), nil)
+		var ie *InspectError
+		if !errors.As(err, &ie) || ie.Reason != ReasonTooLarge || !strings.Contains(err.Error(), tr.ref("fn/padded:v1")) {
+			t.Fatalf("inspection %d: got %v, want an InspectError %s naming the reference", n+1, err, ReasonTooLarge)
+		}
+		if got := tr.blobGets.Load() - before; (n == 0) != (got > 0) {
+			t.Errorf("inspection %d read %d blobs; want some the first time only", n+1, got)
+		}
+	}
+	limits.MaxBytes = 64 << 20
+	if m, err := i.Inspect(testCtx(t), tr.ref("fn/padded:v1"), nil); err != nil || m.Version != testFuncGoVersion {
+		t.Fatalf("with larger limits: got %+v, %v; want version %s", m, err, testFuncGoVersion)
+	}
+}

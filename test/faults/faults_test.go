@@ -58,6 +58,8 @@ type suite struct {
 	cursor counted
 	// top is the suite's test, for what outlives one fault.
 	top *testing.T
+	// root holds what the operator runs with as shipped.
+	root shippedRoot
 }
 
 // row is one fault: what was injected, what a user saw, how long recovery took, and
@@ -92,7 +94,7 @@ var suiteConfig = map[string]string{
 // step on the same running fleet, so every later fault also tests that the
 // functions of the earlier ones stay as they were.
 func TestFaults(t *testing.T) {
-	s := setUp(t)
+	s := setUp(t, nil, nil)
 	t.Run("Knative Serving and Tekton installed after the operator", s.lateAPIs)
 	t.Run("SIGKILL mid-build", s.killMidBuild)
 	for _, k := range killPoints {
@@ -110,7 +112,10 @@ func TestFaults(t *testing.T) {
 	s.finish(t)
 }
 
-func setUp(t *testing.T) *suite {
+// setUp starts the control plane, the servers and the operator binary, with the
+// suite's ConfigMap values and values (overriding them), and env added to the
+// Deployment's (what a pod would get from elsewhere, such as mounted CAs).
+func setUp(t *testing.T, values map[string]string, env []string) *suite {
 	ctrl.SetLogger(logr.Discard()) // the suite's own clients; the operator logs to its output
 	s := &suite{top: t}
 	pin, err := funclib.AvailableMiddleware("go", "http")
@@ -137,6 +142,9 @@ func setUp(t *testing.T) *suite {
 	for k, v := range suiteConfig {
 		cm.Data[k] = v
 	}
+	for k, v := range values {
+		cm.Data[k] = v
+	}
 	if err := s.admin.Update(context.Background(), cm); err != nil {
 		t.Fatal(err)
 	}
@@ -152,11 +160,14 @@ func setUp(t *testing.T) *suite {
 		t.Fatal(err)
 	}
 	s.front = startAPIFront(t, user.Config())
-	s.dep = readDeployment(t, writeKubeconfig(t, s.front.URL))
+	root := newShippedRoot(t)
+	s.dep = readDeployment(t, root, writeKubeconfig(t, root, s.front.URL))
 	if s.dep.systemNamespace != "func-operator" {
 		t.Fatalf("the Deployment runs in %s, want func-operator (where config/ puts the ConfigMap)", s.dep.systemNamespace)
 	}
-	s.kubelet = startKubeletSim(t, buildOperator(t), s.dep)
+	s.root = root
+	s.dep.env = append(s.dep.env, env...)
+	s.kubelet = startKubeletSim(t, buildOperator(t, root), s.dep)
 	s.obs = startObserver(t, s.env.Config, s.secrets())
 	until(t, time.Minute, "the operator's readiness", func() string {
 		resp, err := http.Get("http://" + s.dep.probes + "/readyz")
@@ -420,7 +431,7 @@ var registryFaults = []registryFault{{
 	start: func(r *registrytest.Registry) { r.FailWith(http.StatusUnauthorized) },
 	end:   func(r *registrytest.Registry) { r.FailWith(0) },
 }, {
-	name: "answers after 30s (registryTimeout 2s)", reason: v1alpha1.ReasonRegistryUnreachable,
+	name: "answers after 30s (registryTimeout 2s)", reason: v1alpha1.ReasonRegistryTimedOut,
 	start: func(r *registrytest.Registry) { r.Delay(30 * time.Second) },
 	end:   func(r *registrytest.Registry) { r.Delay(0) },
 }}
@@ -457,12 +468,14 @@ func (s *suite) registryFault(t *testing.T, r registryFault) {
 type gitFault struct {
 	name string
 	code int
+	// reason is SourceReachable's during the outage.
+	reason string
 }
 
 var gitFaults = []gitFault{
-	{name: "answers 503", code: http.StatusServiceUnavailable},
-	{name: "resets connections", code: gitserver.Reset},
-	{name: "hangs past gitTimeout", code: gitserver.Hang},
+	{name: "answers 503", code: http.StatusServiceUnavailable, reason: v1alpha1.ReasonBranchListFailed},
+	{name: "resets connections", code: gitserver.Reset, reason: v1alpha1.ReasonBranchListFailed},
+	{name: "hangs past gitTimeout", code: gitserver.Hang, reason: v1alpha1.ReasonGitTimedOut},
 }
 
 func (s *suite) gitFault(t *testing.T, g gitFault) {
@@ -475,7 +488,7 @@ func (s *suite) gitFault(t *testing.T, g gitFault) {
 				return "not read"
 			}
 			c := fn.Status.GetCondition(v1alpha1.FunctionConditionSourceReachable)
-			if c == nil || c.IsTrue() != want || (!want && c.Reason != v1alpha1.ReasonBranchListFailed) {
+			if c == nil || c.IsTrue() != want || (!want && c.Reason != g.reason) {
 				return fmt.Sprintf("%s/%s: SourceReachable %+v", ns, name, c)
 			}
 			return s.ready(ns, name)
@@ -487,7 +500,7 @@ func (s *suite) gitFault(t *testing.T, g gitFault) {
 	until(t, time.Minute, "every function seeing the git host again", every(s.fleets, reachable(true)))
 	recovered := time.Since(ended)
 	s.record(t, "git host "+g.name,
-		fmt.Sprintf("Ready stays True; `SourceReachable` False (`BranchListFailed`, severity Warning) on every function within %s (the next check)", seen.Round(time.Second)),
+		fmt.Sprintf("Ready stays True; `SourceReachable` False (`%s`, severity Warning) on every function within %s (the next check)", g.reason, seen.Round(time.Second)),
 		recovered, s.lostBuilds(t, 30*time.Second, s.fleets))
 }
 
@@ -559,10 +572,34 @@ func (s *suite) serviceDeletedWhileQueued(t *testing.T) {
 
 // finish checks what holds across the whole suite and prints the table.
 func (s *suite) finish(t *testing.T) {
-	lost := 0
-	for _, r := range s.rows {
-		lost += r.lost
+	leaks := s.checkCounters(t)
+	// The control of the kills: every SIGKILL (5 mid-build or mid-write, 3 across
+	// registry faults) and the API server outage made the kubelet start it again.
+	if n := s.kubelet.Starts(); n < 1+5+3+1 {
+		t.Errorf("the operator was started %d times, want at least 10: a fault did not take", n)
 	}
+	// What SIGKILLs left in the emptyDir went when the next process started.
+	if left, err := filepath.Glob(filepath.Join(s.dep.workDir, "func-library-*")); err != nil || len(left) != 1 {
+		t.Errorf("func library directories in the work dir after %d starts: %v, %v; want the running process' one", s.kubelet.Starts(), left, err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "| Fault | What the user sees | Recovery | Ready flaps | Duplicate builds | Lost builds |\n|---|---|---|---|---|---|\n")
+	for _, r := range s.rows {
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d |\n", r.fault, r.sees, r.recovery.Round(time.Second), r.flaps, r.duplicates, r.lost)
+	}
+	fmt.Fprintf(&b, "\nSecret values shown: %d. Operator starts: %d.\n", leaks, s.kubelet.Starts())
+	t.Logf("fault suite:\n%s", b.String())
+	if path := os.Getenv("FUNC_OPERATOR_FAULTS_TABLE"); path != "" {
+		if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// checkCounters fails the test for what the observer counted after the last row
+// (Ready flaps, duplicate builds) and for any Secret value shown in the operator's
+// output, an Event or a status, and returns how many were shown.
+func (s *suite) checkCounters(t *testing.T) int {
 	// Whatever the counters counted after the last row.
 	time.Sleep(2 * time.Second)
 	flaps, dups := s.obs.counts()
@@ -580,25 +617,5 @@ func (s *suite) finish(t *testing.T) {
 	for _, l := range leaks {
 		t.Errorf("Secret value shown: %s", l)
 	}
-	// The control of the kills: every SIGKILL (5 mid-build or mid-write, 3 across
-	// registry faults) and the API server outage made the kubelet start it again.
-	if n := s.kubelet.Starts(); n < 1+5+3+1 {
-		t.Errorf("the operator was started %d times, want at least 10: a fault did not take", n)
-	}
-	// What SIGKILLs left in the emptyDir went when the next process started.
-	if left, err := filepath.Glob(filepath.Join(s.dep.workDir, "func-library-*")); err != nil || len(left) != 1 {
-		t.Errorf("func library directories in the work dir after %d starts: %v, %v; want the running process' one", s.kubelet.Starts(), left, err)
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "| Fault | What the user sees | Recovery | Ready flaps | Duplicate builds | Lost builds |\n|---|---|---|---|---|---|\n")
-	for _, r := range s.rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d |\n", r.fault, r.sees, r.recovery.Round(time.Second), r.flaps, r.duplicates, r.lost)
-	}
-	fmt.Fprintf(&b, "\nSecret values shown: %d. Operator starts: %d.\n", len(leaks), s.kubelet.Starts())
-	t.Logf("fault suite:\n%s", b.String())
-	if path := os.Getenv("FUNC_OPERATOR_FAULTS_TABLE"); path != "" {
-		if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
-			t.Error(err)
-		}
-	}
+	return len(leaks)
 }

@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -305,9 +304,9 @@ func contains(list []string, s string) bool {
 }
 
 // buildOperator builds cmd/func-operator (cached by go build).
-func buildOperator(t *testing.T) string {
+func buildOperator(t *testing.T, root shippedRoot) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "func-operator")
+	bin := root.path("func-operator")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/func-operator")
 	cmd.Dir = envtest.RepoRoot()
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -318,9 +317,9 @@ func buildOperator(t *testing.T) string {
 
 // writeKubeconfig writes a kubeconfig that reaches the API server through server,
 // with no credentials of its own (the front adds the operator's).
-func writeKubeconfig(t *testing.T, server string) string {
+func writeKubeconfig(t *testing.T, root shippedRoot, server string) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "kubeconfig")
+	path := root.path("kubeconfig")
 	content := fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters: [{name: c, cluster: {server: %q}}]
@@ -328,7 +327,8 @@ users: [{name: u, user: {}}]
 contexts: [{name: c, context: {cluster: c, user: u}}]
 current-context: c
 `, server)
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+	// Readable by the operator's user; it holds no credentials.
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -35,7 +35,7 @@ type deployment struct {
 // their own, SYSTEM_NAMESPACE (a fieldRef) the Deployment's namespace, and
 // KUBECONFIG stands for the in-cluster configuration. Nothing else of the test's
 // environment reaches the operator.
-func readDeployment(t *testing.T, kubeconfig string) deployment {
+func readDeployment(t *testing.T, root shippedRoot, kubeconfig string) deployment {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(envtest.RepoRoot(), "config", "500-controller.yaml"))
 	if err != nil {
@@ -54,11 +54,8 @@ func readDeployment(t *testing.T, kubeconfig string) deployment {
 	}
 	mount := c.VolumeMounts[0].MountPath
 	out := deployment{
-		workDir: filepath.Join(t.TempDir(), "work"), systemNamespace: d.Namespace,
+		workDir: root.workDir(t), systemNamespace: d.Namespace,
 		metrics: freeAddr(t), probes: freeAddr(t), kubeconfigForPod: kubeconfig,
-	}
-	if err := os.Mkdir(out.workDir, 0o700); err != nil {
-		t.Fatal(err)
 	}
 	local := func(v string) string {
 		if rest, ok := strings.CutPrefix(v, mount); ok {
@@ -91,7 +88,87 @@ func readDeployment(t *testing.T, kubeconfig string) deployment {
 		out.env = append(out.env, e.Name+"="+local(v))
 	}
 	out.env = append(out.env, "KUBECONFIG="+kubeconfig)
+	// The root filesystem is read-only: the process temporary directory (/tmp, as the
+	// Deployment sets no TMPDIR) is not writable. Here it is a directory the
+	// operator's user cannot write.
+	if hasEnv(out.env, "TMPDIR") {
+		t.Fatalf("the Deployment sets TMPDIR: the test stands in for a read-only /tmp with it")
+	}
+	out.env = append(out.env, "TMPDIR="+root.readOnlyDir(t))
 	return out
+}
+
+func hasEnv(env []string, name string) bool {
+	for _, e := range env {
+		if strings.HasPrefix(e, name+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+// shippedUID is the user the operator's image runs as: ko's default base image
+// (distroless static, nonroot) has user 65532, which the Deployment's
+// runAsNonRoot requires to be other than root.
+const shippedUID = 65532
+
+// shippedRoot is a directory for what the operator process runs with as shipped:
+// its binary and kubeconfig (readable, not writable, by it), its work dir (the only
+// directory it may write), and a read-only stand-in for /tmp.
+type shippedRoot string
+
+func newShippedRoot(t *testing.T) shippedRoot {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "func-operator-shipped-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	// Traversable by the operator's user; t.TempDir's parents are not (0700).
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return shippedRoot(dir)
+}
+
+func (r shippedRoot) path(name string) string { return filepath.Join(string(r), name) }
+
+// workDir is the emptyDir: the operator's user owns it.
+func (r shippedRoot) workDir(t *testing.T) string {
+	t.Helper()
+	dir := r.path("work")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if asRoot() {
+		if err := os.Chown(dir, shippedUID, shippedUID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// readOnlyDir is a directory the operator's user may read but not write.
+func (r shippedRoot) readOnlyDir(t *testing.T) string {
+	t.Helper()
+	dir := r.path("read-only")
+	if err := os.Mkdir(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// asRoot is true when the tests run as root: the operator then runs as shippedUID,
+// for whom only its work dir is writable. Run as another user, the operator runs
+// as that user, who cannot write the read-only directory either.
+func asRoot() bool { return os.Geteuid() == 0 }
+
+// shippedCredential is the identity the operator process gets.
+func shippedCredential() *syscall.SysProcAttr {
+	if !asRoot() {
+		return nil
+	}
+	return &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: shippedUID, Gid: shippedUID}}
 }
 
 // kubeletSim runs the operator binary as the kubelet runs the Deployment's
@@ -125,6 +202,7 @@ func (k *kubeletSim) run() {
 	for {
 		cmd := exec.Command(k.bin, k.dep.args...)
 		cmd.Env = k.dep.env
+		cmd.SysProcAttr = shippedCredential()
 		cmd.Stdout, cmd.Stderr = k.Logs, k.Logs
 		k.mu.Lock()
 		if k.stopped {
@@ -172,6 +250,16 @@ func (k *kubeletSim) kill() int {
 		k.t.Errorf("SIGKILL to the operator (pid %d): %v", pid, err)
 	}
 	return pid
+}
+
+// pid is the id of the running operator process, 0 when none runs.
+func (k *kubeletSim) pid() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.cmd == nil {
+		return 0
+	}
+	return k.cmd.Process.Pid
 }
 
 // running reports whether an operator process runs.

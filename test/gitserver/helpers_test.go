@@ -49,3 +49,16 @@ func assertFile(t *testing.T, dir, name, want string) {
 		t.Fatalf("%s = %q, want %q", name, got, want)
 	}
 }
+
+// cloneWithCA clones branch main of url trusting the CA certificate caPEM.
+func cloneWithCA(t *testing.T, url string, caPEM []byte) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	_, err := git.PlainCloneContext(ctx, dir, false, &git.CloneOptions{
+		URL: url, CABundle: caPEM, Depth: 1, SingleBranch: true,
+		ReferenceName: plumbing.NewBranchReferenceName("main"),
+	})
+	return dir, err
+}

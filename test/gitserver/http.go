@@ -2,6 +2,7 @@ package gitserver
 
 import (
 	"crypto/subtle"
+	"encoding/pem"
 	"log"
 	"net"
 	"net/http"
@@ -39,6 +40,27 @@ type credentialCheck func(username, password string) bool
 // CreateRepo) until the test ends.
 func StartHTTP(t testing.TB, root string) *HTTPServer {
 	t.Helper()
+	return start(t, root, false)
+}
+
+// StartHTTPS is StartHTTP over TLS, with a certificate for 127.0.0.1 that
+// CertificatePEM returns.
+func StartHTTPS(t testing.TB, root string) *HTTPServer {
+	t.Helper()
+	return start(t, root, true)
+}
+
+// CertificatePEM is the PEM of the TLS server's certificate (self-signed: a client
+// trusts it as a CA), nil for a plain HTTP server.
+func (s *HTTPServer) CertificatePEM() []byte {
+	if s.srv.TLS == nil {
+		return nil
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.srv.Certificate().Raw})
+}
+
+func start(t testing.TB, root string, tls bool) *HTTPServer {
+	t.Helper()
 	gitPath, err := exec.LookPath("git")
 	if err != nil {
 		t.Fatalf("gitserver: find git for http-backend: %v", err)
@@ -63,7 +85,12 @@ func StartHTTP(t testing.TB, root string) *HTTPServer {
 		uploads: map[string]int{},
 		faults:  hostilehttp.New(),
 	}
-	s.srv = httptest.NewServer(s.faults.Handler(http.HandlerFunc(s.serveHTTP)))
+	s.srv = httptest.NewUnstartedServer(s.faults.Handler(http.HandlerFunc(s.serveHTTP)))
+	if tls {
+		s.srv.StartTLS()
+	} else {
+		s.srv.Start()
+	}
 	t.Cleanup(s.srv.Close)
 	t.Cleanup(s.stopFaults) // runs first: a trickle must not hold srv.Close
 	return s

@@ -130,3 +130,22 @@ func TestHTTPCounters(t *testing.T) {
 		t.Fatalf("RefAdvertisements(other) = %d, want 0", got)
 	}
 }
+
+func TestHTTPSClone(t *testing.T) {
+	root := gitserver.NewRepoRoot(t)
+	repo := gitserver.CreateRepo(t, root, "tls")
+	repo.Commit(t, "main", map[string]string{"func.yaml": "name: tls\n"}, "init")
+	srv := gitserver.StartHTTPS(t, root)
+	if !strings.HasPrefix(srv.URL("tls"), "https://127.0.0.1:") {
+		t.Fatalf("URL %s, want https on 127.0.0.1", srv.URL("tls"))
+	}
+	// Without the certificate the clone fails; with it, it works.
+	if _, err := clone(t, srv.URL("tls"), nil); err == nil {
+		t.Fatalf("cloning without trusting the certificate worked")
+	}
+	dir, err := cloneWithCA(t, srv.URL("tls"), srv.CertificatePEM())
+	if err != nil {
+		t.Fatalf("cloning with the certificate: %v", err)
+	}
+	assertFile(t, dir, "func.yaml", "name: tls\n")
+}

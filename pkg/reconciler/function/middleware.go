@@ -64,9 +64,16 @@ func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Funct
 	if err != nil {
 		return Result{}, err
 	}
+	host := registryHost(obs.deployment.image)
+	leave, ok := r.Lanes.Enter(host, fn.Namespace)
+	if !ok {
+		return Result{}, laneBusy(host)
+	}
 	inspectCtx, cancel := context.WithTimeout(ctx, cfg.RegistryTimeout)
 	got, err := r.Inspector.Inspect(inspectCtx, obs.deployment.image, kc)
 	cancel()
+	var unreachable *registry.UnreachableError
+	leave(errors.As(err, &unreachable) && unreachable.TimedOut)
 	if cannotRead(err) {
 		return r.registryUnreachable(ctx, fn, obs.deployment.image, readWith, err)
 	}

@@ -37,6 +37,8 @@ type Reconciler struct {
 	Recorder  record.EventRecorder
 	Config    *config.Store
 	Fetcher   *source.Fetcher
+	// Lanes keeps one git host or registry from holding every worker; nil: no bound.
+	Lanes *Lanes
 	// Describer describes deployed functions through the func library.
 	Describer *funclib.Describer
 	// Services reads Knative Services, from the manager's cache.
@@ -141,9 +143,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 		sr, stepErr = step(ctx, fn, obs)
 		res = res.merge(sr)
 		if stepErr != nil {
-			if i < len(steps)-1 {
+			if i < len(steps)-1 && rerror.Reason(stepErr) != v1alpha1.ReasonHostBusy {
 				// A step before the rebuild failed: the Function cannot build now, and
-				// a queued one gives its place up rather than block the queue's head.
+				// a queued one gives its place up rather than block the queue's head
+				// (not for a moment's wait for its host).
 				r.leaveQueue(fn)
 			}
 			break

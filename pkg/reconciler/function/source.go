@@ -26,10 +26,16 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 	if err != nil {
 		return Result{}, sourceFailed(fn, err)
 	}
+	host := gitHost(repo.URL)
+	leave, ok := r.Lanes.Enter(host, fn.Namespace)
+	if !ok {
+		return Result{}, laneBusy(host)
+	}
 	start := time.Now()
 	head, err := r.Fetcher.Head(ctx, repo.URL, repo.Branch, auth, cfg.GitTimeout)
 	r.Metrics.GitFetch(metrics.GitListRefs, time.Since(start))
 	if err != nil {
+		leave(rerror.Reason(err) == v1alpha1.ReasonGitTimedOut)
 		return r.sourceUnreachable(ctx, fn, err)
 	}
 	obs.source = sourceArtifact{head: head, auth: auth}
@@ -39,12 +45,14 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 		if d := fn.Status.Deployment; d != nil {
 			obs.source.runtime, obs.source.invoke = d.Runtime, d.Invoke
 		}
+		leave(false)
 		sourceReached(fn)
 		return Result{}, nil
 	}
 
 	start = time.Now()
 	res, err := r.Fetcher.Read(ctx, repo.URL, head, repo.CleanPath(), auth, cfg.GitTimeout)
+	leave(rerror.Reason(err) == v1alpha1.ReasonGitTimedOut)
 	if res.Cloned {
 		r.Metrics.GitFetch(metrics.GitClone, time.Since(start))
 	}
