@@ -63,8 +63,41 @@ ko: ## Build (once, cached) ko from the module proxy.
 	@hack/ko.sh >/dev/null
 
 .PHONY: test
-test: test-deps verify-tracked-files verify-generated verify-third-party vet lint control-plane ko ## Run every test against a real control plane, git servers, sshd and ko.
+test: test-deps verify-tracked-files verify-generated verify-third-party vet lint control-plane ko ## Run every test against a real control plane, git servers, sshd and ko, then fuzz-short.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" FUNC_OPERATOR_KO="$$(hack/ko.sh)" FUNC_OPERATOR_REQUIRE_SSHD=1 go test $(GO_TEST_FLAGS) $(PKGS)
+	@$(MAKE) --no-print-directory fuzz-short
+
+# Go fuzz targets, as package:Target pairs: `go test -fuzz` fuzzes one target of one package at a time.
+FUZZ_TARGETS ?= \
+	./pkg/funclib:FuzzLoadFuncYAML \
+	./pkg/funclib:FuzzCheckNoLocalEnv \
+	./pkg/source:FuzzRepositoryURL \
+	./pkg/source:FuzzRepositoryPath \
+	./pkg/source:FuzzRemoteHead \
+	./pkg/registry:FuzzKeychain \
+	./pkg/registry:FuzzBuildInfo
+FUZZTIME ?= 5m
+# Minimizing each new interesting input for go's default 60s would leave a short run idle.
+FUZZ_FLAGS ?= -fuzzminimizetime=10s
+
+# run-fuzz fuzzes every one of FUZZ_TARGETS for $(1), and fails after them all if any failed.
+define run-fuzz
+failed=""; \
+for pt in $(FUZZ_TARGETS); do \
+	pkg="$${pt%%:*}"; target="$${pt##*:}"; \
+	echo "fuzz: $$target ($$pkg) for $(1)"; \
+	go test -run='^$$' -fuzz="^$$target"'$$' -fuzztime=$(1) $(FUZZ_FLAGS) "$$pkg" || failed="$$failed $$pt"; \
+done; \
+if [ -n "$$failed" ]; then echo "fuzz: failed:$$failed (failing inputs are in each package's testdata/fuzz/)"; exit 1; fi
+endef
+
+.PHONY: fuzz
+fuzz: ## Fuzz each of FUZZ_TARGETS for FUZZTIME (5m); a failing input lands in its package's testdata/fuzz/.
+	@$(call run-fuzz,$(FUZZTIME))
+
+.PHONY: fuzz-short
+fuzz-short: ## Fuzz each of FUZZ_TARGETS for 10s (the last step of make test).
+	@$(call run-fuzz,10s)
 
 ##@ Install
 

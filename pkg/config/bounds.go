@@ -18,9 +18,10 @@ func parseBounds(cm *corev1.ConfigMap, c *Config, fail func(k string, err error)
 		into     *int64
 		min, max int64
 	}{
-		KeyCloneMaxBytes:    {&c.CloneMaxBytes, 1 << 20, 1 << 40},
-		KeyInspectMaxMemory: {&c.InspectMaxMemory, 1 << 20, 256 << 20},
-		KeyInspectMaxBytes:  {&c.InspectMaxBytes, 1 << 20, 1 << 40},
+		KeyCloneMaxBytes:       {&c.CloneMaxBytes, 1 << 20, 1 << 40},
+		KeyCloneMaxObjectBytes: {&c.CloneMaxObjectBytes, 1 << 20, 1 << 30},
+		KeyInspectMaxMemory:    {&c.InspectMaxMemory, 1 << 20, 256 << 20},
+		KeyInspectMaxBytes:     {&c.InspectMaxBytes, 1 << 20, 1 << 40},
 	}
 	for _, k := range sortedKeys(sizes) {
 		v, ok := cm.Data[k]

@@ -70,6 +70,10 @@ const (
 	// KeyCloneMaxFiles caps the objects (files, directories, the commit) one clone
 	// may hold; past it, reason CloneTooManyFiles.
 	KeyCloneMaxFiles = "cloneMaxFiles"
+	// KeyCloneMaxObjectBytes caps what one object of a clone may expand to (go-git
+	// holds an object whole while it indexes the pack); past it, or when all the
+	// objects expand to more than 4 times cloneMaxBytes, reason CloneTooLarge.
+	KeyCloneMaxObjectBytes = "cloneMaxObjectBytes"
 	// KeyInspectMaxMemory caps the memory one image inspection may hold: a manifest,
 	// a config, or the build information of an executable larger than that is not
 	// read (reason ImageTooLarge). Executables are streamed, never held whole.
@@ -118,6 +122,7 @@ const (
 
 	DefaultCloneMaxBytes            = 100 << 20
 	DefaultCloneMaxFiles            = 100000
+	DefaultCloneMaxObjectBytes      = 32 << 20
 	DefaultInspectMaxMemory         = 16 << 20
 	DefaultInspectMaxBytes          = 4 << 30
 	DefaultConditionMessageMaxBytes = 1024
@@ -157,8 +162,8 @@ type Config struct {
 	// entry keeps the func library's default.
 	BuilderImages map[string]string
 
-	// CloneMaxBytes and CloneMaxFiles bound one clone.
-	CloneMaxBytes, CloneMaxFiles int64
+	// CloneMaxBytes, CloneMaxFiles and CloneMaxObjectBytes bound one clone.
+	CloneMaxBytes, CloneMaxFiles, CloneMaxObjectBytes int64
 	// InspectMaxMemory and InspectMaxBytes bound one image inspection.
 	InspectMaxMemory, InspectMaxBytes int64
 	// ConditionMessageMaxBytes and EventMessageMaxBytes cap messages.
@@ -198,6 +203,7 @@ func Defaults() Config {
 
 		CloneMaxBytes:            DefaultCloneMaxBytes,
 		CloneMaxFiles:            DefaultCloneMaxFiles,
+		CloneMaxObjectBytes:      DefaultCloneMaxObjectBytes,
 		InspectMaxMemory:         DefaultInspectMaxMemory,
 		InspectMaxBytes:          DefaultInspectMaxBytes,
 		ConditionMessageMaxBytes: DefaultConditionMessageMaxBytes,
@@ -258,6 +264,7 @@ var keepers = map[string]func(c *Config, last Config){
 
 	KeyCloneMaxBytes:            func(c *Config, last Config) { c.CloneMaxBytes = last.CloneMaxBytes },
 	KeyCloneMaxFiles:            func(c *Config, last Config) { c.CloneMaxFiles = last.CloneMaxFiles },
+	KeyCloneMaxObjectBytes:      func(c *Config, last Config) { c.CloneMaxObjectBytes = last.CloneMaxObjectBytes },
 	KeyInspectMaxMemory:         func(c *Config, last Config) { c.InspectMaxMemory = last.InspectMaxMemory },
 	KeyInspectMaxBytes:          func(c *Config, last Config) { c.InspectMaxBytes = last.InspectMaxBytes },
 	KeyConditionMessageMaxBytes: func(c *Config, last Config) { c.ConditionMessageMaxBytes = last.ConditionMessageMaxBytes },

@@ -6,10 +6,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	yamlv2 "gopkg.in/yaml.v2"
+	"gopkg.in/yaml.v3"
 	fn "knative.dev/func/pkg/functions"
 
 	"github.com/fnops/func-operator/test/testfs"
@@ -151,6 +156,17 @@ invocation:
 		kind:    invalid,
 		msgHas:  []string{"env entry #0 with name 'A' has invalid value field set"},
 	}, {
+		// func v0.44.0's validation dereferences the missing name (found by FuzzLoadFuncYAML).
+		name:    "build env with a value but no name",
+		content: "specVersion: 0.36.0\nname: hello\nruntime: go\nbuild:\n  buildEnvs:\n  - name: A\n    value: a\n  - value: b\n",
+		kind:    invalid,
+		wantMsg: "func.yaml has a build env with a value but no name (build.buildEnvs[1])",
+	}, {
+		name:    "build env with a value but no name, in an old-format func.yaml",
+		content: "name: hello\nruntime: go\nbuildEnvs:\n- value: '00'\n",
+		kind:    invalid,
+		wantMsg: "func.yaml has a build env with a value but no name (build.buildEnvs[0])",
+	}, {
 		name:    "YAML syntax error",
 		content: "name: hello\n  runtime: go\n",
 		kind:    invalid,
@@ -282,6 +298,11 @@ invocation:
 		kind:   unsafe,
 		msgHas: []string{"templates at deploy.labels[0].value:"},
 	}, {
+		name:    "env template in a complex mapping key, which an anchor could lend to a field",
+		content: "specVersion: 0.36.0\nname: hello\nruntime: go\n? {x: &e '{{ env:" + secretEnv + " }}'}\n: v\n",
+		kind:    unsafe,
+		msgHas:  []string{"templates at ?.x:"},
+	}, {
 		name:    "env template shared through a merge key",
 		content: "specVersion: 0.36.0\nname: hello\nruntime: go\nx-label: &l\n  key: k\n  value: '{{ env:" + secretEnv + " }}'\ndeploy:\n  labels:\n  - <<: *l\n",
 		kind:    unsafe,
@@ -383,6 +404,390 @@ func TestLoadFuncYAML_UnusableTmpDir(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "creating scratch directory for func.yaml") {
 		t.Errorf("error %q does not say what failed", err)
+	}
+}
+
+// hostileHeader makes a func.yaml that would load but for what follows it.
+const hostileHeader = "specVersion: 0.36.0\nname: hostile\nruntime: go\n"
+
+// What hostile func.yaml may cost LoadFuncYAML, at most: pkg/source hands it up to
+// 1 MiB. The figures are for one call: TotalAlloc (all it allocates, garbage
+// included), on 2 cores.
+const (
+	hostileMaxDuration = 2 * time.Second
+	hostileMaxAlloc    = 48 << 20
+)
+
+// nested returns n opening strings, the innermost value and n closing ones.
+func nested(open, inner, closing string, n int) string {
+	return strings.Repeat(open, n) + inner + strings.Repeat(closing, n)
+}
+
+// billionLaughs anchors a list of nine "lol" and nine levels of lists of nine
+// aliases of the level below: 9^10 (3.5 billion) nodes once expanded; the last
+// level is the value of field (which ends in ": ").
+func billionLaughs(field string) string {
+	var b strings.Builder
+	b.WriteString("l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n")
+	for i := 1; i < 10; i++ {
+		prev := "*l" + strconv.Itoa(i-1)
+		fmt.Fprintf(&b, "l%d: &l%d [%s]\n", i, i, strings.TrimSuffix(strings.Repeat(prev+", ", 9), ", "))
+	}
+	return b.String() + field + "*l9\n"
+}
+
+// aliasAmplification decodes to 380,000 nodes and more from 16 KB: a mapping of 100
+// filters, aliased by 1,900 subscriptions. yaml.v2 refuses a document mostly made of
+// alias expansions ("excessive aliasing"), but only by their share of what it decoded:
+// the 5,000 build packs before them keep it under the ratio it allows.
+func aliasAmplification() string {
+	var b strings.Builder
+	b.WriteString("build:\n  buildpacks: [" + strings.Repeat("a, ", 5000) + "a]\nfilters: &m {")
+	for i := 0; i < 100; i++ {
+		fmt.Fprintf(&b, "k%d: v, ", i)
+	}
+	b.WriteString("}\nsub: &s {source: s, filters: *m}\ndeploy:\n  subscriptions: [" + strings.Repeat("*s, ", 1900) + "*s]\n")
+	return b.String()
+}
+
+// annotations returns n annotations with distinct keys.
+func annotations(n int) string {
+	var b strings.Builder
+	b.WriteString("deploy:\n  annotations:\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "    a%d: b\n", i)
+	}
+	return b.String()
+}
+
+// measureLoad calls LoadFuncYAML once and returns how long it took and how much it
+// allocated (runtime.MemStats.TotalAlloc: garbage included).
+func measureLoad(content []byte, tmp string) (Metadata, time.Duration, uint64, error) {
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	md, err := LoadFuncYAML(content, tmp)
+	d := time.Since(start)
+	runtime.ReadMemStats(&after)
+	return md, d, after.TotalAlloc - before.TotalAlloc, err
+}
+
+// TestLoadFuncYAML_Hostile feeds LoadFuncYAML func.yaml files of up to 1 MiB made to
+// cost its YAML decoders time and memory. Each must be refused as invalid, quickly,
+// with a message that says why. The comments give, for each, what LoadFuncYAML did
+// before its limits (maxYAMLIndicators, maxYAMLNodes, maxYAMLDepth) and what it does
+// with them; `go test -v -run TestLoadFuncYAML_Hostile` logs the figures.
+func TestLoadFuncYAML_Hostile(t *testing.T) {
+	const (
+		tooManyChars = "func.yaml is too large a YAML structure: it has more than 40000 of the characters , - : ? [ { that YAML collections are made of"
+		tooManyNodes = "func.yaml is too large a YAML structure: it has more than 10000 nodes, aliases expanded"
+		tooDeep      = "func.yaml nests YAML collections more than 64 levels deep, aliases expanded"
+	)
+	tests := []struct {
+		name    string
+		content string
+		wantMsg string
+	}{
+		// (a) Deep nesting.
+		{
+			// 200 KB. Before: 5 ms, 5 MiB, refused by yaml.v3 ("exceeded max depth of
+			// 10000", the limit yaml.v2 has too). Now: 0.1 ms, under 0.1 MiB.
+			name:    "100,000 nested flow sequences",
+			content: hostileHeader + "x: " + nested("[", "", "]", 100000) + "\n",
+			wantMsg: tooManyChars,
+		}, {
+			// Before: 5 ms, 5 MiB, refused by yaml.v3. Now: 0.1 ms, under 0.1 MiB.
+			name:    "1 MiB of [",
+			content: strings.Repeat("[", 1<<20),
+			wantMsg: tooManyChars,
+		}, {
+			// 500 KB. Before: 9 ms, 7 MiB, refused by yaml.v3. Now: 0.1 ms, under 0.1 MiB.
+			name:    "100,000 nested flow mappings",
+			content: hostileHeader + "x: " + nested("{a: ", "b", "}", 100000) + "\n",
+			wantMsg: tooManyChars,
+		}, {
+			// 18 KB, under the depth limit of the YAML libraries. Before: 90 ms,
+			// 136 MiB, quadratic in the depth (the env template scan wrote the path of
+			// every node), and it loaded. Now: 8 ms, 5 MiB.
+			name:    "9,000 nested flow sequences",
+			content: hostileHeader + "x: " + nested("[", "", "]", 9000) + "\n",
+			wantMsg: tooDeep,
+		}, {
+			// 1 MiB. Before: 22 ms, 6 MiB, and it loaded. Now: 8 ms, 1 MiB.
+			name: "1,400 nested block mappings",
+			content: func() string {
+				var b strings.Builder
+				b.WriteString(hostileHeader + "x:\n")
+				for i := 1; i < 1400; i++ {
+					b.WriteString(strings.Repeat(" ", i) + "a:\n")
+				}
+				return b.String()
+			}(),
+			wantMsg: tooDeep,
+		},
+		// (b) Aliases.
+		{
+			// 0.6 KB. Before: 2.5 ms, 0.1 MiB, and it loaded: neither library expands it
+			// (yaml.v3 parses into a yaml.Node, yaml.v2 skips fields it does not know).
+			// Now: 0.1 ms, under 0.1 MiB.
+			name:    "billion laughs in a field func does not know",
+			content: hostileHeader + billionLaughs("bomb: "),
+			wantMsg: tooManyNodes,
+		}, {
+			// Before: 0.5 ms, 0.2 MiB, refused by yaml.v2's decode into []string, which
+			// stops at the first level ("cannot unmarshal !!seq into string"). Now: 0.2 ms.
+			name:    "billion laughs in build.buildpacks",
+			content: hostileHeader + billionLaughs("build:\n  buildpacks: "),
+			wantMsg: tooManyNodes,
+		}, {
+			// Before: 0.2 ms, refused by yaml.v2 ("cannot unmarshal !!seq into string").
+			// Now: 0.2 ms.
+			name:    "billion laughs in deploy.annotations",
+			content: hostileHeader + billionLaughs("deploy:\n  annotations:\n    a: "),
+			wantMsg: tooManyNodes,
+		}, {
+			// Before: 2.5 ms, refused by a migration of the func library. Now: 0.2 ms.
+			name:    "billion laughs in old-format envs",
+			content: "name: hostile\nruntime: go\n" + billionLaughs("envs: "),
+			wantMsg: tooManyNodes,
+		}, {
+			// 24 KB. Before: 140 ms, 62 MiB, and it loaded (each yaml.v2 decode of it
+			// takes 30 MiB; an old-format func.yaml is decoded six times). Now: 3 ms,
+			// 1.6 MiB.
+			name:    "alias amplification yaml.v2 lets through",
+			content: hostileHeader + aliasAmplification(),
+			wantMsg: tooManyNodes,
+		}, {
+			// Before: 3 ms, and it loaded: yaml.v2 skips the field, yaml.v3 does not
+			// expand aliases into a yaml.Node. Now: 0.1 ms.
+			name:    "alias inside the node it refers to",
+			content: hostileHeader + "x: &a [b, *a]\n",
+			wantMsg: "func.yaml is not valid YAML: alias *a is inside the node it refers to",
+		},
+		// (c) Many entries.
+		{
+			// 1 MB. Before: 790 ms, 371 MiB, and it loaded. Now: 0.1 ms, under 0.1 MiB.
+			name:    "500,000 build packs",
+			content: hostileHeader + "build:\n  buildpacks: [" + strings.Repeat("a,", 500000) + "a]\n",
+			wantMsg: tooManyChars,
+		}, {
+			// 1 MB. Before: 1.2 s, 484 MiB (the func library decodes an old-format
+			// func.yaml six times to migrate it). Now: 0.3 ms, under 0.1 MiB.
+			name:    "100,000 envs of an old-format func.yaml",
+			content: "name: hostile\nruntime: go\nenvs:\n" + strings.Repeat("- name: A\n", 100000),
+			wantMsg: tooManyChars,
+		}, {
+			// 1 MB. Before: 860 ms, 258 MiB, and an error message of 6 MB listing every
+			// entry (none has a value). Now: 0.2 ms.
+			name:    "100,000 run.envs",
+			content: hostileHeader + "run: {envs: [" + strings.Repeat("{name: A},", 100000) + "]}\n",
+			wantMsg: tooManyChars,
+		}, {
+			// 0.9 MB. Before: 520 ms, 182 MiB, and it loaded. Now: 0.2 ms.
+			name:    "100,000 deploy.labels",
+			content: hostileHeader + "deploy: {labels: [" + strings.Repeat("{key: k},", 100000) + "]}\n",
+			wantMsg: tooManyChars,
+		}, {
+			// 1 MB. Before: 510 ms, 211 MiB, and an error message of 5 MB. Now: 0.3 ms.
+			name:    "80,000 build.buildEnvs",
+			content: hostileHeader + "build:\n  buildEnvs:\n" + strings.Repeat("  - name: A\n", 80000),
+			wantMsg: tooManyChars,
+		}, {
+			// 1 MB. Before: 590 ms, 127 MiB, and it loaded. Now: 0.6 ms, under 0.1 MiB.
+			name:    "75,000 deploy.annotations",
+			content: hostileHeader + annotations(75000),
+			wantMsg: tooManyChars,
+		}, {
+			// 80 KB, under maxYAMLIndicators: what yaml.v3 builds before the node count
+			// refuses it is the most the limits let through. Before: 90 ms, 44 MiB, and
+			// it loaded. Now: 31 ms, 17 MiB.
+			name:    "40,000 keys of a flow mapping",
+			content: hostileHeader + "x: {" + strings.Repeat("a,", 39990) + "a}\n",
+			wantMsg: tooManyNodes,
+		}, {
+			// 40 KB. Every entry is invalid: the func library's message lists them all,
+			// in 180 KB before. Now: 25 ms, 8 MiB, and a message cut at maxMessage.
+			name:    "3,300 run.envs without a value",
+			content: hostileHeader + "run:\n  envs:\n" + strings.Repeat("  - name: A\n", 3300),
+			wantMsg: "'func.yaml' contains errors: env entry #0 is missing value field, only name 'A' is set",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if len(tt.content) > 1<<20 {
+				t.Fatalf("the test's func.yaml is %d bytes, more than pkg/source passes on", len(tt.content))
+			}
+			tmp := t.TempDir()
+			_, d, alloc, err := measureLoad([]byte(tt.content), tmp)
+			t.Logf("%d bytes: %v, %.1f MiB allocated: %.100v", len(tt.content), d.Round(100*time.Microsecond), float64(alloc)/(1<<20), err)
+			if !IsInvalid(err) {
+				t.Fatalf("LoadFuncYAML error = %v, want an InvalidError", err)
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, tt.wantMsg) {
+				t.Errorf("error message %q does not start with %q", msg, tt.wantMsg)
+			}
+			if len(msg) > maxMessage || strings.ContainsAny(msg, "\n\t") {
+				t.Errorf("error message of %d bytes is longer than %d or not one line", len(msg), maxMessage)
+			}
+			if d > hostileMaxDuration {
+				t.Errorf("LoadFuncYAML took %v, more than %v", d, hostileMaxDuration)
+			}
+			if alloc > hostileMaxAlloc {
+				t.Errorf("LoadFuncYAML allocated %d MiB, more than %d", alloc>>20, hostileMaxAlloc>>20)
+			}
+			testfs.AssertEmptyDir(t, tmp)
+		})
+	}
+}
+
+// TestLoadFuncYAML_LargeButReasonable is the positive control of
+// TestLoadFuncYAML_Hostile: func.yaml files far larger than func writes, yet within
+// the limits, load.
+func TestLoadFuncYAML_LargeButReasonable(t *testing.T) {
+	envs := func(indent string, n int) string {
+		var b strings.Builder
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(&b, "%s- name: VAR_%d\n%s  value: '{{ secret:s:key%d }}'\n", indent, i, indent, i)
+		}
+		return b.String()
+	}
+	current := `specVersion: 0.36.0
+name: hello
+runtime: go
+registry: registry.example.com/alice
+image: registry.example.com/alice/hello:latest
+namespace: fns
+created: 2024-11-05T10:12:13.123456+01:00
+invoke: http
+build:
+  builder: pack
+  buildpacks:
+  - paketo-buildpacks/go
+  buildEnvs:
+  - name: BP_GO_TARGETS
+    value: ./cmd/hello
+x-defaults: &defaults {cpu: 100m, memory: 128Mi}
+deploy:
+  namespace: fns
+  labels:
+  - key: team
+    value: blue
+  annotations:
+    owner: alice
+  options:
+    resources:
+      requests: *defaults
+      limits: *defaults
+`
+	tests := []struct {
+		name    string
+		content string
+		want    Metadata
+	}{{
+		// Now: 9 ms (the first load), 0.3 MiB.
+		name:    "realistic func.yaml with an anchor",
+		content: current,
+		want: Metadata{Name: "hello", Runtime: "go", Invoke: "http", Builder: "pack", Image: "registry.example.com/alice/hello:latest",
+			Registry: "registry.example.com/alice", Namespace: "fns", SpecVersion: "0.36.0",
+			BuildEnvs: []string{"BP_GO_TARGETS=./cmd/hello"}, Buildpacks: []string{"paketo-buildpacks/go"}},
+	}, {
+		// 80 KB, 1,500 envs, 7,500 nodes. Now: 18 ms, 5 MiB.
+		name:    "1,500 run.envs",
+		content: hostileHeader + "run:\n  envs:\n" + envs("  ", 1500),
+		want:    Metadata{Name: "hostile", Runtime: "go", SpecVersion: "0.36.0"},
+	}, {
+		// 74 KB. Migrated: six yaml.v2 decodes. Now: 40 ms, 11 MiB.
+		name:    "1,500 envs of an old-format func.yaml",
+		content: "name: hostile\nruntime: go\nenvs:\n" + envs("", 1500),
+		want:    Metadata{Name: "hostile", Runtime: "go", SpecVersion: "0.36.0"},
+	}, {
+		// A long value is no structure: 1 MiB of it. Now: 110 ms, 53 MiB, the most
+		// any func.yaml here costs (the six decodes of the migration copy it).
+		name:    "1 MiB value in an old-format func.yaml",
+		content: "name: hostile\nruntime: go\nenvs:\n- name: A\n  value: '" + strings.Repeat("b", 1<<20-60) + "'\n",
+		want:    Metadata{Name: "hostile", Runtime: "go", SpecVersion: "0.36.0"},
+	}, {
+		// 1 MiB of comments. Now: 55 ms, 8 MiB.
+		name:    "1 MiB of comments",
+		content: hostileHeader + strings.Repeat("# a comment of no consequence\n", (1<<20-60)/30),
+		want:    Metadata{Name: "hostile", Runtime: "go", SpecVersion: "0.36.0"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if len(tt.content) > 1<<20 {
+				t.Fatalf("the test's func.yaml is %d bytes, more than pkg/source passes on", len(tt.content))
+			}
+			tmp := t.TempDir()
+			got, d, alloc, err := measureLoad([]byte(tt.content), tmp)
+			t.Logf("%d bytes: %v, %.1f MiB allocated", len(tt.content), d.Round(100*time.Microsecond), float64(alloc)/(1<<20))
+			if err != nil {
+				t.Fatalf("LoadFuncYAML: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Metadata (-want +got):\n%s", diff)
+			}
+			if d > hostileMaxDuration || alloc > 2*hostileMaxAlloc {
+				t.Errorf("LoadFuncYAML took %v and %d MiB, more than %v and %d MiB", d, alloc>>20, hostileMaxDuration, 2*hostileMaxAlloc>>20)
+			}
+			testfs.AssertEmptyDir(t, tmp)
+		})
+	}
+}
+
+// TestLoadFuncYAML_HostileTemplates: env templates under a long key, many times over,
+// are named in a message of bounded length, at a cost linear in the file. Before,
+// the scan wrote the path of every node, and named every match in full: for this
+// 600 KB func.yaml, 3,000 paths of 500 KB, 21 s and 7.2 GB. Now: 19 ms, 5 MiB.
+func TestLoadFuncYAML_HostileTemplates(t *testing.T) {
+	t.Setenv(secretEnv, secretValue)
+	key := strings.Repeat("k", 500000)
+	content := hostileHeader + "? '" + key + "'\n: [" + strings.Repeat("'{{ env:"+secretEnv+" }}', ", 3000) + "]\n"
+	tmp := t.TempDir()
+	_, d, alloc, err := measureLoad([]byte(content), tmp)
+	t.Logf("%d bytes: %v, %.1f MiB allocated", len(content), d.Round(100*time.Microsecond), float64(alloc)/(1<<20))
+	if !IsUnsafe(err) {
+		t.Fatalf("LoadFuncYAML error = %v, want an UnsafeError", err)
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "func.yaml uses {{ env:... }} templates at kkkk") || !strings.Contains(msg, "... and 2990 more: they would be resolved") {
+		t.Errorf("error message %q does not name 10 shortened paths and the number of the others", msg)
+	}
+	if len(msg) > 2000 || strings.Contains(msg, secretValue) {
+		t.Errorf("error message of %d bytes is too long or reveals $%s", len(msg), secretEnv)
+	}
+	if d > hostileMaxDuration || alloc > hostileMaxAlloc {
+		t.Errorf("LoadFuncYAML took %v and %d MiB, more than %v and %d MiB", d, alloc>>20, hostileMaxDuration, hostileMaxAlloc>>20)
+	}
+	testfs.AssertEmptyDir(t, tmp)
+}
+
+// TestYAMLLibrariesAndAliases pins what the limits rely on and why they count
+// aliases themselves: yaml.v3 does not expand aliases into a yaml.Node (which is how
+// LoadFuncYAML parses first), and yaml.v2 refuses an alias bomb only by the share of
+// aliases in what it decoded.
+func TestYAMLLibrariesAndAliases(t *testing.T) {
+	bomb := hostileHeader + billionLaughs("bomb: ")
+	var node yaml.Node
+	if err := yaml.Unmarshal([]byte(bomb), &node); err != nil {
+		t.Errorf("yaml.v3 into a yaml.Node: %v, want no error (no expansion)", err)
+	}
+	var anyV3 any
+	if err := yaml.Unmarshal([]byte(bomb), &anyV3); err == nil || !strings.Contains(err.Error(), "excessive aliasing") {
+		t.Errorf("yaml.v3 into an interface: %v, want excessive aliasing", err)
+	}
+	var anyV2 any
+	if err := yamlv2.Unmarshal([]byte(bomb), &anyV2); err == nil || !strings.Contains(err.Error(), "excessive aliasing") {
+		t.Errorf("yaml.v2 into an interface: %v, want excessive aliasing", err)
+	}
+	var f fn.Function
+	if err := yamlv2.Unmarshal([]byte(hostileHeader+aliasAmplification()), &f); err != nil || len(f.Deploy.Subscriptions) != 1901 {
+		t.Errorf("yaml.v2 into a Function: %v, %d subscriptions, want the 1,901 of the amplification without error", err, len(f.Deploy.Subscriptions))
+	}
+	// The limits, as the messages say them.
+	if maxYAMLIndicators != 40000 || maxYAMLNodes != 10000 || maxYAMLDepth != 64 {
+		t.Errorf("the limits changed: update the messages TestLoadFuncYAML_Hostile expects, and its figures")
 	}
 }
 

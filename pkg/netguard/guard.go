@@ -89,26 +89,21 @@ func (g *Guard) DialContext(ctx context.Context, network, address string) (net.C
 type readLimitKey struct{}
 
 // WithReadLimit caps what each response body read with ctx (see Transport) may
-// carry: past n bytes a read fails with a *TooLargeError. The cap
-// holds for connections and responses opened after; SetReadLimit changes it.
+// carry: past n bytes a read fails with a *TooLargeError.
 func WithReadLimit(ctx context.Context, n int64) context.Context {
-	l := &atomic.Int64{}
-	l.Store(n)
-	return context.WithValue(ctx, readLimitKey{}, l)
+	return WithReadLimitFunc(ctx, func(*http.Request) int64 { return n })
 }
 
-// SetReadLimit changes the cap of WithReadLimit in ctx, for what is opened next
-// (an operation whose metadata is small but whose content may be large); it does
-// nothing when ctx has none.
-func SetReadLimit(ctx context.Context, n int64) {
-	if l, ok := ctx.Value(readLimitKey{}).(*atomic.Int64); ok {
-		l.Store(n)
-	}
+// WithReadLimitFunc caps each response body read with ctx at what limit returns
+// for its request (0: no cap): a registry's blobs may be large where its
+// manifests and token answers may not.
+func WithReadLimitFunc(ctx context.Context, limit func(*http.Request) int64) context.Context {
+	return context.WithValue(ctx, readLimitKey{}, limit)
 }
 
-func readLimit(ctx context.Context) int64 {
-	if l, ok := ctx.Value(readLimitKey{}).(*atomic.Int64); ok {
-		return l.Load()
+func readLimit(req *http.Request) int64 {
+	if f, ok := req.Context().Value(readLimitKey{}).(func(*http.Request) int64); ok {
+		return f(req)
 	}
 	return 0
 }

@@ -56,7 +56,8 @@ func TestGuard_DialContext(t *testing.T) {
 
 	// The API server, by address and by a name that resolves to it.
 	for _, addr := range []string{apiServer.String(), net.JoinHostPort("localhost", itoa(apiServer.Port()))} {
-		_, err := g.DialContext(context.Background(), "tcp", addr)
+		// tcp4: "localhost" may resolve to ::1 first, which nothing listens on.
+		_, err := g.DialContext(context.Background(), "tcp4", addr)
 		var d *DeniedError
 		if !errors.As(err, &d) {
 			t.Fatalf("dialing %s: got %v, want a refusal", addr, err)
@@ -123,7 +124,7 @@ func TestGuard_Transport(t *testing.T) {
 func TestGuard_SSHProxyURL(t *testing.T) {
 	srv, accepted := listener(t)
 	g := New(mustPolicy(t, nil, []string{srv.String()}))
-	u, err := url.Parse(g.SSHProxyURL(10))
+	u, err := url.Parse(g.SSHProxyURL(10, time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func (b *bodyLimiter) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil || res.Body == nil {
 		return res, err
 	}
-	switch n := readLimit(req.Context()); {
+	switch n := readLimit(req); {
 	case res.StatusCode >= 300:
 		res.Body = &cutBody{r: io.LimitReader(res.Body, b.maxErrorBody), c: res.Body}
 		res.ContentLength = -1

@@ -34,8 +34,42 @@ func (r rule) matchesAddr(a netip.AddrPort) bool {
 	if !r.prefix.IsValid() || (r.port != 0 && r.port != a.Port()) {
 		return false
 	}
-	return r.prefix.Contains(a.Addr().Unmap())
+	for _, addr := range forms(a.Addr()) {
+		if r.prefix.Contains(addr) {
+			return true
+		}
+	}
+	return false
 }
+
+// forms returns a without its zone and unmapped, and the IPv4 address an IPv6
+// address carries, if any: IPv4-mapped and -compatible, NAT64 (64:ff9b::/96) and
+// 6to4 (2002::/16) addresses all reach an IPv4 host, which the rules must see.
+func forms(a netip.Addr) []netip.Addr {
+	a = a.WithZone("").Unmap()
+	out := make([]netip.Addr, 1, 2)
+	out[0] = a
+	if !a.Is6() {
+		return out
+	}
+	b := a.As16()
+	var v4 [4]byte
+	switch {
+	case nat64.Contains(a), ipv4Compatible.Contains(a) && !a.IsUnspecified() && !a.IsLoopback():
+		copy(v4[:], b[12:])
+	case sixToFour.Contains(a):
+		copy(v4[:], b[2:6])
+	default:
+		return out
+	}
+	return append(out, netip.AddrFrom4(v4))
+}
+
+var (
+	nat64          = netip.MustParsePrefix("64:ff9b::/96")
+	ipv4Compatible = netip.MustParsePrefix("::/96")
+	sixToFour      = netip.MustParsePrefix("2002::/16")
+)
 
 // Policy says which hosts and addresses may be connected to. Deny rules, built-in
 // and configured, win over allow rules; when there are allow rules, a host must
@@ -62,7 +96,19 @@ var Builtin = []string{
 // addresses (host:port, each refused on its port only), and the configured deny
 // and allow entries (see ParseEntry).
 func NewPolicy(apiServers []netip.AddrPort, deny, allow []string) (*Policy, error) {
+	return NewPolicyWithOwn(apiServers, nil, deny, allow)
+}
+
+// NewPolicyWithOwn is NewPolicy that also refuses own: the operator's own
+// listeners (metrics, probes, the func library's API proxy), each on its port, on
+// every address of the operator's host.
+func NewPolicyWithOwn(apiServers, own []netip.AddrPort, deny, allow []string) (*Policy, error) {
 	p := &Policy{}
+	for _, ap := range own {
+		a := ap.Addr().WithZone("").Unmap()
+		p.builtin = append(p.builtin, rule{prefix: netip.PrefixFrom(a, a.BitLen()), port: ap.Port(),
+			text: "the operator's own listener " + netip.AddrPortFrom(a, ap.Port()).String()})
+	}
 	for _, e := range Builtin {
 		r, err := ParseEntry(e)
 		if err != nil {
@@ -118,12 +164,12 @@ func ParseEntry(s string) (rule, error) {
 		return r, nil
 	}
 	if a, err := netip.ParseAddr(s); err == nil {
-		a = a.Unmap()
+		a = a.WithZone("").Unmap()
 		r.prefix = netip.PrefixFrom(a, a.BitLen())
 		return r, nil
 	}
 	if ap, err := netip.ParseAddrPort(s); err == nil {
-		a := ap.Addr().Unmap()
+		a := ap.Addr().WithZone("").Unmap()
 		r.prefix, r.port = netip.PrefixFrom(a, a.BitLen()), ap.Port()
 		return r, nil
 	}
@@ -184,7 +230,7 @@ func (p *Policy) checkAddr(host string, a netip.AddrPort) error {
 	if p == nil {
 		return nil
 	}
-	a = netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
+	a = netip.AddrPortFrom(a.Addr().WithZone("").Unmap(), a.Port())
 	for _, rs := range [][]rule{p.builtin, p.deny} {
 		for _, r := range rs {
 			if r.matchesAddr(a) {

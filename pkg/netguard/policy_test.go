@@ -117,3 +117,32 @@ func TestResolveAPIServer(t *testing.T) {
 		t.Errorf("an unresolvable API server: no error")
 	}
 }
+
+func TestPolicy_AddressForms(t *testing.T) {
+	own := []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:8081")}
+	p, err := NewPolicyWithOwn(nil, own, []string{"10.0.0.0/8", "fd00::1%eth0"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := []string{
+		"[fe80::1%eth0]:8443",     // a zone does not hide link-local
+		"[64:ff9b::a9fe:a9fe]:80", // NAT64 of 169.254.169.254
+		"[2002:a9fe:a9fe::1]:80",  // 6to4 of 169.254.169.254
+		"[::a9fe:a9fe]:80",        // IPv4-compatible 169.254.169.254
+		"[::ffff:10.1.2.3]:443",   // mapped, against a configured range
+		"[64:ff9b::a01:203]:443",  // NAT64 of 10.1.2.3
+		"[fd00::1%eth1]:22",       // a configured address whatever its zone
+		"127.0.0.1:8081",          // the operator's own probe listener
+	}
+	for _, a := range refused {
+		if err := p.checkAddr("x", netip.MustParseAddrPort(a)); !IsDenied(err) {
+			t.Errorf("%s: got %v, want a refusal", a, err)
+		}
+	}
+	allowed := []string{"[2001:db8::1]:443", "[64:ff9b::c000:207]:443", "127.0.0.1:8082", "[::1]:3000"}
+	for _, a := range allowed {
+		if err := p.checkAddr("x", netip.MustParseAddrPort(a)); err != nil {
+			t.Errorf("%s: refused: %v", a, err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"k8s.io/client-go/rest"
@@ -18,8 +19,8 @@ import (
 
 // remotes returns what reads Functions' repositories and images, every connection
 // through the network guard and every read within the ConfigMap's bounds.
-func remotes(restConfig *rest.Config, store *config.Store, workDir string) (*netguard.Guard, *source.Fetcher, *registry.Inspector, error) {
-	guard, err := newGuard(restConfig, store.Load())
+func remotes(restConfig *rest.Config, store *config.Store, workDir string, own []netip.AddrPort) (*netguard.Guard, *source.Fetcher, *registry.Inspector, error) {
+	guard, err := newGuard(restConfig, own, store.Load())
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -33,7 +34,7 @@ func remotes(restConfig *rest.Config, store *config.Store, workDir string) (*net
 	fetcher.Guard = guard
 	fetcher.Limits = func() source.Limits {
 		c := store.Load()
-		return source.Limits{MaxBytes: c.CloneMaxBytes, MaxFiles: c.CloneMaxFiles}
+		return source.Limits{MaxBytes: c.CloneMaxBytes, MaxFiles: c.CloneMaxFiles, MaxObjectBytes: c.CloneMaxObjectBytes}
 	}
 	return guard, fetcher, inspector, nil
 }
@@ -41,8 +42,8 @@ func remotes(restConfig *rest.Config, store *config.Store, workDir string) (*net
 // newGuard returns the network guard of the git and registry clients: the
 // built-in refusals, the API server the operator talks to, and the ConfigMap's
 // lists.
-func newGuard(restConfig *rest.Config, c config.Config) (*netguard.Guard, error) {
-	p, err := policy(restConfig, c)
+func newGuard(restConfig *rest.Config, own []netip.AddrPort, c config.Config) (*netguard.Guard, error) {
+	p, err := policy(restConfig, own, c)
 	if err != nil {
 		return nil, err
 	}
@@ -50,8 +51,8 @@ func newGuard(restConfig *rest.Config, c config.Config) (*netguard.Guard, error)
 }
 
 // updateGuard puts the lists of c in force.
-func updateGuard(g *netguard.Guard, restConfig *rest.Config, c config.Config) error {
-	p, err := policy(restConfig, c)
+func updateGuard(g *netguard.Guard, restConfig *rest.Config, own []netip.AddrPort, c config.Config) error {
+	p, err := policy(restConfig, own, c)
 	if err != nil {
 		return err
 	}
@@ -59,13 +60,13 @@ func updateGuard(g *netguard.Guard, restConfig *rest.Config, c config.Config) er
 	return nil
 }
 
-func policy(restConfig *rest.Config, c config.Config) (*netguard.Policy, error) {
+func policy(restConfig *rest.Config, own []netip.AddrPort, c config.Config) (*netguard.Policy, error) {
 	apiServers, err := netguard.ResolveAPIServer(lookup, restConfig.Host,
 		os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT"))
 	if err != nil {
 		return nil, fmt.Errorf("the network policy needs the API server's addresses: %w", err)
 	}
-	p, err := netguard.NewPolicy(apiServers, c.HostDeny, c.HostAllow)
+	p, err := netguard.NewPolicyWithOwn(apiServers, own, c.HostDeny, c.HostAllow)
 	if err != nil {
 		return nil, fmt.Errorf("the network policy: %w", err)
 	}
@@ -74,4 +75,38 @@ func policy(restConfig *rest.Config, c config.Config) (*netguard.Policy, error) 
 
 func lookup(host string) ([]netip.Addr, error) {
 	return net.DefaultResolver.LookupNetIP(context.Background(), "ip", host)
+}
+
+// ownListeners are the addresses of the operator's own listeners (metrics,
+// probes) that a Function must not make it connect to: on every address of the
+// host when a listener binds them all.
+func ownListeners(binds ...string) []netip.AddrPort {
+	var local []netip.Addr
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if p, err := netip.ParsePrefix(a.String()); err == nil {
+				local = append(local, p.Addr())
+			}
+		}
+	}
+	local = append(local, netip.MustParseAddr("127.0.0.1"), netip.IPv6Loopback())
+	var out []netip.AddrPort
+	for _, b := range binds {
+		host, portText, err := net.SplitHostPort(b)
+		if err != nil {
+			continue // "0": disabled
+		}
+		port, err := strconv.ParseUint(portText, 10, 16)
+		if err != nil || port == 0 {
+			continue
+		}
+		if a, err := netip.ParseAddr(host); err == nil && !a.IsUnspecified() {
+			out = append(out, netip.AddrPortFrom(a, uint16(port)))
+			continue
+		}
+		for _, a := range local {
+			out = append(out, netip.AddrPortFrom(a, uint16(port)))
+		}
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -200,7 +201,8 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 		return nil, err
 	}
 	services := &knative.Source{Reader: mgr.GetClient()}
-	guard, fetcher, inspector, err := remotes(restConfig, store, o.WorkDir)
+	own := ownListeners(o.MetricsAddr, o.ProbeAddr)
+	guard, fetcher, inspector, err := remotes(restConfig, store, o.WorkDir, own)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +243,7 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 		Recorder:  mgr.GetEventRecorderFor("func-operator"),
 		Namespace: o.SystemNamespace,
 		Store:     store,
-		OnChange:  onConfigChange(r, queue, guard, restConfig),
+		OnChange:  onConfigChange(r, queue, guard, restConfig, own),
 	}
 	if err := watcher.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the config watcher: %w", err)
@@ -426,7 +428,7 @@ func privateDirs(mgr manager.Manager, workDir string) (work, kubeconfig string, 
 
 // onConfigChange applies a new configuration to what does not read the store at
 // each use.
-func onConfigChange(r *function.Reconciler, queue *buildqueue.Queue, guard *netguard.Guard, restConfig *rest.Config) func(ctx context.Context, old, new config.Config) {
+func onConfigChange(r *function.Reconciler, queue *buildqueue.Queue, guard *netguard.Guard, restConfig *rest.Config, own []netip.AddrPort) func(ctx context.Context, old, new config.Config) {
 	return func(ctx context.Context, old, new config.Config) {
 		if old.AutoUpdateMiddleware != new.AutoUpdateMiddleware || old.UnknownMiddlewarePolicy != new.UnknownMiddlewarePolicy {
 			r.OperatorPolicyChanged(ctx)
@@ -439,7 +441,7 @@ func onConfigChange(r *function.Reconciler, queue *buildqueue.Queue, guard *netg
 				"running", funclib.DeployerImage(), "configured", new.DeployerImage)
 		}
 		if !slices.Equal(old.HostAllow, new.HostAllow) || !slices.Equal(old.HostDeny, new.HostDeny) {
-			if err := updateGuard(guard, restConfig, new); err != nil {
+			if err := updateGuard(guard, restConfig, own, new); err != nil {
 				log.FromContext(ctx).Error(err, "the network policy is unchanged")
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -52,6 +53,10 @@ const (
 	DefaultTimeout = 5 * time.Minute
 
 	pullerCacheSize = 256
+
+	// maxVersion is the longest middleware version taken from an image: it goes
+	// into the status and the result cache.
+	maxVersion = 128
 )
 
 // Middleware is what an image says about the middleware it was built with.
@@ -155,9 +160,16 @@ func (i *Inspector) Inspect(ctx context.Context, ref string, kc authn.Keychain) 
 		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
 		defer cancel()
 	}
-	// Manifests and configs are read under the memory cap; the layers, streamed,
-	// under the byte cap (see inspect).
-	ctx = netguard.WithReadLimit(ctx, i.limits().MaxMemory)
+	// Blobs (layers, streamed; configs are checked by their descriptor first) are
+	// read under the byte cap; anything else (manifests, token answers, errors)
+	// under the memory cap.
+	lim := i.limits()
+	ctx = netguard.WithReadLimitFunc(ctx, func(req *http.Request) int64 {
+		if strings.Contains(req.URL.Path, "/blobs/") {
+			return lim.MaxBytes
+		}
+		return lim.MaxMemory
+	})
 	r, err := name.ParseReference(strings.TrimSpace(ref))
 	if err != nil {
 		return Middleware{}, &InspectError{Ref: ref, Reason: ReasonInvalidReference, Err: err,
@@ -211,9 +223,10 @@ func (i *Inspector) Inspect(ctx context.Context, ref string, kc authn.Keychain) 
 	}
 
 	// An image too large to read stays so under the same limits: it is not read
-	// again (a zip bomb would cost its decompression at every check).
-	lim := i.limits()
-	tooLargeKey := fmt.Sprintf("%s %d %d", top, lim.MaxMemory, lim.MaxBytes)
+	// again (a zip bomb would cost its decompression at every check). Kept per
+	// repository: a layer is read before its digest can be verified, so another
+	// registry could serve a bomb under the digests of someone else's image.
+	tooLargeKey := fmt.Sprintf("%s@%s %d %d", repo, top, lim.MaxMemory, lim.MaxBytes)
 	if v, ok := i.tooLarge.Get(tooLargeKey); ok {
 		i.cacheHits.Add(1)
 		return Middleware{}, &InspectError{Ref: ref, Reason: ReasonTooLarge, detail: v.(string)}
@@ -377,14 +390,19 @@ func (i *Inspector) inspect(ctx context.Context, p *remote.Puller, repo name.Rep
 		return Middleware{}, ec.classify(err, ReasonBadManifest, "config of "+what)
 	}
 	if v := strings.TrimSpace(cf.Config.Labels[LabelMiddlewareVersion]); v != "" {
+		if len(v) > maxVersion {
+			return Middleware{}, ec.invalid(ReasonBadManifest, nil, "the %s label of %s is %d bytes long: not a version", LabelMiddlewareVersion, what, len(v))
+		}
 		m.Version, m.Source = v, SourceLabel
 		return m, nil
 	}
 
-	netguard.SetReadLimit(ctx, i.limits().MaxBytes)
 	v, err := i.scanLayers(ctx, img, what, ec)
 	if err != nil {
 		return Middleware{}, err
+	}
+	if len(v) > maxVersion {
+		return Middleware{}, ec.invalid(ReasonBadManifest, nil, "the %s version in the build information of %s is %d bytes long: not a version", FuncGoModule, what, len(v))
 	}
 	if v != "" {
 		m.Version, m.Source = v, SourceBuildInfo

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -38,6 +39,7 @@ type dockerConfigEntry struct {
 
 // keychainEntry is a parsed "auths" key with its credentials.
 type keychainEntry struct {
+	key    string // as written in the Secret
 	host   string // lower case host[:port]; may contain glob labels ("*.example.com")
 	prefix string // optional repository path prefix, without leading/trailing "/"
 	glob   bool
@@ -93,6 +95,7 @@ func Keychain(dockerConfigJSON []byte) (authn.Keychain, error) {
 			return nil, fmt.Errorf("invalid .dockerconfigjson: registry key %q is not a host, host:port or URL", key)
 		}
 		kc.entries = append(kc.entries, keychainEntry{
+			key:    key,
 			host:   host,
 			prefix: prefix,
 			glob:   strings.ContainsAny(host, "*?["),
@@ -104,8 +107,15 @@ func Keychain(dockerConfigJSON []byte) (authn.Keychain, error) {
 		if kc.entries[a].host != kc.entries[b].host {
 			return kc.entries[a].host < kc.entries[b].host
 		}
-		return kc.entries[a].prefix < kc.entries[b].prefix
+		if kc.entries[a].prefix != kc.entries[b].prefix {
+			return kc.entries[a].prefix < kc.entries[b].prefix
+		}
+		// Aliases of one host ("docker.io", "index.docker.io"): as written.
+		return kc.entries[a].key < kc.entries[b].key
 	})
+	// Of the keys that name one host and path, the first as written is used, and
+	// only it: never one chosen by the order of a map.
+	kc.entries = slices.CompactFunc(kc.entries, func(a, b keychainEntry) bool { return a.host == b.host && a.prefix == b.prefix })
 	return kc, nil
 }
 

@@ -3,6 +3,7 @@ package registry
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"runtime"
@@ -203,5 +204,59 @@ func TestInspect_TooLargeNotReadAgain(t *testing.T) {
 	limits.MaxBytes = 64 << 20
 	if m, err := i.Inspect(testCtx(t), tr.ref("fn/padded:v1"), nil); err != nil || m.Version != testFuncGoVersion {
 		t.Fatalf("with larger limits: got %+v, %v; want version %s", m, err, testFuncGoVersion)
+	}
+}
+
+// TestInspect_HostileMetadata: what an image says is bounded too: paths its layers
+// name (kept to resolve whiteouts), and the version it claims.
+func TestInspect_HostileMetadata(t *testing.T) {
+	tr := newTestRegistry(t)
+	var files []tarFile
+	for i := 0; i < 3000; i++ {
+		files = append(files, tarFile{name: fmt.Sprintf("%s/%04d", strings.Repeat("d", 400), i), body: []byte("x")})
+	}
+	tr.push(t, "fn/paths:v1", image(t, "amd64", nil, layer(t, files...)))
+	tr.push(t, "fn/label:v1", image(t, "amd64", map[string]string{LabelMiddlewareVersion: "v1." + strings.Repeat("9", 200)}, baseLayer(t)))
+	tr.push(t, "fn/ok:v1", image(t, "amd64", map[string]string{LabelMiddlewareVersion: "v0.22.0"}, layer(t, files[:100]...)))
+
+	i := NewInspector(10)
+	i.Limits = func() Limits { return Limits{MaxMemory: 1 << 20, MaxBytes: 64 << 20} }
+	for _, tc := range []struct {
+		ref    string
+		reason InspectReason
+		says   string
+	}{
+		{"fn/paths:v1", ReasonTooLarge, "more than 1048576 bytes of paths"},
+		{"fn/label:v1", ReasonBadManifest, "203 bytes long: not a version"},
+	} {
+		_, err := i.Inspect(testCtx(t), tr.ref(tc.ref), nil)
+		var ie *InspectError
+		if !errors.As(err, &ie) || ie.Reason != tc.reason || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: got %v, want %s saying %q", tc.ref, err, tc.reason, tc.says)
+		}
+	}
+	// Positive control: a sane image under the same limits.
+	if m, err := i.Inspect(testCtx(t), tr.ref("fn/ok:v1"), nil); err != nil || m.Version != "v0.22.0" {
+		t.Errorf("fn/ok:v1: got %+v, %v", m, err)
+	}
+}
+
+// TestInspect_TooLargeKeptPerRepository: a bomb served under an image's digests by
+// one repository does not make that digest too large in another.
+func TestInspect_TooLargeKeptPerRepository(t *testing.T) {
+	tr := newTestRegistry(t)
+	fn, _ := goBinaries(t)
+	img := image(t, "amd64", nil, baseLayer(t), functionLayer(t, append(append([]byte(nil), fn...), make([]byte, 8<<20)...)))
+	tr.push(t, "tenant-a/fn:v1", img)
+	tr.push(t, "tenant-b/fn:v1", img)
+	i := NewInspector(10)
+	i.Limits = func() Limits { return Limits{MaxMemory: 1 << 20, MaxBytes: 4 << 20} }
+	if _, err := i.Inspect(testCtx(t), tr.ref("tenant-a/fn:v1"), nil); err == nil {
+		t.Fatal("tenant-a: no error, want TooLarge")
+	}
+	before := tr.blobGets.Load()
+	_, err := i.Inspect(testCtx(t), tr.ref("tenant-b/fn:v1"), nil)
+	if err == nil || tr.blobGets.Load() == before {
+		t.Errorf("tenant-b: %v after %d blob reads; want its own read, not tenant-a's verdict", err, tr.blobGets.Load()-before)
 	}
 }

@@ -31,7 +31,16 @@ type scanState struct {
 	opaque map[string]bool // directories made opaque in an upper layer
 	left   int64           // uncompressed layer bytes that may still be read
 	limit  int64           // what left started at
-	memory int64           // the most build information held
+	memory int64           // the most build information held, and of paths kept
+	paths  int64           // bytes of the paths kept in hidden, opaque and a layer's lists
+}
+
+// keep counts p against the memory budget of the paths an image's layers hide.
+func (s *scanState) keep(p string) error {
+	if s.paths += int64(len(p)); s.paths > s.memory {
+		return &TooLargeError{What: fmt.Sprintf("the layers name more than %d bytes of paths, the most the operator keeps of an image (ConfigMap key inspectMaxMemory)", s.memory)}
+	}
+	return nil
 }
 
 // TooLargeError is an image whose reading would cost more than the operator's
@@ -144,9 +153,15 @@ func (i *Inspector) scanLayer(ctx context.Context, l v1.Layer, s *scanState) (ve
 		dir = strings.TrimSuffix(dir, "/")
 		switch {
 		case base == whiteoutOpaque:
+			if err := s.keep(dir); err != nil {
+				return "", err
+			}
 			opaques = append(opaques, dir)
 			continue
 		case strings.HasPrefix(base, whiteoutPrefix):
+			if err := s.keep(p); err != nil {
+				return "", err
+			}
 			hides = append(hides, path.Join(dir, strings.TrimPrefix(base, whiteoutPrefix)))
 			continue
 		}
@@ -154,6 +169,9 @@ func (i *Inspector) scanLayer(ctx context.Context, l v1.Layer, s *scanState) (ve
 			continue
 		}
 		if hdr.Typeflag != tar.TypeDir {
+			if err := s.keep(p); err != nil {
+				return "", err
+			}
 			hides = append(hides, p)
 		}
 		// '\x00' is the pre-POSIX spelling of a regular file (tar.TypeRegA).

@@ -51,6 +51,10 @@ func Protocol(url string) (string, error) {
 	}
 	switch ep.Protocol {
 	case "http", "https", protocolSSH:
+		if ep.Host == "" {
+			// Dialed, an empty host is this machine.
+			return "", stalling(v1alpha1.ReasonGitCloneFailed, "repository URL %s has no host", scrub(url, nil))
+		}
 		return ep.Protocol, nil
 	default:
 		return "", stalling(v1alpha1.ReasonGitCloneFailed,
@@ -69,7 +73,7 @@ func AuthFromSecret(url string, secret *corev1.Secret) (*Auth, error) {
 		if proto == protocolSSH {
 			return nil, stalling(v1alpha1.ReasonAuthSecretNotFound,
 				"repository %s is reached over SSH, which needs spec.repository.authSecretRef naming a Secret with keys %s and %s",
-				url, KeySSHPrivateKey, KeyKnownHosts)
+				scrub(url, nil), KeySSHPrivateKey, KeyKnownHosts)
 		}
 		return &Auth{}, nil
 	}

@@ -83,7 +83,7 @@ func (f *Fetcher) Head(ctx context.Context, url, branch string, auth *Auth, time
 	}
 	ctx, cancel := timeoutContext(ctx, timeout)
 	defer cancel()
-	return remoteHead(ctx, url, branch, auth, f.netOptions(url))
+	return remoteHead(ctx, url, branch, auth, f.netOptions(url, timeout, true))
 }
 
 // Read returns what func.yaml of directory fnPath says at head. It clones only when
@@ -117,7 +117,7 @@ func (f *Fetcher) Read(ctx context.Context, url string, head Head, fnPath string
 // cacheKey names a result by what it was read from and under which limits: a
 // commit refused as too large is read again when the limits grow.
 func cacheKey(url, commit, fnPath string, lim Limits) string {
-	return fmt.Sprintf("%s\x00%s\x00%s\x00%d/%d", url, commit, fnPath, lim.MaxBytes, lim.MaxFiles)
+	return fmt.Sprintf("%s\x00%s\x00%s\x00%d/%d/%d", url, commit, fnPath, lim.MaxBytes, lim.MaxFiles, lim.MaxObjectBytes)
 }
 
 func (f *Fetcher) limits() Limits {
@@ -127,15 +127,12 @@ func (f *Fetcher) limits() Limits {
 	return f.Limits()
 }
 
-// netOptions are the bounds and the SSH dialer of an operation on url.
-func (f *Fetcher) netOptions(url string) netOptions {
-	o := netOptions{limits: f.limits()}
+// netOptions are the bounds and the SSH dialer of an operation on url that may
+// take timeout: a branch listing (listing) or a clone.
+func (f *Fetcher) netOptions(url string, timeout time.Duration, listing bool) netOptions {
+	o := netOptions{limits: f.limits(), listing: listing}
 	if p, _ := Protocol(url); p == protocolSSH && f.Guard != nil {
-		var max int64
-		if o.limits.MaxBytes > 0 {
-			max = readLimit(o.limits.MaxBytes)
-		}
-		o.proxy.URL = f.Guard.SSHProxyURL(max)
+		o.proxy.URL = f.Guard.SSHProxyURL(o.readLimit(), timeout)
 	}
 	return o
 }
@@ -162,7 +159,7 @@ func (f *Fetcher) clone(ctx context.Context, url string, head Head, fnPath strin
 	defer func() { _ = os.RemoveAll(dir) }()
 
 	f.clones.Add(1)
-	commit, content, fnDir, err := readFuncYAML(ctx, url, head.Branch, dir, fnPath, auth, f.netOptions(url))
+	commit, content, fnDir, err := readFuncYAML(ctx, url, head.Branch, dir, fnPath, auth, f.netOptions(url, timeout, false))
 	if commit == "" {
 		commit = head.Commit
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"path"
 	"sort"
 	"strings"
@@ -37,9 +38,9 @@ type Head struct {
 
 // remoteHead asks the remote for its references (one round trip, what `git ls-remote`
 // does) and returns the tip of branch, or of the default branch when branch is empty.
-func remoteHead(ctx context.Context, url, branch string, auth *Auth, net netOptions) (Head, error) {
+func remoteHead(ctx context.Context, url, branch string, auth *Auth, opts netOptions) (Head, error) {
 	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{url}})
-	refs, err := remote.ListContext(net.context(ctx), &git.ListOptions{Auth: auth.Method, ProxyOptions: net.proxy})
+	refs, err := remote.ListContext(opts.context(ctx), &git.ListOptions{Auth: auth.Method, ProxyOptions: opts.proxy})
 	if err != nil {
 		if errors.Is(err, transport.ErrEmptyRemoteRepository) {
 			return Head{}, stalling(v1alpha1.ReasonBranchNotFound, "repository %s is empty: it has no branches", scrub(url, auth.secrets))
@@ -50,10 +51,12 @@ func remoteHead(ctx context.Context, url, branch string, auth *Auth, net netOpti
 	defaultBranch := ""
 	for _, r := range refs {
 		switch {
+		// Not Short(): it scans the name with fmt's %s, which stops at a Unicode
+		// space and mangles invalid UTF-8, so "main\u00a0evil" would pass for main.
 		case r.Name().IsBranch():
-			heads[r.Name().Short()] = r.Hash().String()
-		case r.Name() == plumbing.HEAD && r.Type() == plumbing.SymbolicReference:
-			defaultBranch = r.Target().Short()
+			heads[strings.TrimPrefix(r.Name().String(), "refs/heads/")] = r.Hash().String()
+		case r.Name() == plumbing.HEAD && r.Type() == plumbing.SymbolicReference && r.Target().IsBranch():
+			defaultBranch = strings.TrimPrefix(r.Target().String(), "refs/heads/")
 		}
 	}
 	if branch == "" {
@@ -73,22 +76,22 @@ func remoteHead(ctx context.Context, url, branch string, auth *Auth, net netOpti
 
 // readFuncYAML clones branch shallowly, single-branch and bare into dir (no work tree
 // is written) and returns the commit it got and the content of dir/func.yaml in it.
-func readFuncYAML(ctx context.Context, url, branch, dir, fnPath string, auth *Auth, net netOptions) (string, []byte, *object.Tree, error) {
-	b := &budget{limits: net.limits}
-	storage := filesystem.NewStorage(limitedFS{Filesystem: osfs.New(dir), b: b}, cache.NewObjectLRU(cloneObjectCache))
-	repo, err := git.CloneContext(net.context(ctx), storage, nil, &git.CloneOptions{
+func readFuncYAML(ctx context.Context, url, branch, dir, fnPath string, auth *Auth, opts netOptions) (string, []byte, *object.Tree, error) {
+	b := &budget{limits: opts.limits}
+	storage := filesystem.NewStorage(limitedFS{Filesystem: osfs.New(dir), b: b, done: ctx.Done()}, cache.NewObjectLRU(cloneObjectCache))
+	repo, err := git.CloneContext(opts.context(ctx), storage, nil, &git.CloneOptions{
 		URL:           url,
 		Auth:          auth.Method,
 		ReferenceName: plumbing.NewBranchReferenceName(branch),
 		SingleBranch:  true,
 		Depth:         1,
 		Tags:          git.NoTags,
-		ProxyOptions:  net.proxy,
+		ProxyOptions:  opts.proxy,
 	})
 	if err != nil {
 		if over := b.exceeded(); over != nil {
 			reason := v1alpha1.ReasonCloneTooLarge
-			if b.objects > 0 && net.limits.MaxFiles > 0 && b.objects > net.limits.MaxFiles {
+			if b.objects > 0 && opts.limits.MaxFiles > 0 && b.objects > opts.limits.MaxFiles {
 				reason = v1alpha1.ReasonCloneTooManyFiles
 			}
 			return "", nil, nil, stalling(reason, "cloning %s: %s", scrub(url, auth.secrets), over)
@@ -192,7 +195,8 @@ func remoteError(ctx context.Context, reason, doing, url string, auth *Auth, err
 		return stalling(v1alpha1.ReasonHostNotAllowed, "%s %s: %s", doing, u, firstLine(scrub(deniedText(err), auth.secrets)))
 	}
 	if isTooLarge(err) {
-		return stalling(v1alpha1.ReasonCloneTooLarge, "%s %s: %s (ConfigMap key %s)", doing, u, netguard.TooLargeMarker, "cloneMaxBytes")
+		return stalling(v1alpha1.ReasonCloneTooLarge, "%s %s: %s: the server sent more than the operator reads (a branch listing: %d MiB; a clone: ConfigMap key cloneMaxBytes)",
+			doing, u, netguard.TooLargeMarker, maxListing>>20)
 	}
 	// Servers put their own text into errors, newlines and all: keep one line.
 	msg := strings.TrimSuffix(strings.Join(strings.Fields(scrub(err.Error(), auth.secrets)), " "), ":")
@@ -200,7 +204,7 @@ func remoteError(ctx context.Context, reason, doing, url string, auth *Auth, err
 		msg = msg[:maxServerText] + "…"
 	}
 	switch {
-	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) || isTimeout(err):
 		return transientAs(v1alpha1.ReasonGitTimedOut, "%s %s timed out (ConfigMap key gitTimeout): %s", doing, u, msg)
 	case errors.Is(err, transport.ErrAuthenticationRequired) && auth.Method == nil:
 		return stalling(reason,
@@ -247,4 +251,11 @@ func timeoutContext(ctx context.Context, d time.Duration) (context.Context, cont
 		return context.WithCancel(ctx)
 	}
 	return context.WithTimeout(ctx, d)
+}
+
+// isTimeout is true for a connection's deadline passing (the guard's SSH
+// deadline, which may fire a moment before the operation's context does).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return (errors.As(err, &ne) && ne.Timeout()) || strings.Contains(err.Error(), "i/o timeout")
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 
@@ -18,6 +19,9 @@ type Limits struct {
 	// MaxFiles caps the objects (files, directories and the commit) a clone may
 	// transfer; 0 means no cap.
 	MaxFiles int64
+	// MaxObjectBytes caps what one object may expand to (go-git holds it whole);
+	// 0 means no cap.
+	MaxObjectBytes int64
 }
 
 // errPackLimit is returned by writes of a pack past a limit; budget.err says which.
@@ -27,10 +31,11 @@ var errPackLimit = errors.New("clone over the operator's limit")
 type budget struct {
 	limits Limits
 
-	mu      sync.Mutex
-	written int64
-	objects int64
-	err     error // the first limit hit
+	mu       sync.Mutex
+	written  int64
+	objects  int64
+	inflated int64 // what the objects scanned so far expand to
+	err      error // the first limit hit
 }
 
 func (b *budget) exceeded() error {
@@ -67,6 +72,9 @@ func (b *budget) add(n int64, header []byte) error {
 type limitedFS struct {
 	billy.Filesystem
 	b *budget
+	// done ends the scan of a pack go-git left without closing it (it does not
+	// close a pack whose indexing failed).
+	done <-chan struct{}
 }
 
 func (fs limitedFS) TempFile(dir, prefix string) (billy.File, error) {
@@ -74,7 +82,23 @@ func (fs limitedFS) TempFile(dir, prefix string) (billy.File, error) {
 	if err != nil || !strings.HasPrefix(prefix, "tmp_pack_") {
 		return f, err
 	}
-	return &packFile{File: f, b: fs.b}, nil
+	pr, pw := io.Pipe()
+	pf := &packFile{File: f, b: fs.b, scan: pw, scanned: make(chan struct{})}
+	go func() {
+		defer close(pf.scanned)
+		scanPack(pr, fs.b)
+		// Whatever stopped the scan, the writes go on (refused by the budget if
+		// it was a limit): nothing more is fed to it.
+		_ = pr.CloseWithError(io.ErrClosedPipe)
+	}()
+	go func() {
+		select {
+		case <-fs.done:
+			_ = pw.CloseWithError(io.ErrClosedPipe)
+		case <-pf.scanned:
+		}
+	}()
+	return pf, nil
 }
 
 func (fs limitedFS) Chroot(path string) (billy.Filesystem, error) {
@@ -82,14 +106,26 @@ func (fs limitedFS) Chroot(path string) (billy.Filesystem, error) {
 	if err != nil {
 		return nil, err
 	}
-	return limitedFS{Filesystem: c, b: fs.b}, nil
+	return limitedFS{Filesystem: c, b: fs.b, done: fs.done}, nil
 }
 
-// packFile counts the bytes written to a pack being received.
+// packFile counts the bytes written to a pack being received, and feeds them to
+// scanPack.
 type packFile struct {
 	billy.File
-	b      *budget
-	header []byte
+	b       *budget
+	header  []byte
+	scan    *io.PipeWriter // nil once the scan stopped
+	scanned chan struct{}
+}
+
+// Close ends the scan before the file.
+func (f *packFile) Close() error {
+	if f.scan != nil {
+		_ = f.scan.Close()
+	}
+	<-f.scanned
+	return f.File.Close()
 }
 
 func (f *packFile) Write(p []byte) (int, error) {
@@ -102,6 +138,14 @@ func (f *packFile) Write(p []byte) (int, error) {
 	}
 	if err := f.b.add(int64(len(p)), f.header); err != nil {
 		return 0, errPackLimit
+	}
+	if f.scan != nil {
+		if _, err := f.scan.Write(p); err != nil {
+			f.scan = nil
+		}
+		if f.b.exceeded() != nil {
+			return 0, errPackLimit
+		}
 	}
 	return f.File.Write(p)
 }

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"net"
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
@@ -172,4 +174,36 @@ func TestFetcher_SSHHostNotAllowed(t *testing.T) {
 	if errors.As(err, &d) {
 		t.Errorf("the byte cap came back as a refusal: %v", err)
 	}
+}
+
+// TestFetcher_SSHServerThatSaysNothing: go-git dials SSH and shakes hands without
+// the operation's context; the guard's deadline ends a server that accepts and
+// says nothing, within gitTimeout.
+func TestFetcher_SSHServerThatSaysNothing(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { _ = c.Close() }) // silent, until the test ends
+		}
+	}()
+	srv := gitserver.StartSSH(t) // for a key and a known_hosts line; not dialed
+	url := fmt.Sprintf("ssh://git@%s/repo.git", l.Addr())
+	auth := authFrom(t, url, map[string]string{KeySSHPrivateKey: string(srv.ClientPrivateKeyPEM()), KeyKnownHosts: string(srv.KnownHosts())})
+	p, _ := netguard.NewPolicy(nil, nil, nil)
+	f := NewFetcher(t.TempDir(), 0)
+	f.Guard = netguard.New(p)
+	start := time.Now()
+	_, err = f.Head(context.Background(), url, "main", auth, time.Second)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("Head took %s against a silent server, with gitTimeout 1s", took)
+	}
+	checkError(t, &wantError{reason: v1alpha1.ReasonGitTimedOut, stalling: false, msgHas: []string{"timed out"}}, err)
 }

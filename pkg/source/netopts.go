@@ -20,9 +20,15 @@ const cloneObjectCache = 8 << 20
 // maxServerText caps what of a server's own text goes into a message.
 const maxServerText = 512
 
+// maxListing caps what a branch listing may read: the references of a repository
+// with a hundred thousand branches fit in a few MiB.
+const maxListing = 16 << 20
+
 // netOptions are the network bounds of one remote operation.
 type netOptions struct {
 	limits Limits
+	// listing is a branch listing, capped at maxListing.
+	listing bool
 	// proxy routes SSH dials through the operator's network guard; empty for HTTP,
 	// whose transport is installed once (see Fetcher).
 	proxy transport.ProxyOptions
@@ -30,10 +36,21 @@ type netOptions struct {
 
 // context caps what HTTP responses read with ctx may carry.
 func (o netOptions) context(ctx context.Context) context.Context {
-	if o.limits.MaxBytes <= 0 {
-		return ctx
+	if n := o.readLimit(); n > 0 {
+		return netguard.WithReadLimit(ctx, n)
 	}
-	return netguard.WithReadLimit(ctx, readLimit(o.limits.MaxBytes))
+	return ctx
+}
+
+// readLimit is what the operation may read from the server, 0 for no cap.
+func (o netOptions) readLimit() int64 {
+	switch {
+	case o.listing && (o.limits.MaxBytes <= 0 || o.limits.MaxBytes > maxListing):
+		return maxListing
+	case o.limits.MaxBytes > 0:
+		return readLimit(o.limits.MaxBytes)
+	}
+	return 0
 }
 
 // readLimit is what a connection may read for a pack of at most maxBytes: the

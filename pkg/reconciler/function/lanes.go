@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/google/go-containerregistry/pkg/name"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/rerror"
@@ -35,13 +36,14 @@ type Lanes struct {
 	slowUntil map[string]time.Time
 }
 
-// laneWait is how soon a Function without a free lane is checked again.
-const laneWait = 2 * time.Second
+// laneWait is how soon a Function without a free lane is checked again (jittered
+// by up to half): soon, as lanes of hosts that answer free in moments.
+const laneWait = 500 * time.Millisecond
 
 // Enter takes a lane of host and one of namespace, when both are free. The caller
 // must call leave once, with whether the operation ran into its timeout.
 func (l *Lanes) Enter(host, namespace string) (leave func(timedOut bool), ok bool) {
-	if l == nil || host == "" {
+	if l == nil {
 		return func(bool) {}, true
 	}
 	tenant := "namespace " + namespace
@@ -50,10 +52,12 @@ func (l *Lanes) Enter(host, namespace string) (leave func(timedOut bool), ok boo
 	if l.inFlight == nil {
 		l.inFlight, l.slowUntil = map[string]int{}, map[string]time.Time{}
 	}
-	if l.inFlight[host] >= l.limit(host) || l.inFlight[tenant] >= max(1, l.Workers/2) {
+	if (host != "" && l.inFlight[host] >= l.limit(host)) || l.inFlight[tenant] >= max(1, l.Workers/2) {
 		return nil, false
 	}
-	l.inFlight[host]++
+	if host != "" {
+		l.inFlight[host]++
+	}
 	l.inFlight[tenant]++
 	var once sync.Once
 	return func(timedOut bool) {
@@ -65,9 +69,15 @@ func (l *Lanes) leave(host, tenant string, timedOut bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, k := range []string{host, tenant} {
+		if k == "" {
+			continue
+		}
 		if l.inFlight[k]--; l.inFlight[k] <= 0 {
 			delete(l.inFlight, k)
 		}
+	}
+	if host == "" {
+		return
 	}
 	if timedOut {
 		slowFor := l.SlowFor
@@ -138,6 +148,6 @@ func registryHost(image string) string {
 // laneBusy is the wait of a Function whose host has no free lane: nothing about
 // the Function changes, and it is checked again shortly.
 func laneBusy(host string) error {
-	return rerror.NewWaiting(v1alpha1.ReasonHostBusy, laneWait,
+	return rerror.NewWaiting(v1alpha1.ReasonHostBusy, wait.Jitter(laneWait, 0.5),
 		"%s, or this namespace's Functions, hold as many workers as they may: checked again shortly", host)
 }

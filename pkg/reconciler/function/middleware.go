@@ -3,6 +3,7 @@ package function
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	corev1 "k8s.io/api/core/v1"
@@ -69,11 +70,7 @@ func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Funct
 	if !ok {
 		return Result{}, laneBusy(host)
 	}
-	inspectCtx, cancel := context.WithTimeout(ctx, cfg.RegistryTimeout)
-	got, err := r.Inspector.Inspect(inspectCtx, obs.deployment.image, kc)
-	cancel()
-	var unreachable *registry.UnreachableError
-	leave(errors.As(err, &unreachable) && unreachable.TimedOut)
+	got, err := r.inspect(ctx, obs.deployment.image, kc, cfg.RegistryTimeout, leave)
 	if cannotRead(err) {
 		return r.registryUnreachable(ctx, fn, obs.deployment.image, readWith, err)
 	}
@@ -258,4 +255,16 @@ func inspectFailed(fn *v1alpha1.Function, err error) error {
 	}
 	fn.Status.MarkMiddlewareUnknown(reason, "%s", err)
 	return &rerror.Stalling{Reason: reason, Err: err}
+}
+
+// inspect reads image within timeout, and leaves its lane after, whatever happens
+// (a panic included), saying whether the read timed out.
+func (r *Reconciler) inspect(ctx context.Context, image string, kc authn.Keychain, timeout time.Duration, leave func(timedOut bool)) (m registry.Middleware, err error) {
+	defer func() {
+		var unreachable *registry.UnreachableError
+		leave(errors.As(err, &unreachable) && unreachable.TimedOut)
+	}()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return r.Inspector.Inspect(ctx, image, kc)
 }

@@ -31,11 +31,13 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 	if !ok {
 		return Result{}, laneBusy(host)
 	}
+	timedOut := false
+	defer func() { leave(timedOut) }() // also when a library panics
 	start := time.Now()
 	head, err := r.Fetcher.Head(ctx, repo.URL, repo.Branch, auth, cfg.GitTimeout)
 	r.Metrics.GitFetch(metrics.GitListRefs, time.Since(start))
 	if err != nil {
-		leave(rerror.Reason(err) == v1alpha1.ReasonGitTimedOut)
+		timedOut = rerror.Reason(err) == v1alpha1.ReasonGitTimedOut
 		return r.sourceUnreachable(ctx, fn, err)
 	}
 	obs.source = sourceArtifact{head: head, auth: auth}
@@ -45,14 +47,13 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 		if d := fn.Status.Deployment; d != nil {
 			obs.source.runtime, obs.source.invoke = d.Runtime, d.Invoke
 		}
-		leave(false)
 		sourceReached(fn)
 		return Result{}, nil
 	}
 
 	start = time.Now()
 	res, err := r.Fetcher.Read(ctx, repo.URL, head, repo.CleanPath(), auth, cfg.GitTimeout)
-	leave(rerror.Reason(err) == v1alpha1.ReasonGitTimedOut)
+	timedOut = rerror.Reason(err) == v1alpha1.ReasonGitTimedOut
 	if res.Cloned {
 		r.Metrics.GitFetch(metrics.GitClone, time.Since(start))
 	}
