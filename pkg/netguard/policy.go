@@ -204,6 +204,23 @@ func (e *DeniedError) Error() string {
 // a library that kept only the text of the error.
 const Marker = "host not allowed"
 
+// DeniedText is the refusal itself, whatever a library wrapped around it (some
+// keep only the text of an error), cut at 512 bytes.
+func DeniedText(err error) string {
+	var d *DeniedError
+	if errors.As(err, &d) {
+		return d.Error()
+	}
+	s := err.Error()
+	if i := strings.Index(s, Marker+": "); i >= 0 {
+		s = s[i:]
+	}
+	if len(s) > 512 {
+		s = s[:512]
+	}
+	return s
+}
+
 // IsDenied is true when err is, wraps, or quotes a refusal by the policy.
 func IsDenied(err error) bool {
 	var d *DeniedError

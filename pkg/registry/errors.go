@@ -19,22 +19,6 @@ import (
 // maxServerText caps what of a registry's own text goes into a message.
 const maxServerText = 512
 
-// deniedText is the refusal itself, whatever a library wrapped around it.
-func deniedText(err error) string {
-	var d *netguard.DeniedError
-	if errors.As(err, &d) {
-		return d.Error()
-	}
-	s := err.Error()
-	if i := strings.Index(s, netguard.Marker+": "); i >= 0 {
-		s = s[i:]
-	}
-	if len(s) > maxServerText {
-		s = s[:maxServerText]
-	}
-	return s
-}
-
 // UnreachableError means the registry could not be talked to: DNS, connection
 // or TLS failures, timeouts, cancellation and 5xx/408/429 answers. It is
 // worth retrying later.
@@ -175,7 +159,7 @@ func (e *errContext) classify(err error, fallback InspectReason, what string) er
 	msg := e.redact(err.Error())
 	if netguard.IsDenied(err) {
 		return &InspectError{Ref: e.ref, Reason: ReasonHostNotAllowed, Err: err,
-			detail: e.redact(fmt.Sprintf("reading %s: %s", what, deniedText(err)))}
+			detail: e.redact(fmt.Sprintf("reading %s: %s", what, netguard.DeniedText(err)))}
 	}
 	var tl *TooLargeError
 	var ntl *netguard.TooLargeError

@@ -192,7 +192,7 @@ func fileIn(tree *object.Tree, fnPath, commit string) (*object.Tree, []byte, err
 func remoteError(ctx context.Context, reason, doing, url string, auth *Auth, err error) error {
 	u := scrub(url, auth.secrets)
 	if netguard.IsDenied(err) {
-		return stalling(v1alpha1.ReasonHostNotAllowed, "%s %s: %s", doing, u, firstLine(scrub(deniedText(err), auth.secrets)))
+		return stalling(v1alpha1.ReasonHostNotAllowed, "%s %s: %s", doing, u, firstLine(scrub(netguard.DeniedText(err), auth.secrets)))
 	}
 	if isTooLarge(err) {
 		return stalling(v1alpha1.ReasonCloneTooLarge, "%s %s: %s: the server sent more than the operator reads (a branch listing: %d MiB; a clone: ConfigMap key cloneMaxBytes)",

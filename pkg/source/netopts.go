@@ -63,19 +63,6 @@ func isTooLarge(err error) bool {
 	return errors.As(err, &tl) || strings.Contains(err.Error(), netguard.TooLargeMarker)
 }
 
-// deniedText is the refusal itself, whatever a library wrapped around it.
-func deniedText(err error) string {
-	var d *netguard.DeniedError
-	if errors.As(err, &d) {
-		return d.Error()
-	}
-	s := err.Error()
-	if i := strings.Index(s, netguard.Marker+": "); i >= 0 {
-		return s[i:]
-	}
-	return s
-}
-
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return s
