@@ -37,6 +37,9 @@ const (
 	// (status.middleware.registryUnreachableSince). Like SourceReachable, it never
 	// gates Ready.
 	FunctionConditionRegistryReachable apis.ConditionType = "RegistryReachable"
+	// FunctionConditionSuspended is True, with severity Info, while spec.suspend is:
+	// the other conditions are as the last check left them. It never gates Ready.
+	FunctionConditionSuspended apis.ConditionType = "Suspended"
 	// FunctionConditionStalled is True when only a change (of the Function, a Secret,
 	// the repository, the image or the cluster) can make the Function Ready.
 	FunctionConditionStalled apis.ConditionType = "Stalled"
@@ -435,6 +438,25 @@ func (fs *FunctionStatus) MarkRegistryUnreachable(reason, messageFormat string, 
 // (which reports it Failed). Reconciling is cleared: the two are never True together.
 func (fs *FunctionStatus) MarkStalled(reason, messageFormat string, messageA ...interface{}) {
 	fs.setProgress(FunctionConditionStalled, reason, fmt.Sprintf(messageFormat, messageA...))
+}
+
+// ReasonSuspended is a True Suspended.
+const ReasonSuspended = "Suspended"
+
+// MarkSuspended records that spec.suspend stops the checks and rebuilds: Suspended
+// True, severity Info; Stalled and Reconciling go, as nothing is under way.
+func (fs *FunctionStatus) MarkSuspended() {
+	fs.ClearProgress()
+	functionCondSet.Manage(fs).SetCondition(apis.Condition{
+		Type: FunctionConditionSuspended, Status: corev1.ConditionTrue, Reason: ReasonSuspended,
+		Message:  "spec.suspend is true: the function is not checked or rebuilt; the other conditions are as the last check left them",
+		Severity: apis.ConditionSeverityInfo,
+	})
+}
+
+// ClearSuspended removes Suspended.
+func (fs *FunctionStatus) ClearSuspended() {
+	_ = functionCondSet.Manage(fs).ClearCondition(FunctionConditionSuspended) // fails only for conditions of the set
 }
 
 // MarkReconciling records that a check or a rebuild is under way, for kstatus (which

@@ -850,3 +850,27 @@ func TestFunctionStatus_SourceReachable(t *testing.T) {
 		t.Error("positive control: SourceReady False left Ready True")
 	}
 }
+
+func TestMarkSuspended(t *testing.T) {
+	fs := &FunctionStatus{}
+	fs.InitializeConditions()
+	fs.MarkSourceReady("main", "abc")
+	fs.MarkStalled(ReasonBranchNotFound, "stalled before")
+	readyBefore := *fs.GetCondition(FunctionConditionReady)
+
+	fs.MarkSuspended()
+	c := fs.GetCondition(FunctionConditionSuspended)
+	if c == nil || !c.IsTrue() || c.Reason != ReasonSuspended || c.Severity != apis.ConditionSeverityInfo {
+		t.Fatalf("Suspended = %+v, want True, Info", c)
+	}
+	if fs.GetCondition(FunctionConditionStalled) != nil {
+		t.Errorf("Stalled kept while suspended")
+	}
+	if r := fs.GetCondition(FunctionConditionReady); r.Status != readyBefore.Status || r.Reason != readyBefore.Reason {
+		t.Errorf("Ready %+v after MarkSuspended, want it unchanged (%+v)", r, readyBefore)
+	}
+	fs.ClearSuspended()
+	if fs.GetCondition(FunctionConditionSuspended) != nil {
+		t.Errorf("Suspended kept after ClearSuspended")
+	}
+}

@@ -21,6 +21,7 @@ import (
 // +kubebuilder:printcolumn:name="Middleware",type=string,JSONPath=`.status.middleware.current`
 // +kubebuilder:printcolumn:name="Up-To-Date",type=string,JSONPath=`.status.conditions[?(@.type=="MiddlewareUpToDate")].status`
 // +kubebuilder:printcolumn:name="Build",type=string,JSONPath=`.status.build.phase`
+// +kubebuilder:printcolumn:name="Suspended",type=boolean,JSONPath=`.spec.suspend`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.service.url`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.middleware.available`,priority=1
 // +kubebuilder:printcolumn:name="Pending Rebuild",type=boolean,JSONPath=`.status.middleware.pendingRebuild`,priority=1
@@ -53,6 +54,13 @@ type FunctionSpec struct {
 	// func-operator-config, key autoUpdateMiddleware).
 	// +optional
 	AutoUpdateMiddleware *bool `json:"autoUpdateMiddleware,omitempty"`
+
+	// Suspend stops the operator from checking the function and from rebuilding it,
+	// as Flux's suspend does: its status stays as it was, a queued rebuild gives its
+	// place up, and a build already running finishes on its own. Setting it back to
+	// false checks the function at once.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
 }
 
 // Repository is a git repository and the place of a function inside it.

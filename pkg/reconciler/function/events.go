@@ -13,6 +13,12 @@ import (
 // recordEvents emits Events for transitions of the source and of builds, never for a
 // reconcile that changed nothing.
 func (r *Reconciler) recordEvents(orig, fn *v1alpha1.Function) {
+	switch was, is := orig.Status.GetCondition(v1alpha1.FunctionConditionSuspended) != nil, fn.Status.GetCondition(v1alpha1.FunctionConditionSuspended) != nil; {
+	case is && !was:
+		r.Recorder.Event(fn, corev1.EventTypeNormal, v1alpha1.ReasonSuspended, "spec.suspend is true: no checks and no rebuilds")
+	case was && !is:
+		r.Recorder.Event(fn, corev1.EventTypeNormal, "Resumed", "spec.suspend is false: checked again")
+	}
 	r.recordBuildEvents(orig, fn)
 	r.recordOutageEvents(orig, fn)
 	before := orig.Status.GetCondition(v1alpha1.FunctionConditionSourceReady)

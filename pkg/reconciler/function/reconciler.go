@@ -117,7 +117,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 		stepErr error // what stopped the steps; the deferred patch reads it after result() classified it
 	)
 	defer func() {
-		summarize(fn, stepErr)
+		if !fn.Spec.Suspend {
+			summarize(fn, stepErr)
+		}
 		capMessages(fn, r.Config.Load().ConditionMessageMaxBytes)
 		// observedGeneration, and transition times that move only for conditions
 		// that really changed, as every Knative reconciler does.
@@ -135,6 +137,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 		}
 		r.recordEvents(orig, fn)
 	}()
+
+	if fn.Spec.Suspend {
+		// No check and no rebuild: a queued one gives its place up. Nothing brings
+		// the Function back but a change (spec.suspend set to false).
+		if b := fn.Status.Build; b != nil && b.Phase == v1alpha1.BuildPhaseQueued {
+			fn.Status.MarkMiddlewareOutdated("a rebuild was queued; it gave its place up as spec.suspend is true")
+		}
+		r.leaveQueue(fn)
+		fn.Status.MarkSuspended()
+		return reconcile.Result{}, nil
+	}
+	fn.Status.ClearSuspended()
 
 	obs := &observation{}
 	steps := r.steps()
