@@ -3,6 +3,7 @@ package netguard
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -118,20 +119,37 @@ func (e *TooLargeError) Error() string {
 // TooLargeMarker starts every TooLargeError message.
 const TooLargeMarker = "response too large"
 
-// limitedConn fails reads past its limit.
-type limitedConn struct {
-	net.Conn
+// limitReader fails reads past its limit.
+type limitReader struct {
+	r           io.Reader
 	left, limit int64
 }
 
-func (c *limitedConn) Read(b []byte) (int, error) {
-	if c.left <= 0 {
-		return 0, &TooLargeError{Limit: c.limit}
+func newLimitReader(r io.Reader, limit int64) *limitReader {
+	return &limitReader{r: r, left: limit, limit: limit}
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		// One more byte tells a stream of exactly the limit from a longer one.
+		var one [1]byte
+		if n, _ := l.r.Read(one[:]); n == 0 {
+			return 0, io.EOF
+		}
+		return 0, &TooLargeError{Limit: l.limit}
 	}
-	if int64(len(b)) > c.left {
-		b = b[:c.left]
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
 	}
-	n, err := c.Conn.Read(b)
-	c.left -= int64(n)
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
 	return n, err
 }
+
+// limitedConn is a connection whose reads fail past a limit.
+type limitedConn struct {
+	net.Conn
+	r *limitReader
+}
+
+func (c *limitedConn) Read(b []byte) (int, error) { return c.r.Read(b) }

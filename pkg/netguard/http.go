@@ -51,7 +51,7 @@ func (b *bodyLimiter) RoundTrip(req *http.Request) (*http.Response, error) {
 		res.Body = &cutBody{r: io.LimitReader(res.Body, b.maxErrorBody), c: res.Body}
 		res.ContentLength = -1
 	case n > 0:
-		res.Body = &limitedBody{rc: res.Body, left: n, limit: n}
+		res.Body = &limitedBody{limitReader: newLimitReader(res.Body, n), Closer: res.Body}
 	}
 	return res, nil
 }
@@ -65,27 +65,8 @@ type cutBody struct {
 func (c *cutBody) Read(p []byte) (int, error) { return c.r.Read(p) }
 func (c *cutBody) Close() error               { return c.c.Close() }
 
-// limitedBody fails reads past its limit.
+// limitedBody is a response body whose reads fail past a limit.
 type limitedBody struct {
-	rc          io.ReadCloser
-	left, limit int64
+	*limitReader
+	io.Closer
 }
-
-func (l *limitedBody) Read(p []byte) (int, error) {
-	if l.left <= 0 {
-		// One more byte tells a body of exactly the limit from a longer one.
-		var one [1]byte
-		if n, _ := l.rc.Read(one[:]); n == 0 {
-			return 0, io.EOF
-		}
-		return 0, &TooLargeError{Limit: l.limit}
-	}
-	if int64(len(p)) > l.left {
-		p = p[:l.left]
-	}
-	n, err := l.rc.Read(p)
-	l.left -= int64(n)
-	return n, err
-}
-
-func (l *limitedBody) Close() error { return l.rc.Close() }

@@ -205,7 +205,7 @@ func (e *DeniedError) Error() string {
 const Marker = "host not allowed"
 
 // DeniedText is the refusal itself, whatever a library wrapped around it (some
-// keep only the text of an error), cut at 512 bytes.
+// keep only the text of an error), cut as ServerText.
 func DeniedText(err error) string {
 	var d *DeniedError
 	if errors.As(err, &d) {
@@ -215,10 +215,7 @@ func DeniedText(err error) string {
 	if i := strings.Index(s, Marker+": "); i >= 0 {
 		s = s[i:]
 	}
-	if len(s) > 512 {
-		s = s[:512]
-	}
-	return s
+	return ServerText(s)
 }
 
 // IsDenied is true when err is, wraps, or quotes a refusal by the policy.

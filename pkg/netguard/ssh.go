@@ -85,5 +85,5 @@ func (d sshDialer) DialContext(ctx context.Context, network, address string) (ne
 	if d.limit <= 0 {
 		return c, nil
 	}
-	return &limitedConn{Conn: c, left: d.limit, limit: d.limit}, nil
+	return &limitedConn{Conn: c, r: newLimitReader(c, d.limit)}, nil
 }

@@ -16,9 +16,6 @@ import (
 	"github.com/fnops/func-operator/pkg/netguard"
 )
 
-// maxServerText caps what of a registry's own text goes into a message.
-const maxServerText = 512
-
 // UnreachableError means the registry could not be talked to: DNS, connection
 // or TLS failures, timeouts, cancellation and 5xx/408/429 answers. It is
 // worth retrying later.
@@ -162,17 +159,14 @@ func (e *errContext) classify(err error, fallback InspectReason, what string) er
 			detail: e.redact(fmt.Sprintf("reading %s: %s", what, netguard.DeniedText(err)))}
 	}
 	var tl *TooLargeError
-	var ntl *netguard.TooLargeError
 	switch {
 	case errors.As(err, &tl):
 		return &InspectError{Ref: e.ref, Reason: ReasonTooLarge, Err: err, detail: e.redact(fmt.Sprintf("reading %s: %s", what, tl.What))}
-	case errors.As(err, &ntl) || strings.Contains(msg, netguard.TooLargeMarker):
+	case netguard.IsTooLarge(err):
 		return &InspectError{Ref: e.ref, Reason: ReasonTooLarge, Err: err,
 			detail: fmt.Sprintf("reading %s: the registry sent more than the operator reads (ConfigMap keys inspectMaxMemory for manifests and configs, inspectMaxBytes for layers)", what)}
 	}
-	if len(msg) > maxServerText {
-		msg = msg[:maxServerText] + "…"
-	}
+	msg = netguard.ServerText(msg)
 	var te *transport.Error
 	if errors.As(err, &te) {
 		switch sc := te.StatusCode; {

@@ -232,7 +232,7 @@ func (i *Inspector) Inspect(ctx context.Context, ref string, kc authn.Keychain) 
 		return Middleware{}, &InspectError{Ref: ref, Reason: ReasonTooLarge, detail: v.(string)}
 	}
 	m, err := i.inspectOnce(ctx, top.String(), ec, func() (Middleware, error) {
-		return i.inspect(ctx, p, repo, top, desc, ec)
+		return i.inspect(ctx, p, repo, top, desc, lim, ec)
 	})
 	if ie := (*InspectError)(nil); errors.As(err, &ie) && ie.Reason == ReasonTooLarge {
 		i.tooLarge.Add(tooLargeKey, ie.detail) // names digests, never the reference
@@ -341,7 +341,8 @@ func (i *Inspector) puller(repo name.Repository, cfg *authn.AuthConfig) (*remote
 
 // inspect reads the manifest, config and, when needed, the layers of the
 // image (or of its linux/amd64 member) whose manifest has digest top.
-func (i *Inspector) inspect(ctx context.Context, p *remote.Puller, repo name.Repository, top v1.Hash, desc *remote.Descriptor, ec *errContext) (Middleware, error) {
+// Every bound of one inspection comes from lim, read once when it starts.
+func (i *Inspector) inspect(ctx context.Context, p *remote.Puller, repo name.Repository, top v1.Hash, desc *remote.Descriptor, lim Limits, ec *errContext) (Middleware, error) {
 	i.inspections.Add(1)
 	what := "manifest " + top.String()
 	if desc == nil {
@@ -381,7 +382,7 @@ func (i *Inspector) inspect(ctx context.Context, p *remote.Puller, repo name.Rep
 	if err != nil {
 		return Middleware{}, ec.classify(err, ReasonBadManifest, "manifest of "+what)
 	}
-	if lim := i.limits(); mf.Config.Size > lim.MaxMemory {
+	if mf.Config.Size > lim.MaxMemory {
 		return Middleware{}, ec.invalid(ReasonTooLarge, nil, "the config of %s is %d bytes, more than the %d the operator reads (ConfigMap key inspectMaxMemory)",
 			what, mf.Config.Size, lim.MaxMemory)
 	}
@@ -397,7 +398,7 @@ func (i *Inspector) inspect(ctx context.Context, p *remote.Puller, repo name.Rep
 		return m, nil
 	}
 
-	v, err := i.scanLayers(ctx, img, what, ec)
+	v, err := i.scanLayers(ctx, img, what, lim, ec)
 	if err != nil {
 		return Middleware{}, err
 	}

@@ -83,7 +83,7 @@ func (s *scanState) isHidden(p string) bool {
 // knative.dev/func-go version recorded in the build info of the first Go
 // executable that depends on it ("" when none does). Layers are streamed;
 // only one candidate executable at a time is held in memory.
-func (i *Inspector) scanLayers(ctx context.Context, img v1.Image, what string, ec *errContext) (string, error) {
+func (i *Inspector) scanLayers(ctx context.Context, img v1.Image, what string, lim Limits, ec *errContext) (string, error) {
 	layers, err := img.Layers()
 	if err != nil {
 		return "", ec.classify(err, ReasonBadManifest, "layers of "+what)
@@ -95,7 +95,6 @@ func (i *Inspector) scanLayers(ctx context.Context, img v1.Image, what string, e
 		return "", ec.classify(ctx.Err(), ReasonLayerRead, "layers of "+what)
 	}
 
-	lim := i.limits()
 	s := &scanState{hidden: map[string]bool{}, opaque: map[string]bool{}, left: lim.MaxBytes, limit: lim.MaxBytes, memory: lim.MaxMemory}
 	seen := map[v1.Hash]bool{}
 	for n := len(layers) - 1; n >= 0; n-- {

@@ -194,15 +194,13 @@ func remoteError(ctx context.Context, reason, doing, url string, auth *Auth, err
 	if netguard.IsDenied(err) {
 		return stalling(v1alpha1.ReasonHostNotAllowed, "%s %s: %s", doing, u, firstLine(scrub(netguard.DeniedText(err), auth.secrets)))
 	}
-	if isTooLarge(err) {
+	if netguard.IsTooLarge(err) {
 		return stalling(v1alpha1.ReasonCloneTooLarge, "%s %s: %s: the server sent more than the operator reads (a branch listing: %d MiB; a clone: ConfigMap key cloneMaxBytes)",
 			doing, u, netguard.TooLargeMarker, maxListing>>20)
 	}
 	// Servers put their own text into errors, newlines and all: keep one line.
 	msg := strings.TrimSuffix(strings.Join(strings.Fields(scrub(err.Error(), auth.secrets)), " "), ":")
-	if len(msg) > maxServerText {
-		msg = msg[:maxServerText] + "…"
-	}
+	msg = netguard.ServerText(msg)
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || isTimeout(err):
 		return transientAs(v1alpha1.ReasonGitTimedOut, "%s %s timed out (ConfigMap key gitTimeout): %s", doing, u, msg)

@@ -2,7 +2,6 @@ package source
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 
@@ -16,9 +15,6 @@ import (
 // cloneObjectCache is the memory go-git may keep of decoded objects during one
 // clone (its default is 96 MiB per repository).
 const cloneObjectCache = 8 << 20
-
-// maxServerText caps what of a server's own text goes into a message.
-const maxServerText = 512
 
 // maxListing caps what a branch listing may read: the references of a repository
 // with a hundred thousand branches fit in a few MiB.
@@ -57,11 +53,6 @@ func (o netOptions) readLimit() int64 {
 // protocol frames it (side-band packets of up to 64 KiB with 5 bytes of header),
 // and the references come first. The pack itself is counted exactly (budget).
 func readLimit(maxBytes int64) int64 { return maxBytes + maxBytes/64 + 1<<20 }
-
-func isTooLarge(err error) bool {
-	var tl *netguard.TooLargeError
-	return errors.As(err, &tl) || strings.Contains(err.Error(), netguard.TooLargeMarker)
-}
 
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"knative.dev/pkg/apis"
-	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
@@ -267,36 +266,6 @@ func (s *suite) controlFunction(t *testing.T, ns, name string, repo func(files m
 	s.createService(t, ns, name, s.reg.Push(t, ns+"/"+name, s.middleware))
 	s.createFunction(t, ns, name, url, "", secret)
 	return name
-}
-
-func (s *suite) createService(t *testing.T, ns, name, image string) {
-	t.Helper()
-	svc := &servingv1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"function.knative.dev/name": name}},
-		Spec: servingv1.ServiceSpec{ConfigurationSpec: servingv1.ConfigurationSpec{Template: servingv1.RevisionTemplateSpec{
-			Spec: servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: image}}}},
-		}}},
-	}
-	if err := s.admin.Create(context.Background(), svc); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (s *suite) createFunction(t *testing.T, ns, name, url, path, gitSecret string) {
-	t.Helper()
-	fn := &v1alpha1.Function{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1alpha1.FunctionSpec{
-			Repository: v1alpha1.Repository{URL: url, Branch: "main", Path: path},
-			Registry:   v1alpha1.Registry{AuthSecretRef: &corev1.LocalObjectReference{Name: "registry"}},
-		},
-	}
-	if gitSecret != "" {
-		fn.Spec.Repository.AuthSecretRef = &corev1.LocalObjectReference{Name: gitSecret}
-	}
-	if err := s.admin.Create(context.Background(), fn); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // checkMessages fails the test when a condition or Event message of ns is over the

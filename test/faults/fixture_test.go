@@ -142,36 +142,52 @@ func (s *suite) createServices(t *testing.T, f *fleet) {
 		if !contains(f.outdated, name) {
 			version = s.middleware
 		}
-		image := s.reg.Push(t, f.ns+"/"+name, version)
-		svc := &servingv1.Service{
-			ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name, Labels: map[string]string{"function.knative.dev/name": name}},
-			Spec: servingv1.ServiceSpec{ConfigurationSpec: servingv1.ConfigurationSpec{Template: servingv1.RevisionTemplateSpec{
-				Spec: servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: image}}}},
-			}}},
-		}
-		if err := s.admin.Create(context.Background(), svc); err != nil {
-			t.Fatal(err)
-		}
+		s.createService(t, f.ns, name, s.reg.Push(t, f.ns+"/"+name, version))
 	}
 }
 
 func (s *suite) createFunctions(t *testing.T, f *fleet) {
 	t.Helper()
 	for _, name := range f.all() {
-		private := contains(f.healthy, name)
-		fn := &v1alpha1.Function{
-			ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name},
-			Spec: v1alpha1.FunctionSpec{
-				Repository: v1alpha1.Repository{URL: s.git.URL(s.repo(f, private)), Branch: "main", Path: "fns/" + name},
-				Registry:   v1alpha1.Registry{AuthSecretRef: &corev1.LocalObjectReference{Name: "registry"}},
-			},
+		secret := ""
+		if private := contains(f.healthy, name); private {
+			secret = "git"
 		}
-		if private {
-			fn.Spec.Repository.AuthSecretRef = &corev1.LocalObjectReference{Name: "git"}
-		}
-		if err := s.admin.Create(context.Background(), fn); err != nil {
-			t.Fatal(err)
-		}
+		s.createFunction(t, f.ns, name, s.git.URL(s.repo(f, secret != "")), "fns/"+name, secret)
+	}
+}
+
+// createService creates the Knative Service func deployed function name of ns as,
+// running image.
+func (s *suite) createService(t *testing.T, ns, name, image string) {
+	t.Helper()
+	svc := &servingv1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"function.knative.dev/name": name}},
+		Spec: servingv1.ServiceSpec{ConfigurationSpec: servingv1.ConfigurationSpec{Template: servingv1.RevisionTemplateSpec{
+			Spec: servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: image}}}},
+		}}},
+	}
+	if err := s.admin.Create(context.Background(), svc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// createFunction creates a Function of ns, from path of the repository at url (read
+// with Secret gitSecret when not empty), its image read with Secret "registry".
+func (s *suite) createFunction(t *testing.T, ns, name, url, path, gitSecret string) {
+	t.Helper()
+	fn := &v1alpha1.Function{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.FunctionSpec{
+			Repository: v1alpha1.Repository{URL: url, Branch: "main", Path: path},
+			Registry:   v1alpha1.Registry{AuthSecretRef: &corev1.LocalObjectReference{Name: "registry"}},
+		},
+	}
+	if gitSecret != "" {
+		fn.Spec.Repository.AuthSecretRef = &corev1.LocalObjectReference{Name: gitSecret}
+	}
+	if err := s.admin.Create(context.Background(), fn); err != nil {
+		t.Fatal(err)
 	}
 }
 
