@@ -67,6 +67,20 @@ test: test-deps verify-tracked-files verify-generated verify-third-party vet lin
 	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" FUNC_OPERATOR_KO="$$(hack/ko.sh)" FUNC_OPERATOR_REQUIRE_SSHD=1 go test $(GO_TEST_FLAGS) $(PKGS)
 	@$(MAKE) --no-print-directory fuzz-short
 
+# The scale benchmark's parameters: make bench-scale N=1000 R=50 INTERVAL=10s WINDOW=2 [CONCURRENCY=8] [TABLE=file.md]
+bench-scale: N ?= 1000
+bench-scale: R ?= 50
+bench-scale: INTERVAL ?= 10s
+bench-scale: WINDOW ?= 2
+bench-scale: CONCURRENCY ?=
+bench-scale: TABLE ?=
+
+.PHONY: bench-scale
+bench-scale: ## Scale benchmark (not part of test): N Functions on R repositories against the operator binary; TABLE=<file> adds a markdown row.
+	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" FUNC_OPERATOR_SCALE_N=$(N) FUNC_OPERATOR_SCALE_R=$(R) FUNC_OPERATOR_SCALE_INTERVAL=$(INTERVAL) \
+		FUNC_OPERATOR_SCALE_WINDOW=$(WINDOW) FUNC_OPERATOR_SCALE_CONCURRENCY=$(CONCURRENCY) FUNC_OPERATOR_SCALE_TABLE=$(if $(TABLE),$(abspath $(TABLE))) \
+		go test -tags scale -count=1 -timeout 90m -run TestScale -v ./test/scale/
+
 # Go fuzz targets, as package:Target pairs: `go test -fuzz` fuzzes one target of one package at a time.
 FUZZ_TARGETS ?= \
 	./pkg/funclib:FuzzLoadFuncYAML \

@@ -57,8 +57,16 @@ const (
 	// clone): the host is unreachable, or refused the credentials.
 	ReasonBranchListFailed = "BranchListFailed"
 	// ReasonSourceReachable is a True SourceReachable.
-	ReasonSourceReachable  = "Reachable"
-	ReasonBranchNotFound   = "BranchNotFound"
+	ReasonSourceReachable = "Reachable"
+	ReasonBranchNotFound  = "BranchNotFound"
+	// ReasonTagNotFound: spec.repository.ref.tag is not in the repository, or no tag
+	// matches spec.repository.ref.semver.
+	ReasonTagNotFound = "TagNotFound"
+	// ReasonSemVerInvalid: spec.repository.ref.semver is not a semver range.
+	ReasonSemVerInvalid = "SemVerInvalid"
+	// ReasonCommitNotFound: the repository does not hold spec.repository.ref.commit, or
+	// its server cannot fetch it by id.
+	ReasonCommitNotFound   = "CommitNotFound"
 	ReasonPathNotFound     = "PathNotFound"
 	ReasonFuncYamlNotFound = "FuncYamlNotFound"
 	ReasonFuncYamlInvalid  = "FuncYamlInvalid"
@@ -264,9 +272,16 @@ func (fs *FunctionStatus) recomputeReady(before *apis.Condition) {
 	}
 }
 
-// MarkSourceReady records that func.yaml was read at commit of branch.
+// MarkSourceReady records that func.yaml was read at commit of branch; an empty
+// branch is a tag or a fixed commit (ref describes it).
 func (fs *FunctionStatus) MarkSourceReady(branch, commit string) {
-	fs.markTrue(FunctionConditionSourceReady, ReasonSourceReady, "func.yaml read from branch %s at commit %s", branch, ShortCommit(commit))
+	fs.MarkSourceReadyAt("branch "+branch, commit)
+}
+
+// MarkSourceReadyAt records that func.yaml was read at commit of ref, a reference as
+// messages show it ("branch main", "tag v1.2.3").
+func (fs *FunctionStatus) MarkSourceReadyAt(ref, commit string) {
+	fs.markTrue(FunctionConditionSourceReady, ReasonSourceReady, "func.yaml read from %s at commit %s", ref, ShortCommit(commit))
 }
 
 // MarkSourceFailed records why the source could not be used.

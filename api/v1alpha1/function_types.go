@@ -25,6 +25,7 @@ import (
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.service.url`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.middleware.available`,priority=1
 // +kubebuilder:printcolumn:name="Pending Rebuild",type=boolean,JSONPath=`.status.middleware.pendingRebuild`,priority=1
+// +kubebuilder:printcolumn:name="Ref",type=string,JSONPath=`.status.git.resolvedRef`,priority=1
 // +kubebuilder:printcolumn:name="Commit",type=string,JSONPath=`.status.git.observedCommit`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Function struct {
@@ -38,6 +39,11 @@ type Function struct {
 	// +optional
 	Status FunctionStatus `json:"status,omitempty"`
 }
+
+// AnnotationRequestedAt, set to a new value (a time, say), asks for a check of the
+// Function now: its repository is listed again even when another Function's listing
+// of it is fresh.
+const AnnotationRequestedAt = "functions.dev/requested-at"
 
 // FunctionSpec is where a function's source lives and how to reach it. It is
 // wire-compatible with the Function objects that `func deploy` writes.
@@ -64,6 +70,8 @@ type FunctionSpec struct {
 }
 
 // Repository is a git repository and the place of a function inside it.
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.branch) && has(self.ref))",message="set branch or ref, not both"
 type Repository struct {
 	// URL of the git repository: https://host/org/repo.git, http://..., ssh://[user@]host[:port]/path
 	// or the scp-like form user@host:path. Credentials never belong in the URL: use authSecretRef.
@@ -73,12 +81,18 @@ type Repository struct {
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[a-z]+://[^/@]*:[^/@]*@') && !self.matches('^https?://[^/]*@')",message="url must not embed credentials: put them in the Secret named by authSecretRef"
 	URL string `json:"url"`
 
-	// Branch to follow. Empty means the remote's default branch (its HEAD); the branch
-	// it resolved to is reported in status.git.resolvedBranch.
+	// Branch to follow. Empty means the remote's default branch (its HEAD), unless ref
+	// says otherwise; the branch it resolved to is reported in status.git.resolvedBranch.
 	// +optional
 	// +kubebuilder:validation:MaxLength=255
 	// +kubebuilder:validation:XValidation:rule="!self.startsWith('-') && !self.startsWith('refs/') && !self.contains(' ') && !self.contains('..')",message="branch must be a plain branch name (no leading '-', no 'refs/' prefix, no spaces, no '..')"
 	Branch string `json:"branch,omitempty"`
+
+	// Ref follows something other than a branch, as Flux's GitRepository ref does: a
+	// tag, the highest tag in a semver range, or a fixed commit. It cannot be set
+	// together with branch. status.git.resolvedRef shows what it resolved to.
+	// +optional
+	Ref *GitRef `json:"ref,omitempty"`
 
 	// Path of the function's directory (the one holding func.yaml) inside the repository,
 	// relative to its root, for monorepos. Empty means the repository root.
@@ -94,6 +108,35 @@ type Repository struct {
 	// "known_hosts", which is required: host keys are always verified.
 	// +optional
 	AuthSecretRef *corev1.LocalObjectReference `json:"authSecretRef,omitempty"`
+}
+
+// GitRef is a tag, a semver range of tags or a commit of a repository. Exactly one
+// field is set.
+//
+// +kubebuilder:validation:XValidation:rule="[has(self.tag), has(self.semver), has(self.commit)].filter(x, x).size() == 1",message="ref must set exactly one of tag, semver and commit"
+type GitRef struct {
+	// Tag to follow: the commit it points at (annotated tags are peeled).
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('-') && !self.startsWith('refs/') && !self.contains(' ') && !self.contains('..')",message="tag must be a plain tag name (no leading '-', no 'refs/' prefix, no spaces, no '..')"
+	Tag string `json:"tag,omitempty"`
+
+	// SemVer is a semver range (Masterminds/semver syntax, as Flux's): the operator
+	// follows the tag of the highest version in it, e.g. ">=1.2.0 <2.0.0" or "~1.4".
+	// Tags that are not semantic versions are skipped, and so are pre-releases unless
+	// the range names one.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9A-Za-z.*^~<>=!|, +-]+$')",message="semver must be a semver range such as '>=1.2.0 <2.0.0' or '~1.4'"
+	SemVer string `json:"semver,omitempty"`
+
+	// Commit to stay on: a full commit id, 40 lowercase hex digits (SHA-1 repositories:
+	// the git library the operator links does not read SHA-256 ones).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9a-f]{40}$')",message="commit must be a full commit id: 40 lowercase hex digits"
+	Commit string `json:"commit,omitempty"`
 }
 
 // Registry is the container registry the function's image lives in.
@@ -135,6 +178,13 @@ type FunctionStatus struct {
 	// +optional
 	Build *BuildStatus `json:"build,omitempty"`
 
+	// LastHandledRequestedAt is the value of annotation functions.dev/requested-at the
+	// operator last handled: a new value checks the repository at once, without the
+	// listing other Functions share (as Flux's lastHandledReconcileAt). A value over 64
+	// bytes shows as "sha256:" and its digest.
+	// +optional
+	LastHandledRequestedAt string `json:"lastHandledRequestedAt,omitempty"`
+
 	// History lists notable events in the function's life, newest first, at most 20.
 	// +optional
 	// +kubebuilder:validation:MaxItems=20
@@ -144,9 +194,15 @@ type FunctionStatus struct {
 // GitStatus is what the operator last read from the function's repository.
 type GitStatus struct {
 	// ResolvedBranch is the branch followed: spec.repository.branch, or the remote's
-	// default branch when that is empty.
+	// default branch when that and spec.repository.ref are empty.
 	// +optional
 	ResolvedBranch string `json:"resolvedBranch,omitempty"`
+
+	// ResolvedRef is the reference followed, in full (refs/heads/main,
+	// refs/tags/v1.2.3: for a semver range, the tag it resolved to), or the commit
+	// when spec.repository.ref.commit fixes one.
+	// +optional
+	ResolvedRef string `json:"resolvedRef,omitempty"`
 
 	// ObservedCommit is the commit of the resolved branch that func.yaml was last read from.
 	// +optional

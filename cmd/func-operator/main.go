@@ -23,10 +23,17 @@ func main() {
 	var o operator.Options
 	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address the Prometheus metrics are served on; 0 disables them")
 	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address /healthz and /readyz are served on; 0 disables them")
+	flag.StringVar(&o.WebhookAddr, "webhook-bind-address", "0", "address the push webhook receivers are served on (/hook/<namespace>/<secret>), e.g. :9292; 0 disables them")
+	flag.StringVar(&o.WatchLabelSelector, "watch-label-selector", "", "reconcile only the Functions this label selector selects (one shard of several, e.g. functions.dev/shard=a); empty: all")
+	flag.StringVar(&o.LeaderElectionID, "leader-election-id", operator.LeaderElectionID, "name of the leader election Lease; give each shard its own")
 	flag.BoolVar(&o.LeaderElection, "leader-elect", false, "elect a leader so that only one replica reconciles")
 	flag.IntVar(&o.Concurrency, "concurrency", 4, "how many Functions are reconciled at once")
 	flag.StringVar(&o.WorkDir, "work-dir", "", "directory of this operator's own for temporary clones (an emptyDir when the root "+
 		"filesystem is read-only); what a killed process left there is removed at start. Default: a new directory under $TMPDIR")
+	var qps float64
+	var burst int
+	flag.Float64Var(&qps, "kube-api-qps", 50, "requests a second the operator sends the API server at most (client-go's QPS), as Flux's controllers")
+	flag.IntVar(&burst, "kube-api-burst", 300, "requests the operator may send the API server in a burst above kube-api-qps")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -46,6 +53,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "func-operator: no cluster configured (KUBECONFIG, ~/.kube/config or in-cluster): %v\n", err)
 		os.Exit(1)
 	}
+	restConfig.QPS, restConfig.Burst = float32(qps), burst
 	mgr, err := operator.New(ctx, restConfig, o)
 	if err != nil {
 		log.Error(err, "setting up the operator")

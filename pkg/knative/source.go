@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -24,7 +25,16 @@ const FunctionNameLabel = "function.knative.dev/name"
 // Reader, every read is served by an informer cache.
 type Source struct {
 	Reader client.Reader
+
+	// eventing is true once the cluster serves Knative Eventing's Triggers: before,
+	// no Trigger is looked for. (A read of a kind the cluster does not serve makes the
+	// cache ask discovery again, under a lock every cached read takes.)
+	eventing atomic.Bool
 }
+
+// EnableEventing makes Instance look for the Triggers that deliver events to a
+// function: the cluster serves Knative Eventing.
+func (s *Source) EnableEventing() { s.eventing.Store(true) }
 
 var _ funclib.InstanceSource = (*Source)(nil)
 
@@ -54,6 +64,9 @@ func (s *Source) Instance(ctx context.Context, name, namespace string) (funclib.
 // subscriptions returns the Triggers that deliver events to svc, as func's own
 // describer matches them. Without Knative Eventing on the cluster there are none.
 func (s *Source) subscriptions(ctx context.Context, svc *servingv1.Service) ([]funclib.Subscription, error) {
+	if !s.eventing.Load() {
+		return nil, nil
+	}
 	var triggers eventingv1.TriggerList
 	err := s.Reader.List(ctx, &triggers, client.InNamespace(svc.Namespace))
 	switch {

@@ -27,26 +27,33 @@ const (
 
 // Metrics are the operator's metrics. A nil *Metrics records nothing.
 type Metrics struct {
-	condition     *prometheus.GaugeVec
+	condition     *prometheus.Desc
 	rebuilds      *prometheus.CounterVec
 	buildDuration prometheus.Histogram
 	gitDuration   *prometheus.HistogramVec
+	sharedLists   prometheus.Counter
 
-	mu sync.Mutex
-	// series holds the condition label sets each Function has, to delete them.
-	series map[types.NamespacedName][]prometheus.Labels
+	// gauges guards what a scrape reads; never held across a call into Prometheus (a
+	// scrape waits for one collector while another holds what it collects).
+	gauges sync.Mutex
+	// series holds the conditions of each Function, as function_condition shows them:
+	// made at scrape time from this, a Function costs a few strings, not a gauge and its
+	// label pairs per condition (at 5,000 Functions, tens of MiB).
+	series map[types.NamespacedName][]conditionLabels
 	// outdated holds the Functions whose middleware is outdated.
 	outdated map[types.NamespacedName]bool
-	queue    func() (running, waiting int)
+	// checked holds when each Function not suspended was last checked.
+	checked map[types.NamespacedName]time.Time
+	now     func() time.Time
+	queue   func() (running, waiting int)
 }
 
 // New returns the metrics; queue reports the running and waiting rebuilds.
 func New(queue func() (running, waiting int)) *Metrics {
 	m := &Metrics{
-		condition: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: Namespace, Name: "function_condition",
-			Help: "1 for the status, reason and severity of each condition of each Function (Unknown while reconciling); severity Info conditions never gate Ready; the series go with the Function.",
-		}, []string{"namespace", "name", "type", "status", "reason", "severity"}),
+		condition: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", "function_condition"),
+			"1 for the status, reason and severity of each condition of each Function (Unknown while reconciling); severity Info conditions never gate Ready; the series go with the Function.",
+			[]string{"namespace", "name", "type", "status", "reason", "severity"}, nil),
 		rebuilds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "rebuilds_total",
 			Help: "Rebuilds that ended, by result (succeeded, failed).",
@@ -61,8 +68,15 @@ func New(queue func() (running, waiting int)) *Metrics {
 			Help:    "Duration of git operations: ls-remote (branch heads) and clone.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2.5, 10),
 		}, []string{"operation"}),
-		series:   map[types.NamespacedName][]prometheus.Labels{},
+		sharedLists: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "git_listings_shared_total",
+			Help: "Checks that used a listing of their repository another Function with the same credentials made within the check interval, " +
+				"instead of listing it (listings made are git_fetch_duration_seconds_count{operation=\"ls-remote\"}).",
+		}),
+		series:   map[types.NamespacedName][]conditionLabels{},
 		outdated: map[types.NamespacedName]bool{},
+		checked:  map[types.NamespacedName]time.Time{},
+		now:      time.Now,
 		queue:    queue,
 	}
 	return m
@@ -70,13 +84,17 @@ func New(queue func() (running, waiting int)) *Metrics {
 
 // Collectors returns what to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	cs := []prometheus.Collector{m.condition, m.rebuilds, m.buildDuration, m.gitDuration,
+	cs := []prometheus.Collector{conditionCollector{m}, m.rebuilds, m.buildDuration, m.gitDuration, m.sharedLists,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "check_age_max_seconds",
+			Help: "Time since the least recently checked Function (not suspended) was checked: above checkInterval, the operator falls behind its interval.",
+		}, m.oldestCheck),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: Namespace, Name: "middleware_outdated_functions",
 			Help: "Functions whose middleware is outdated (a rebuild would bring newer middleware).",
 		}, func() float64 {
-			m.mu.Lock()
-			defer m.mu.Unlock()
+			m.gauges.Lock()
+			defer m.gauges.Unlock()
 			return float64(len(m.outdated))
 		}),
 	}
@@ -100,16 +118,12 @@ func (m *Metrics) Conditions(key types.NamespacedName, conds []apis.Condition, o
 	if m == nil {
 		return
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.drop(key)
-	labels := make([]prometheus.Labels, 0, len(conds))
+	labels := make([]conditionLabels, 0, len(conds))
 	for _, c := range conds {
-		l := prometheus.Labels{"namespace": key.Namespace, "name": key.Name, "type": string(c.Type), "status": string(c.Status), "reason": c.Reason,
-			"severity": Severity(c)}
-		m.condition.With(l).Set(1)
-		labels = append(labels, l)
+		labels = append(labels, conditionLabels{typ: string(c.Type), status: string(c.Status), reason: c.Reason, severity: Severity(c)})
 	}
+	m.gauges.Lock()
+	defer m.gauges.Unlock()
 	m.series[key] = labels
 	if outdated {
 		m.outdated[key] = true
@@ -123,18 +137,70 @@ func (m *Metrics) Forget(key types.NamespacedName) {
 	if m == nil {
 		return
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.drop(key)
+	m.gauges.Lock()
+	defer m.gauges.Unlock()
+	delete(m.series, key)
 	delete(m.outdated, key)
+	delete(m.checked, key)
 }
 
-// drop deletes the condition series of a Function. Call with the lock held.
-func (m *Metrics) drop(key types.NamespacedName) {
-	for _, l := range m.series[key] {
-		m.condition.Delete(l)
+// Checked records that the Function key was checked now; suspended, it is not
+// checked, and not counted (checked false).
+func (m *Metrics) Checked(key types.NamespacedName, checked bool) {
+	if m == nil {
+		return
 	}
-	delete(m.series, key)
+	m.gauges.Lock()
+	defer m.gauges.Unlock()
+	if !checked {
+		delete(m.checked, key)
+		return
+	}
+	m.checked[key] = m.now()
+}
+
+// oldestCheck is the age of the least recent check, in seconds.
+func (m *Metrics) oldestCheck() float64 {
+	m.gauges.Lock()
+	defer m.gauges.Unlock()
+	now, oldest := m.now(), 0.0
+	for _, t := range m.checked {
+		if age := now.Sub(t).Seconds(); age > oldest {
+			oldest = age
+		}
+	}
+	return oldest
+}
+
+// conditionLabels are the labels of one condition's series, besides the Function's.
+type conditionLabels struct {
+	typ, status, reason, severity string
+}
+
+// conditionCollector makes func_operator_function_condition at scrape time.
+type conditionCollector struct{ m *Metrics }
+
+func (c conditionCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.m.condition }
+
+func (c conditionCollector) Collect(ch chan<- prometheus.Metric) {
+	type fnSeries struct {
+		key    types.NamespacedName
+		labels []conditionLabels
+	}
+	// A copy, sent after the lock is released: the channel may wait for a gauge
+	// function, which takes the lock.
+	c.m.gauges.Lock()
+	all := make([]fnSeries, 0, len(c.m.series))
+	for key, labels := range c.m.series {
+		all = append(all, fnSeries{key, labels})
+	}
+	c.m.gauges.Unlock()
+	for _, f := range all {
+		for _, l := range f.labels {
+			ch <- prometheus.MustNewConstMetric(c.m.condition, prometheus.GaugeValue, 1,
+				f.key.Namespace, f.key.Name, l.typ, l.status, l.reason, l.severity)
+		}
+	}
 }
 
 // Rebuild counts a rebuild that ended, and its duration when known (not negative).
@@ -154,6 +220,14 @@ func (m *Metrics) GitFetch(operation string, d time.Duration) {
 		return
 	}
 	m.gitDuration.WithLabelValues(operation).Observe(d.Seconds())
+}
+
+// ListingShared counts a check that used a shared listing.
+func (m *Metrics) ListingShared() {
+	if m == nil {
+		return
+	}
+	m.sharedLists.Inc()
 }
 
 // Severity is a condition's Knative severity as a label: Error (Knative writes it as

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -70,7 +71,7 @@ func_operator_middleware_outdated_functions 1
 	// Outdated counts Functions; Forget takes a Function's series away.
 	m.Conditions(b, []apis.Condition{{Type: "MiddlewareUpToDate", Status: corev1.ConditionFalse, Reason: "RebuildQueued"}}, true)
 	m.Forget(a)
-	if got := testutil.CollectAndCount(m.condition); got != 1 {
+	if got := testutil.CollectAndCount(conditionCollector{m}); got != 1 {
 		t.Errorf("%d condition series after Forget, want 1 (echo's)", got)
 	}
 	want = `
@@ -87,4 +88,102 @@ func_operator_middleware_outdated_functions 1
 	none.Forget(a)
 	none.Rebuild(ResultSucceeded, time.Second)
 	none.GitFetch(GitClone, time.Second)
+}
+
+func TestMetrics_CheckAge(t *testing.T) {
+	m := New(func() (int, int) { return 0, 0 })
+	now := time.Unix(1_700_000_000, 0)
+	m.now = func() time.Time { return now }
+	reg := prometheus.NewPedanticRegistry()
+	for _, c := range m.Collectors() {
+		reg.MustRegister(c)
+	}
+	age := func() float64 {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "func_operator_check_age_max_seconds" {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatal("func_operator_check_age_max_seconds not gathered")
+		return 0
+	}
+	a := types.NamespacedName{Namespace: "team-a", Name: "hello"}
+	b := types.NamespacedName{Namespace: "team-b", Name: "echo"}
+	if got := age(); got != 0 {
+		t.Errorf("with no Function: %v, want 0", got)
+	}
+	m.Checked(a, true)
+	now = now.Add(30 * time.Second)
+	m.Checked(b, true)
+	now = now.Add(10 * time.Second)
+	if got := age(); got != 40 {
+		t.Errorf("oldest check age = %v, want 40 (a's)", got)
+	}
+	m.Checked(a, false) // suspended: not counted
+	if got := age(); got != 10 {
+		t.Errorf("with a suspended: %v, want 10 (b's)", got)
+	}
+	m.Forget(b)
+	if got := age(); got != 0 {
+		t.Errorf("after b is deleted: %v, want 0", got)
+	}
+}
+
+// TestMetrics_GatherWhileConditionsChange: a scrape while reconciles replace condition
+// series must not deadlock. (It did: Conditions held the lock the gauges of Gather
+// wait for while it waited for the vector Gather was collecting.)
+func TestMetrics_GatherWhileConditionsChange(t *testing.T) {
+	m := New(func() (int, int) { return 0, 0 })
+	reg := prometheus.NewPedanticRegistry()
+	for _, c := range m.Collectors() {
+		reg.MustRegister(c)
+	}
+	conds := []apis.Condition{
+		{Type: apis.ConditionReady, Status: corev1.ConditionTrue},
+		{Type: "SourceReady", Status: corev1.ConditionTrue},
+		{Type: "MiddlewareUpToDate", Status: corev1.ConditionFalse, Reason: "MiddlewareOutdated"},
+	}
+	const fns = 3000
+	for i := 0; i < fns; i++ {
+		m.Conditions(types.NamespacedName{Namespace: "ns", Name: fmt.Sprint("fn-", i)}, conds, i%2 == 0)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		stop := time.Now().Add(2 * time.Second)
+		for i := 0; time.Now().Before(stop); i++ {
+			key := types.NamespacedName{Namespace: "ns", Name: fmt.Sprint("fn-", i%fns)}
+			m.Conditions(key, conds, i%3 == 0)
+			m.Checked(key, true)
+		}
+	}()
+	scraped := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-done:
+				scraped <- n
+				return
+			default:
+			}
+			if _, err := reg.Gather(); err != nil {
+				t.Error(err)
+			}
+			n++
+		}
+	}()
+	select {
+	case n := <-scraped:
+		if n == 0 {
+			t.Fatal("no scrape ran while the conditions changed")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("deadlock: a scrape and the conditions changing are stuck after 20s")
+	}
 }

@@ -1,6 +1,7 @@
 package netguard
 
 import (
+	"container/list"
 	"context"
 	"fmt"
 	"io"
@@ -24,8 +25,17 @@ type Guard struct {
 	// metrics.
 	dials, denials atomic.Int64
 
+	// proxy is where HTTP requests go (SetProxy); nil: directly.
+	proxy atomic.Pointer[proxyState]
+	// resolver resolves names for the dialer; nil: the default one.
+	resolver *net.Resolver
+
 	mu         sync.Mutex
 	transports []*http.Transport // closed to idle connections when the policy changes
+	// caIndex and caOrder keep the transports of TransportWithCA, by bundle digest,
+	// most recently used first.
+	caIndex map[string]*list.Element
+	caOrder *list.List
 }
 
 // New returns a Guard enforcing p.
@@ -53,9 +63,15 @@ func (g *Guard) Policy() *Policy { return g.policy.Load() }
 // Counts returns how many connections were attempted and how many were refused.
 func (g *Guard) Counts() (dials, denials int64) { return g.dials.Load(), g.denials.Load() }
 
-// DialContext connects to address ("host:port") when the policy allows it.
+// DialContext connects to address ("host:port") when the policy allows it. The
+// proxy a request of the Guard's transports goes through (SetProxy) is let
+// through: its target was checked before (see SetProxy).
 func (g *Guard) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
 	g.dials.Add(1)
+	if proxyDial(ctx, address) {
+		d := net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Resolver: g.resolver}
+		return d.DialContext(ctx, network, address)
+	}
 	p := g.policy.Load()
 	host, portText, err := net.SplitHostPort(address)
 	if err != nil {
@@ -72,6 +88,7 @@ func (g *Guard) DialContext(ctx context.Context, network, address string) (net.C
 	d := net.Dialer{
 		Timeout:   30 * time.Second,
 		KeepAlive: 30 * time.Second,
+		Resolver:  g.resolver,
 		Control: func(_, resolved string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(resolved)
 			if err != nil {

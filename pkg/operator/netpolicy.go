@@ -26,6 +26,7 @@ func remotes(restConfig *rest.Config, store *config.Store, workDir string, own [
 	}
 	source.InstallGuard(guard)
 	inspector := registry.NewInspector(registry.DefaultCacheSize, remote.WithTransport(guard.Transport(0)))
+	inspector.Guard = guard // the transports of inspections with a Secret's ca.crt
 	inspector.Limits = func() registry.Limits {
 		c := store.Load()
 		return registry.Limits{MaxMemory: c.InspectMaxMemory, MaxBytes: c.InspectMaxBytes}
@@ -47,7 +48,10 @@ func newGuard(restConfig *rest.Config, own []netip.AddrPort, c config.Config) (*
 	if err != nil {
 		return nil, err
 	}
-	return netguard.New(p), nil
+	g := netguard.New(p)
+	// HTTPS_PROXY, HTTP_PROXY and NO_PROXY, as the process started with them.
+	g.SetProxy(netguard.ProxyFromEnvironment())
+	return g, nil
 }
 
 // updateGuard puts the lists of c in force.

@@ -317,6 +317,9 @@ func TestOperator_AnnotationRequestsACheck(t *testing.T) {
 		if got.Status.Git == nil || got.Status.Git.ObservedCommit != second {
 			return fmt.Sprintf("status.git = %+v, want commit %s after the annotation", got.Status.Git, second)
 		}
+		if got.Status.LastHandledRequestedAt != "1" {
+			return fmt.Sprintf("status.lastHandledRequestedAt = %q, want the annotation's value", got.Status.LastHandledRequestedAt)
+		}
 		return ""
 	})
 }

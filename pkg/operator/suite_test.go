@@ -105,6 +105,12 @@ func startOperatorWithConfigMap(t *testing.T, cfg config.Config, data map[string
 // startOperatorServing is startOperatorWithConfigMap serving metrics on metricsAddr.
 func startOperatorServing(t *testing.T, cfg config.Config, data map[string]string, metricsAddr string, watch ...string) (systemNamespace string, store *config.Store, stop func()) {
 	t.Helper()
+	return startOperatorOptions(t, cfg, data, func(o *Options) { o.MetricsAddr = metricsAddr }, watch...)
+}
+
+// startOperatorOptions is startOperatorWithConfigMap with the Options set changes.
+func startOperatorOptions(t *testing.T, cfg config.Config, data map[string]string, set func(*Options), watch ...string) (systemNamespace string, store *config.Store, stop func()) {
+	t.Helper()
 	store = config.NewStore()
 	store.Set(cfg)
 	systemNamespace = newNamespace(t)
@@ -117,16 +123,18 @@ func startOperatorServing(t *testing.T, cfg config.Config, data map[string]strin
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := New(ctx, operatorConfig, Options{
+	o := Options{
 		WatchNamespaces: watch,
 		SystemNamespace: systemNamespace,
-		MetricsAddr:     metricsAddr,
+		MetricsAddr:     "0",
 		ProbeAddr:       "0",
 		WorkDir:         t.TempDir(),
 		Config:          store,
 
 		SkipControllerNameValidation: true,
-	})
+	}
+	set(&o)
+	mgr, err := New(ctx, operatorConfig, o)
 	if err != nil {
 		cancel()
 		t.Fatalf("creating the operator: %v", err)

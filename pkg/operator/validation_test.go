@@ -35,6 +35,19 @@ func TestFunctionCRD_Validation(t *testing.T) {
 		{name: "dot-dot alone", repo: v1alpha1.Repository{URL: "https://h/r", Path: ".."}, refused: "'..'"},
 		{name: "branch as option", repo: v1alpha1.Repository{URL: "https://h/r", Branch: "--upload-pack=x"}, refused: "plain branch name"},
 		{name: "branch as full ref", repo: v1alpha1.Repository{URL: "https://h/r", Branch: "refs/heads/main"}, refused: "plain branch name"},
+		{name: "tag", repo: v1alpha1.Repository{URL: "https://h/r", Ref: &v1alpha1.GitRef{Tag: "v1.2.3"}}},
+		{name: "semver range", repo: v1alpha1.Repository{URL: "https://h/r", Ref: &v1alpha1.GitRef{SemVer: ">=1.2.0 <2.0.0"}}},
+		{name: "semver tilde", repo: v1alpha1.Repository{URL: "https://h/r", Ref: &v1alpha1.GitRef{SemVer: "~1.4"}}},
+		{name: "sha-1 commit", repo: v1alpha1.Repository{URL: "https://h/r", Ref: &v1alpha1.GitRef{Commit: strings.Repeat("a1", 20)}}},
+		{name: "sha-256 commit", repo: v1alpha1.Repository{URL: "https://h/r", Ref: &v1alpha1.GitRef{Commit: strings.Repeat("b2", 32)}}, refused: "full commit id"},
+		{name: "branch and ref", repo: v1alpha1.Repository{URL: "https://h/r", Branch: "main", Ref: &v1alpha1.GitRef{Tag: "v1"}}, refused: "set branch or ref, not both"},
+		{name: "empty ref", repo: v1alpha1.Repository{URL: "https://h/r", Ref: &v1alpha1.GitRef{}}, refused: "exactly one of tag, semver and commit"},
+		{name: "tag and commit", repo: v1alpha1.Repository{URL: "https://h/r", Ref: &v1alpha1.GitRef{Tag: "v1", Commit: strings.Repeat("a1", 20)}}, refused: "exactly one of tag, semver and commit"},
+		{name: "tag as option", repo: v1alpha1.Repository{URL: "https://h/r", Ref: &v1alpha1.GitRef{Tag: "--upload-pack=x"}}, refused: "plain tag name"},
+		{name: "tag as full ref", repo: v1alpha1.Repository{URL: "https://h/r", Ref: &v1alpha1.GitRef{Tag: "refs/tags/v1"}}, refused: "plain tag name"},
+		{name: "semver with a shell", repo: v1alpha1.Repository{URL: "https://h/r", Ref: &v1alpha1.GitRef{SemVer: "$(id)"}}, refused: "semver must be a semver range"},
+		{name: "short commit", repo: v1alpha1.Repository{URL: "https://h/r", Ref: &v1alpha1.GitRef{Commit: "abc123"}}, refused: "full commit id"},
+		{name: "uppercase commit", repo: v1alpha1.Repository{URL: "https://h/r", Ref: &v1alpha1.GitRef{Commit: strings.Repeat("A1", 20)}}, refused: "full commit id"},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

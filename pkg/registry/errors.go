@@ -167,6 +167,14 @@ func (e *errContext) classify(err error, fallback InspectReason, what string) er
 			detail: fmt.Sprintf("reading %s: the registry sent more than the operator reads (ConfigMap keys inspectMaxMemory for manifests and configs, inspectMaxBytes for layers)", what)}
 	}
 	msg = netguard.ServerText(msg)
+	// A registry that cannot be talked to securely is unreachable, whatever else
+	// its client tried (go-containerregistry falls back to plain HTTP for local
+	// registries, and reports both).
+	if why, ok := netguard.UntrustedCertificate(err); ok {
+		return &UnreachableError{Ref: e.ref, Registry: e.registry, Err: err,
+			detail: e.redact(fmt.Sprintf("reading %s: %s (when a private CA signed it, put the CA's PEM certificates under key %s of the Secret named by spec.registry.authSecretRef): %s",
+				what, why, KeyCACert, msg))}
+	}
 	var te *transport.Error
 	if errors.As(err, &te) {
 		switch sc := te.StatusCode; {

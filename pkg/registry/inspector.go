@@ -92,6 +92,10 @@ type Inspector struct {
 	scanSlots chan struct{}
 	// Limits, when set, returns the bounds of each inspection.
 	Limits func() Limits
+	// Guard gives the transport of an inspection whose keychain carries a CA
+	// bundle (KeychainWithCA): the Guard's transport for that bundle, replacing
+	// the one of the options. Without it such an inspection fails.
+	Guard *netguard.Guard
 
 	inspections atomic.Int64
 	cacheHits   atomic.Int64
@@ -200,7 +204,8 @@ func (i *Inspector) Inspect(ctx context.Context, ref string, kc authn.Keychain) 
 	}
 	ec := newErrContext(ref, repo.RegistryStr(), cfg)
 
-	p, key, err := i.puller(repo, cfg)
+	ca := caBundle(kc)
+	p, key, err := i.puller(repo, cfg, ca)
 	if err != nil {
 		return Middleware{}, ec.invalid(ReasonRequestFailed, err, "invalid registry client options: %v", err)
 	}
@@ -224,9 +229,11 @@ func (i *Inspector) Inspect(ctx context.Context, ref string, kc authn.Keychain) 
 
 	// An image too large to read stays so under the same limits: it is not read
 	// again (a zip bomb would cost its decompression at every check). Kept per
-	// repository: a layer is read before its digest can be verified, so another
-	// registry could serve a bomb under the digests of someone else's image.
-	tooLargeKey := fmt.Sprintf("%s@%s %d %d", repo, top, lim.MaxMemory, lim.MaxBytes)
+	// repository and CA bundle: a layer is read before its digest can be verified,
+	// so another registry, or a server a tenant's own CA vouches for under the
+	// name of a registry, could serve a bomb under the digests of someone else's
+	// image.
+	tooLargeKey := fmt.Sprintf("%s@%s %d %d %s", repo, top, lim.MaxMemory, lim.MaxBytes, caKey(ca))
 	if v, ok := i.tooLarge.Get(tooLargeKey); ok {
 		i.cacheHits.Add(1)
 		return Middleware{}, &InspectError{Ref: ref, Reason: ReasonTooLarge, detail: v.(string)}
@@ -317,12 +324,13 @@ func (i *Inspector) inspectOnce(ctx context.Context, digest string, ec *errConte
 	}
 }
 
-// puller returns the cached remote.Puller for repo and credentials cfg, or a
-// new one. A Puller keeps the authenticated transport of each repository.
-func (i *Inspector) puller(repo name.Repository, cfg *authn.AuthConfig) (*remote.Puller, string, error) {
+// puller returns the cached remote.Puller for repo, credentials cfg and CA
+// bundle ca, or a new one. A Puller keeps the authenticated transport of each
+// repository; one with a CA bundle is never shared with a caller of another.
+func (i *Inspector) puller(repo name.Repository, cfg *authn.AuthConfig, ca []byte) (*remote.Puller, string, error) {
 	h := sha256.New()
 	_ = json.NewEncoder(h).Encode(cfg)
-	key := repo.Scheme() + "://" + repo.String() + "#" + hex.EncodeToString(h.Sum(nil))
+	key := repo.Scheme() + "://" + repo.String() + "#" + hex.EncodeToString(h.Sum(nil)) + "#" + caKey(ca)
 	if v, ok := i.pullers.Get(key); ok {
 		return v.(*remote.Puller), key, nil
 	}
@@ -331,12 +339,31 @@ func (i *Inspector) puller(repo name.Repository, cfg *authn.AuthConfig) (*remote
 		auth = authn.FromConfig(*cfg)
 	}
 	opts := append(append([]remote.Option(nil), i.opts...), remote.WithAuth(auth))
+	if ca != nil {
+		if i.Guard == nil {
+			return nil, "", errors.New("the operator has no transport for a registry Secret's ca.crt (Inspector.Guard is not set)")
+		}
+		rt, err := i.Guard.TransportWithCA(0, ca)
+		if err != nil {
+			return nil, "", fmt.Errorf("key %s: %w", KeyCACert, err)
+		}
+		opts = append(opts, remote.WithTransport(rt)) // the last transport given wins
+	}
 	p, err := remote.NewPuller(opts...)
 	if err != nil {
 		return nil, "", err
 	}
 	i.pullers.Add(key, p)
 	return p, key, nil
+}
+
+// caKey names a CA bundle in cache keys: "system" for the system roots.
+func caKey(ca []byte) string {
+	if ca == nil {
+		return "system"
+	}
+	sum := sha256.Sum256(ca)
+	return "ca-" + hex.EncodeToString(sum[:])
 }
 
 // inspect reads the manifest, config and, when needed, the layers of the

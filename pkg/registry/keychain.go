@@ -14,6 +14,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/fnops/func-operator/pkg/netguard"
 )
 
 // dockerHubHost is how go-containerregistry names Docker Hub in
@@ -50,6 +52,41 @@ type keychainEntry struct {
 // .dockerconfigjson document.
 type secretKeychain struct {
 	entries []keychainEntry
+	// ca is the PEM CA bundle the Secret's registries are verified with, in
+	// addition to the system roots (KeychainWithCA); nil: the system roots only.
+	ca []byte
+}
+
+// KeyCACert is the key of a registry auth Secret that holds PEM CA certificates
+// trusted, in addition to the system roots, when inspecting images (Flux's name).
+const KeyCACert = "ca.crt"
+
+// KeychainWithCA is Keychain whose inspections (Inspector.Inspect) also trust the
+// PEM CA certificates of ca (the Secret's key ca.crt; nil or absent: the system
+// roots only), for that inspection only. A ca that is not a PEM bundle of
+// certificates is an error that never quotes it.
+func KeychainWithCA(dockerConfigJSON, ca []byte) (authn.Keychain, error) {
+	kc, err := Keychain(dockerConfigJSON)
+	if err != nil || ca == nil {
+		return kc, err
+	}
+	if len(bytes.TrimSpace(ca)) == 0 {
+		return nil, fmt.Errorf("key %q is empty", KeyCACert)
+	}
+	if _, err := netguard.ParseCABundle(ca); err != nil {
+		return nil, fmt.Errorf("key %q must hold the PEM certificates of the CAs to trust: %w", KeyCACert, err)
+	}
+	skc := kc.(*secretKeychain)
+	skc.ca = append([]byte(nil), ca...)
+	return skc, nil
+}
+
+// caBundle returns the CA bundle kc carries (KeychainWithCA), nil for none.
+func caBundle(kc authn.Keychain) []byte {
+	if skc, ok := kc.(*secretKeychain); ok {
+		return skc.ca
+	}
+	return nil
 }
 
 // Keychain returns an authn.Keychain from the content of a kubernetes.io/dockerconfigjson Secret

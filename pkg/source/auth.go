@@ -1,10 +1,17 @@
 package source
 
 import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
@@ -14,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/netguard"
 )
 
 // Keys of a repository auth Secret.
@@ -25,6 +33,9 @@ const (
 	KeyIdentity      = "identity"               // the name Flux uses for the same key
 	KeyPassphrase    = "passphrase"
 	KeyKnownHosts    = "known_hosts"
+	// KeyCACert holds PEM CA certificates trusted for HTTPS, in addition to the
+	// system roots, as in Flux's GitRepository Secrets. SSH repositories ignore it.
+	KeyCACert = "ca.crt"
 )
 
 // defaultTokenUser is the HTTP basic-auth user sent with a token when the Secret has
@@ -34,12 +45,19 @@ const defaultTokenUser = "git"
 // protocolSSH is what Protocol returns for ssh:// and scp-like URLs.
 const protocolSSH = "ssh"
 
-// Auth is how to authenticate to a repository.
+// Auth is how to authenticate to a repository, and whom to trust.
 type Auth struct {
 	// Method is go-git's authentication; nil means anonymous.
 	Method transport.AuthMethod
+	// CABundle is the PEM CA certificates (key ca.crt) trusted for HTTPS in addition
+	// to the system roots, validated; nil for the system roots only. It goes into
+	// go-git's ListOptions.CABundle and CloneOptions.CABundle.
+	CABundle []byte
 	// secrets are the values to scrub from every message.
 	secrets []string
+	// material is every credential value of the Secret, length-prefixed, for
+	// Identity; nil for an Auth not read from a Secret.
+	material []byte
 }
 
 // Protocol returns the transport of a repository URL: http, https or ssh
@@ -80,10 +98,22 @@ func AuthFromSecret(url string, secret *corev1.Secret) (*Auth, error) {
 	if proto == protocolSSH {
 		return sshAuth(url, secret)
 	}
-	return httpAuth(secret)
+	ca, err := caBundle(secret)
+	if err != nil {
+		return nil, err
+	}
+	a, err := httpAuth(secret, ca != nil)
+	if err != nil {
+		return nil, err
+	}
+	a.CABundle = ca
+	a.material = appendField(a.material, KeyCACert, ca)
+	return a, nil
 }
 
-func httpAuth(secret *corev1.Secret) (*Auth, error) {
+// httpAuth reads the credentials of an HTTP(S) Secret; one that has none is
+// anonymous when it has a CA (hasCA): a public repository on a private CA.
+func httpAuth(secret *corev1.Secret, hasCA bool) (*Auth, error) {
 	d := secret.Data
 	// A value written with `echo` into a file ends in a newline no server expects.
 	trim := func(k string) string { return strings.TrimRight(string(d[k]), "\r\n") }
@@ -93,9 +123,11 @@ func httpAuth(secret *corev1.Secret) (*Auth, error) {
 		if user == "" {
 			user = defaultTokenUser
 		}
-		return &Auth{Method: &githttp.BasicAuth{Username: user, Password: token}, secrets: []string{token}}, nil
+		return &Auth{Method: &githttp.BasicAuth{Username: user, Password: token}, secrets: []string{token},
+			material: material("http", KeyUsername, user, KeyPassword, token)}, nil
 	case user != "" && pass != "":
-		return &Auth{Method: &githttp.BasicAuth{Username: user, Password: pass}, secrets: []string{pass}}, nil
+		return &Auth{Method: &githttp.BasicAuth{Username: user, Password: pass}, secrets: []string{pass},
+			material: material("http", KeyUsername, user, KeyPassword, pass)}, nil
 	case len(d[KeyToken]) > 0:
 		return nil, stalling(v1alpha1.ReasonAuthSecretInvalid, "Secret %q: the value of key %q is empty", secret.Name, KeyToken)
 	case user != "":
@@ -106,11 +138,29 @@ func httpAuth(secret *corev1.Secret) (*Auth, error) {
 		return nil, stalling(v1alpha1.ReasonAuthSecretInvalid,
 			"Secret %q has key %q but no %q: HTTP(S) repositories need %q, or %q and %q",
 			secret.Name, KeyPassword, KeyUsername, KeyToken, KeyUsername, KeyPassword)
+	case hasCA:
+		return &Auth{material: material("http")}, nil
 	default:
 		return nil, stalling(v1alpha1.ReasonAuthSecretInvalid,
-			"Secret %q has neither a non-empty key %q nor keys %q and %q, which HTTP(S) repositories need (it has: %s)",
-			secret.Name, KeyToken, KeyUsername, KeyPassword, keyList(secret))
+			"Secret %q has neither a non-empty key %q nor keys %q and %q, which HTTP(S) repositories need, nor a key %q for a public repository on a private CA (it has: %s)",
+			secret.Name, KeyToken, KeyUsername, KeyPassword, KeyCACert, keyList(secret))
 	}
+}
+
+// caBundle returns the validated ca.crt of an HTTP(S) Secret, nil when it has none.
+func caBundle(secret *corev1.Secret) ([]byte, error) {
+	ca, ok := secret.Data[KeyCACert]
+	if !ok {
+		return nil, nil
+	}
+	if len(bytes.TrimSpace(ca)) == 0 {
+		return nil, stalling(v1alpha1.ReasonAuthSecretInvalid, "Secret %q: the value of key %q is empty", secret.Name, KeyCACert)
+	}
+	if _, err := netguard.ParseCABundle(ca); err != nil {
+		return nil, stalling(v1alpha1.ReasonAuthSecretInvalid,
+			"Secret %q: key %q must hold the PEM certificates of the CAs to trust: %s", secret.Name, KeyCACert, err)
+	}
+	return ca, nil
 }
 
 func sshAuth(url string, secret *corev1.Secret) (*Auth, error) {
@@ -150,7 +200,8 @@ func sshAuth(url string, secret *corev1.Secret) (*Auth, error) {
 	if passphrase != "" {
 		secrets = append(secrets, passphrase)
 	}
-	return &Auth{Method: pk, secrets: secrets}, nil
+	m := material("ssh", "user", user, KeySSHPrivateKey, string(key), KeyPassphrase, passphrase, KeyKnownHosts, string(d[KeyKnownHosts]))
+	return &Auth{Method: pk, secrets: secrets, material: m}, nil
 }
 
 // describeKeyError says why a private key was refused, without quoting it.
@@ -196,4 +247,73 @@ func keyList(secret *corev1.Secret) string {
 	}
 	sort.Strings(keys)
 	return strings.Join(keys, ", ")
+}
+
+// Identity names the credentials and trust of a, for keys that must tell one
+// Secret's content from another's without holding it: a hex HMAC-SHA256, under a
+// key drawn at random once per process, of every credential value and the CA
+// bundle. It is "anonymous" for an Auth with neither. Equal content gives equal
+// identities within one process; a value cannot be recovered or checked from it.
+func (a *Auth) Identity() string {
+	if a == nil || (a.Method == nil && len(a.CABundle) == 0 && a.material == nil) {
+		return Anonymous
+	}
+	m := a.material
+	if m == nil {
+		m = methodMaterial(a.Method)
+		m = appendField(m, KeyCACert, a.CABundle)
+	}
+	h := hmac.New(sha256.New, authIdentityKey())
+	_, _ = h.Write(m)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Anonymous is the Identity of no credentials.
+const Anonymous = "anonymous"
+
+// authIdentityKey is the HMAC key of Identity, drawn once per process.
+var authIdentityKey = sync.OnceValue(func() []byte {
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		panic(fmt.Sprintf("drawing the credential identity key: %v", err))
+	}
+	return k
+})
+
+// material encodes kind and name/value pairs unambiguously (each length-prefixed).
+// An HTTP credential is encoded as what is sent (user and password, a token being
+// the password), so that equal credentials have equal identities however written.
+func material(kind string, pairs ...string) []byte {
+	m := appendField(nil, "kind", []byte(kind))
+	for i := 0; i+1 < len(pairs); i += 2 {
+		m = appendField(m, pairs[i], []byte(pairs[i+1]))
+	}
+	return m
+}
+
+func appendField(m []byte, name string, value []byte) []byte {
+	m = binary.BigEndian.AppendUint64(m, uint64(len(name)))
+	m = append(m, name...)
+	m = binary.BigEndian.AppendUint64(m, uint64(len(value)))
+	return append(m, value...)
+}
+
+// methodMaterial is the credential material of an Auth built without a Secret.
+// A method of a kind it does not know is named by its address: never equal to
+// another, so never taken for another's.
+func methodMaterial(method transport.AuthMethod) []byte {
+	switch m := method.(type) {
+	case nil:
+		return material("anonymous")
+	case *githttp.BasicAuth:
+		return material("http", KeyUsername, m.Username, KeyPassword, m.Password)
+	case *gitssh.PublicKeys:
+		key := ""
+		if m.Signer != nil {
+			key = string(m.Signer.PublicKey().Marshal())
+		}
+		return material("ssh", "user", m.User, "public-key", key, "method", fmt.Sprintf("%p", m))
+	default:
+		return material("other", "method", fmt.Sprintf("%T %p", m, m))
+	}
 }

@@ -231,13 +231,13 @@ func TestAuthFromSecret(t *testing.T) {
 		url:  httpsURL,
 		data: map[string][]byte{},
 		wantErr: &classified{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
-			Message: `Secret "repo-creds" has neither a non-empty key "token" nor keys "username" and "password", which HTTP(S) repositories need (it has: no keys)`},
+			Message: `Secret "repo-creds" has neither a non-empty key "token" nor keys "username" and "password", which HTTP(S) repositories need, nor a key "ca.crt" for a public repository on a private CA (it has: no keys)`},
 	}, {
 		name: "SSH Secret for an https repository lists its keys, not their values",
 		url:  httpsURL,
 		data: map[string][]byte{KeySSHPrivateKey: key.pem, KeyKnownHosts: knownHosts, KeyPassphrase: []byte(passphrase)},
 		wantErr: &classified{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
-			Message: `Secret "repo-creds" has neither a non-empty key "token" nor keys "username" and "password", which HTTP(S) repositories need (it has: known_hosts, passphrase, ssh-privatekey)`},
+			Message: `Secret "repo-creds" has neither a non-empty key "token" nor keys "username" and "password", which HTTP(S) repositories need, nor a key "ca.crt" for a public repository on a private CA (it has: known_hosts, passphrase, ssh-privatekey)`},
 	}, {
 		name:    "ssh key and known_hosts",
 		url:     sshURL,
@@ -521,9 +521,119 @@ func TestListSome(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, listSome(tt.m, 10)); diff != "" {
+			if diff := cmp.Diff(tt.want, listSome(tt.m)); diff != "" {
 				t.Errorf("listSome (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestAuthFromSecret_CABundle(t *testing.T) {
+	const (
+		httpsURL = "https://git.example.com/org/repo.git"
+		token    = "ghp_CaBundleT0ken-0123456789"
+	)
+	ca := otherCA(t)
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte("pr1vate-key-bytes-0123456789")})
+	tests := []struct {
+		name       string
+		url        string
+		data       map[string][]byte
+		wantCA     bool
+		wantMethod bool
+		wantErr    *classified
+	}{
+		{name: "ca.crt only: anonymous, with the CA", url: httpsURL, data: map[string][]byte{KeyCACert: ca}, wantCA: true},
+		{name: "a token and ca.crt", url: httpsURL, data: map[string][]byte{KeyToken: []byte(token), KeyCACert: ca}, wantCA: true, wantMethod: true},
+		{name: "plain HTTP takes it too (a redirect to HTTPS)", url: "http://git.example.com/r.git", data: map[string][]byte{KeyCACert: ca}, wantCA: true},
+		{name: "ca.crt is not PEM", url: httpsURL, data: map[string][]byte{KeyToken: []byte(token), KeyCACert: []byte("n0t-a-PEM-" + token)},
+			wantErr: &classified{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
+				Message: `Secret "repo-creds": key "ca.crt" must hold the PEM certificates of the CAs to trust: it holds no PEM certificate (-----BEGIN CERTIFICATE-----)`}},
+		{name: "ca.crt holds a private key", url: httpsURL, data: map[string][]byte{KeyCACert: keyPEM},
+			wantErr: &classified{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
+				Message: `Secret "repo-creds": key "ca.crt" must hold the PEM certificates of the CAs to trust: PEM block 1 is a private key, not a CERTIFICATE: only CA certificates belong here`}},
+		{name: "ca.crt is empty", url: httpsURL, data: map[string][]byte{KeyToken: []byte(token), KeyCACert: []byte("\n")},
+			wantErr: &classified{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true, Message: `Secret "repo-creds": the value of key "ca.crt" is empty`}},
+		{name: "ca.crt does not make a half credential whole", url: httpsURL, data: map[string][]byte{KeyUsername: []byte("u"), KeyCACert: ca},
+			wantErr: &classified{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
+				Message: `Secret "repo-creds" has key "username" but no non-empty "password": HTTP(S) repositories need "token", or "username" and "password"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fns", Name: "repo-creds"}, Data: tt.data}
+			got, err := AuthFromSecret(tt.url, secret)
+			var gotErr *classified
+			if err != nil {
+				var ok bool
+				if gotErr, ok = asClassified(err); !ok {
+					t.Fatalf("error %v is not a classified error", err)
+				}
+				assertNoSecretValues(t, err.Error(), tt.data)
+				if strings.Contains(err.Error(), "pr1vate") || strings.Contains(err.Error(), "n0t-a-PEM") {
+					t.Errorf("the error quotes ca.crt: %v", err)
+				}
+			}
+			if diff := cmp.Diff(tt.wantErr, gotErr); diff != "" {
+				t.Fatalf("error (-want +got):\n%s", diff)
+			}
+			if err != nil {
+				return
+			}
+			if diff := cmp.Diff([]bool{tt.wantCA, tt.wantMethod}, []bool{got.CABundle != nil, got.Method != nil}); diff != "" {
+				t.Errorf("[has CA, has method] (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	// SSH verifies the host key with known_hosts: ca.crt is not used, nor checked.
+	key := newTestKey(t)
+	sshAuth := secretAuth(t, "ssh://git@git.example.com/r.git", map[string][]byte{
+		KeySSHPrivateKey: key.pem, KeyKnownHosts: []byte("git.example.com " + string(ssh.MarshalAuthorizedKey(key.signer.PublicKey()))),
+		KeyCACert: []byte("not PEM"),
+	})
+	if sshAuth.CABundle != nil {
+		t.Errorf("an SSH Auth took ca.crt")
+	}
+}
+
+func TestAuth_Identity(t *testing.T) {
+	const url = "https://git.example.com/r.git"
+	const token = "ghp_IdentityT0ken-0123456789"
+	ca, ca2 := otherCA(t), otherCA(t)
+	id := func(data map[string][]byte) string { return secretAuth(t, url, data).Identity() }
+	ids := map[string]string{
+		"token":          id(map[string][]byte{KeyToken: []byte(token)}),
+		"token again":    id(map[string][]byte{KeyToken: []byte(token + "\n")}), // the same credential
+		"another token":  id(map[string][]byte{KeyToken: []byte(token + "x")}),
+		"token, user":    id(map[string][]byte{KeyToken: []byte(token), KeyUsername: []byte("bot")}),
+		"token and CA":   id(map[string][]byte{KeyToken: []byte(token), KeyCACert: ca}),
+		"token, CA 2":    id(map[string][]byte{KeyToken: []byte(token), KeyCACert: ca2}),
+		"CA only":        id(map[string][]byte{KeyCACert: ca}),
+		"user, password": id(map[string][]byte{KeyUsername: []byte("git"), KeyPassword: []byte(token)}),
+		"no Secret":      (&Auth{}).Identity(),
+		"nil":            (*Auth)(nil).Identity(),
+		"a literal Auth": (&Auth{Method: &githttp.BasicAuth{Username: "git", Password: token}}).Identity(),
+	}
+	if diff := cmp.Diff("anonymous", ids["no Secret"]+ids["nil"][len("anonymous"):]); diff != "" {
+		t.Errorf("the identity of no credentials (-want +got):\n%s", diff)
+	}
+	// The same credential however written: a token is the password of user "git".
+	for _, same := range [][2]string{{"token", "token again"}, {"token", "user, password"}, {"token", "a literal Auth"}} {
+		if diff := cmp.Diff(ids[same[0]], ids[same[1]]); diff != "" {
+			t.Errorf("%q and %q: one credential, two identities (-want +got):\n%s", same[0], same[1], diff)
+		}
+	}
+	seen := map[string]string{}
+	for name, v := range ids {
+		if name == "token again" || name == "nil" || name == "user, password" || name == "a literal Auth" {
+			continue
+		}
+		if other, ok := seen[v]; ok {
+			t.Errorf("%q and %q have the same identity", name, other)
+		}
+		seen[v] = name
+		if name != "no Secret" && (len(v) != 64 || strings.Contains(v, token)) {
+			t.Errorf("identity of %q = %q, want 64 hex digits revealing nothing", name, v)
+		}
 	}
 }

@@ -2,6 +2,8 @@ package source
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -22,7 +24,7 @@ const DefaultCacheSize = 4096
 
 // Fetcher reads func.yaml from git repositories. What it read is cached by
 // (url, commit, path): a commit never changes, so neither does what it holds.
-// Callers check access with Head, using their own credentials, before every Read.
+// Callers check access with List, using their own credentials, before every Read.
 type Fetcher struct {
 	// TmpDir holds the temporary clones. It must be set: the operator never writes
 	// to the process temporary directory (read-only in its Deployment).
@@ -31,11 +33,18 @@ type Fetcher struct {
 	Guard *netguard.Guard
 	// Limits, when set, returns the bounds of each operation.
 	Limits func() Limits
+	// OnChange, when set, is told when a repository's listing differs from the one
+	// before (see List).
+	OnChange func(ListingKey)
+	// Now returns the current time; time.Now when nil.
+	Now func() time.Time
 
 	cache  *lru.Cache
 	flight singleflight.Group
 	// clones counts the clones made, for the tests.
 	clones atomic.Int64
+
+	listings listings
 }
 
 // NewFetcher returns a Fetcher that caches up to cacheSize results.
@@ -43,7 +52,7 @@ func NewFetcher(tmpDir string, cacheSize int) *Fetcher {
 	if cacheSize <= 0 {
 		cacheSize = DefaultCacheSize
 	}
-	return &Fetcher{TmpDir: tmpDir, cache: lru.New(cacheSize)}
+	return &Fetcher{TmpDir: tmpDir, cache: lru.New(cacheSize), listings: newListings()}
 }
 
 // Result is what was read of a function's source.
@@ -75,17 +84,6 @@ type cached struct {
 	err      error
 }
 
-// Head returns the branch (the default one when branch is empty) and its tip commit,
-// with one round trip to the remote. It bounds the call by timeout.
-func (f *Fetcher) Head(ctx context.Context, url, branch string, auth *Auth, timeout time.Duration) (Head, error) {
-	if auth == nil {
-		auth = &Auth{}
-	}
-	ctx, cancel := timeoutContext(ctx, timeout)
-	defer cancel()
-	return remoteHead(ctx, url, branch, auth, f.netOptions(url, timeout, true))
-}
-
 // Read returns what func.yaml of directory fnPath says at head. It clones only when
 // the cache has nothing for (url, head.Commit, fnPath). The clone is bounded by timeout.
 func (f *Fetcher) Read(ctx context.Context, url string, head Head, fnPath string, auth *Auth, timeout time.Duration) (Result, error) {
@@ -93,7 +91,7 @@ func (f *Fetcher) Read(ctx context.Context, url string, head Head, fnPath string
 		auth = &Auth{}
 	}
 	lim := f.limits()
-	key := cacheKey(url, head.Commit, fnPath, lim)
+	key := cacheKey(url, head.Commit, fnPath, lim, auth)
 	if v, ok := f.cache.Get(key); ok {
 		return f.result(head, v.(cached), false)
 	}
@@ -105,7 +103,7 @@ func (f *Fetcher) Read(ctx context.Context, url string, head Head, fnPath string
 		if err != nil {
 			return nil, err
 		}
-		f.cache.Add(cacheKey(url, c.commit, fnPath, lim), c)
+		f.cache.Add(cacheKey(url, c.commit, fnPath, lim, auth), c)
 		return c, nil
 	})
 	if err != nil {
@@ -114,10 +112,16 @@ func (f *Fetcher) Read(ctx context.Context, url string, head Head, fnPath string
 	return f.result(head, v.(cached), true)
 }
 
-// cacheKey names a result by what it was read from and under which limits: a
-// commit refused as too large is read again when the limits grow.
-func cacheKey(url, commit, fnPath string, lim Limits) string {
-	return fmt.Sprintf("%s\x00%s\x00%s\x00%d/%d/%d", url, commit, fnPath, lim.MaxBytes, lim.MaxFiles, lim.MaxObjectBytes)
+// cacheKey names a result by what it was read from and under which limits (a commit
+// refused as too large is read again when the limits grow), and whom it trusted: a
+// server only a tenant's CA vouches for never answers for anyone else.
+func cacheKey(url, commit, fnPath string, lim Limits, auth *Auth) string {
+	trust := ""
+	if len(auth.CABundle) > 0 {
+		sum := sha256.Sum256(auth.CABundle)
+		trust = hex.EncodeToString(sum[:])
+	}
+	return fmt.Sprintf("%s\x00%s\x00%s\x00%d/%d/%d\x00%s", url, commit, fnPath, lim.MaxBytes, lim.MaxFiles, lim.MaxObjectBytes, trust)
 }
 
 func (f *Fetcher) limits() Limits {
@@ -138,7 +142,9 @@ func (f *Fetcher) netOptions(url string, timeout time.Duration, listing bool) ne
 }
 
 func (f *Fetcher) result(head Head, c cached, cloned bool) (Result, error) {
-	r := Result{Head: Head{Branch: head.Branch, Commit: c.commit}, Metadata: c.metadata, Cloned: cloned, SourceMiddleware: c.source}
+	h := head
+	h.Commit = c.commit
+	r := Result{Head: h, Metadata: c.metadata, Cloned: cloned, SourceMiddleware: c.source}
 	if c.err != nil {
 		return r, c.err
 	}
@@ -159,7 +165,7 @@ func (f *Fetcher) clone(ctx context.Context, url string, head Head, fnPath strin
 	defer func() { _ = os.RemoveAll(dir) }()
 
 	f.clones.Add(1)
-	commit, content, fnDir, err := readFuncYAML(ctx, url, head.Branch, dir, fnPath, auth, f.netOptions(url, timeout, false))
+	commit, content, fnDir, err := readFuncYAML(ctx, url, head, dir, fnPath, auth, f.netOptions(url, timeout, false))
 	if commit == "" {
 		commit = head.Commit
 	}
@@ -185,7 +191,8 @@ func (f *Fetcher) clone(ctx context.Context, url string, head Head, fnPath strin
 // holds (and the limits, part of the key), not on reaching the repository.
 func cacheable(reason string) bool {
 	switch reason {
-	case v1alpha1.ReasonBranchNotFound, v1alpha1.ReasonGitCloneFailed, v1alpha1.ReasonHostNotAllowed:
+	case v1alpha1.ReasonBranchNotFound, v1alpha1.ReasonTagNotFound, v1alpha1.ReasonCommitNotFound,
+		v1alpha1.ReasonGitCloneFailed, v1alpha1.ReasonHostNotAllowed:
 		return false
 	}
 	return true

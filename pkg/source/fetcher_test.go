@@ -164,12 +164,12 @@ func TestFetcher_Head(t *testing.T) {
 	}{{
 		name: "default branch",
 		repo: "branches",
-		want: Head{Branch: "main", Commit: mainCommit},
+		want: Head{Branch: "main", Ref: "refs/heads/main", Commit: mainCommit},
 	}, {
 		name:   "named branch",
 		repo:   "branches",
 		branch: "feature",
-		want:   Head{Branch: "feature", Commit: featureCommit},
+		want:   Head{Branch: "feature", Ref: "refs/heads/feature", Commit: featureCommit},
 	}, {
 		name:   "missing branch",
 		repo:   "branches",
@@ -196,7 +196,7 @@ func TestFetcher_Head(t *testing.T) {
 		name:   "HEAD names a branch that does not exist, named branch",
 		repo:   "nohead",
 		branch: "trunk",
-		want:   Head{Branch: "trunk", Commit: trunkCommit},
+		want:   Head{Branch: "trunk", Ref: "refs/heads/trunk", Commit: trunkCommit},
 	}, {
 		name: "repository that does not exist",
 		repo: "missing",
@@ -228,21 +228,21 @@ func TestFetcher_Head(t *testing.T) {
 		name: "private repository with the token",
 		repo: "private",
 		auth: func(url string) *Auth { return authFrom(t, url, map[string]string{KeyToken: rightToken}) },
-		want: Head{Branch: "main", Commit: privCommit},
+		want: Head{Branch: "main", Ref: "refs/heads/main", Commit: privCommit},
 	}, {
 		name: "private repository with the token and a username",
 		repo: "private",
 		auth: func(url string) *Auth {
 			return authFrom(t, url, map[string]string{KeyToken: rightToken, KeyUsername: "bob"})
 		},
-		want: Head{Branch: "main", Commit: privCommit},
+		want: Head{Branch: "main", Ref: "refs/heads/main", Commit: privCommit},
 	}, {
 		name: "basic auth",
 		repo: "basic",
 		auth: func(url string) *Auth {
 			return authFrom(t, url, map[string]string{KeyUsername: "alice", KeyPassword: rightPassword})
 		},
-		want: Head{Branch: "main", Commit: basicCommit},
+		want: Head{Branch: "main", Ref: "refs/heads/main", Commit: basicCommit},
 	}, {
 		name: "basic auth with the wrong password",
 		repo: "basic",
@@ -313,7 +313,7 @@ func TestFetcher_Head_DefaultBranchMoves(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Head: %v", err)
 	}
-	if diff := cmp.Diff(Head{Branch: "main", Commit: mainCommit}, got); diff != "" {
+	if diff := cmp.Diff(Head{Branch: "main", Ref: "refs/heads/main", Commit: mainCommit}, got); diff != "" {
 		t.Errorf("Head before SetHEAD (-want +got):\n%s", diff)
 	}
 
@@ -322,7 +322,7 @@ func TestFetcher_Head_DefaultBranchMoves(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Head: %v", err)
 	}
-	if diff := cmp.Diff(Head{Branch: "trunk", Commit: trunkCommit}, got); diff != "" {
+	if diff := cmp.Diff(Head{Branch: "trunk", Ref: "refs/heads/trunk", Commit: trunkCommit}, got); diff != "" {
 		t.Errorf("Head after SetHEAD (-want +got):\n%s", diff)
 	}
 
@@ -332,7 +332,7 @@ func TestFetcher_Head_DefaultBranchMoves(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Head: %v", err)
 	}
-	if diff := cmp.Diff(Head{Branch: "trunk", Commit: next}, got); diff != "" {
+	if diff := cmp.Diff(Head{Branch: "trunk", Ref: "refs/heads/trunk", Commit: next}, got); diff != "" {
 		t.Errorf("Head after a new commit (-want +got):\n%s", diff)
 	}
 }
@@ -354,7 +354,7 @@ func TestFetcher_Read(t *testing.T) {
 	}
 	_, commit := g.repo(t, "mono", files)
 	url := g.srv.URL("mono")
-	head := Head{Branch: "main", Commit: commit}
+	head := Head{Branch: "main", Ref: "refs/heads/main", Commit: commit}
 	s := short(commit)
 
 	tests := []struct {
@@ -489,43 +489,49 @@ func TestFetcher_ReadCache(t *testing.T) {
 	var c2 string
 	steps := []step{{
 		name: "first read clones",
-		head: func() Head { return Head{Branch: "main", Commit: c1} },
+		head: func() Head { return Head{Branch: "main", Ref: "refs/heads/main", Commit: c1} },
 		want: func() Result {
-			return Result{Head: Head{Branch: "main", Commit: c1}, Metadata: md("root-fn", "go"), Cloned: true}
+			return Result{Head: Head{Branch: "main", Ref: "refs/heads/main", Commit: c1}, Metadata: md("root-fn", "go"), Cloned: true}
 		},
 		wantUpload: 1,
 	}, {
-		name:       "same commit and path is cached",
-		head:       func() Head { return Head{Branch: "main", Commit: c1} },
-		want:       func() Result { return Result{Head: Head{Branch: "main", Commit: c1}, Metadata: md("root-fn", "go")} },
+		name: "same commit and path is cached",
+		head: func() Head { return Head{Branch: "main", Ref: "refs/heads/main", Commit: c1} },
+		want: func() Result {
+			return Result{Head: Head{Branch: "main", Ref: "refs/heads/main", Commit: c1}, Metadata: md("root-fn", "go")}
+		},
 		wantUpload: 1,
 	}, {
 		name:   "another path of the same commit clones",
-		head:   func() Head { return Head{Branch: "main", Commit: c1} },
+		head:   func() Head { return Head{Branch: "main", Ref: "refs/heads/main", Commit: c1} },
 		fnPath: "fns/hello",
 		want: func() Result {
-			return Result{Head: Head{Branch: "main", Commit: c1}, Metadata: md("hello", "node"), Cloned: true}
+			return Result{Head: Head{Branch: "main", Ref: "refs/heads/main", Commit: c1}, Metadata: md("hello", "node"), Cloned: true}
 		},
 		wantUpload: 2,
 	}, {
 		name: "a new commit clones",
 		head: func() Head {
 			c2 = r.Commit(t, "main", map[string]string{"func.yaml": "specVersion: 0.36.0\nruntime: go\n"}, "break it")
-			return Head{Branch: "main", Commit: c2}
+			return Head{Branch: "main", Ref: "refs/heads/main", Commit: c2}
 		},
-		want:       func() Result { return Result{Head: Head{Branch: "main", Commit: c2}, Cloned: true} },
+		want: func() Result {
+			return Result{Head: Head{Branch: "main", Ref: "refs/heads/main", Commit: c2}, Cloned: true}
+		},
 		wantErr:    &wantError{reason: v1alpha1.ReasonFuncYamlInvalid, stalling: true, msg: "func.yaml has no name"},
 		wantUpload: 3,
 	}, {
 		name:       "an invalid func.yaml is cached too",
-		head:       func() Head { return Head{Branch: "main", Commit: c2} },
-		want:       func() Result { return Result{Head: Head{Branch: "main", Commit: c2}} },
+		head:       func() Head { return Head{Branch: "main", Ref: "refs/heads/main", Commit: c2} },
+		want:       func() Result { return Result{Head: Head{Branch: "main", Ref: "refs/heads/main", Commit: c2}} },
 		wantErr:    &wantError{reason: v1alpha1.ReasonFuncYamlInvalid, stalling: true, msg: "func.yaml has no name"},
 		wantUpload: 3,
 	}, {
-		name:       "the older commit is still cached",
-		head:       func() Head { return Head{Branch: "main", Commit: c1} },
-		want:       func() Result { return Result{Head: Head{Branch: "main", Commit: c1}, Metadata: md("root-fn", "go")} },
+		name: "the older commit is still cached",
+		head: func() Head { return Head{Branch: "main", Ref: "refs/heads/main", Commit: c1} },
+		want: func() Result {
+			return Result{Head: Head{Branch: "main", Ref: "refs/heads/main", Commit: c1}, Metadata: md("root-fn", "go")}
+		},
 		wantUpload: 3,
 	}}
 	for _, s := range steps {
@@ -553,7 +559,7 @@ func TestFetcher_ReadFailuresNotCached(t *testing.T) {
 	_, commit := g.repo(t, "private", map[string]string{"func.yaml": funcYAML("private", "python")})
 	g.srv.RequireToken("private", rightToken)
 	url := g.srv.URL("private")
-	head := Head{Branch: "main", Commit: commit}
+	head := Head{Branch: "main", Ref: "refs/heads/main", Commit: commit}
 	good := Result{Head: head, Metadata: md("private", "python"), Cloned: true}
 	ctx := context.Background()
 
@@ -619,27 +625,27 @@ func TestFetcher_ReadErrors(t *testing.T) {
 	}{{
 		name: "repository that does not exist",
 		url:  g.srv.URL("missing"),
-		head: Head{Branch: "main", Commit: commit},
-		want: Result{Head: Head{Branch: "main", Commit: commit}},
+		head: Head{Branch: "main", Ref: "refs/heads/main", Commit: commit},
+		want: Result{Head: Head{Branch: "main", Ref: "refs/heads/main", Commit: commit}},
 		wantErr: &wantError{reason: v1alpha1.ReasonGitCloneFailed, stalling: true,
 			msgHas: []string{"cloning " + g.srv.URL("missing"), "repository not found"}},
 	}, {
 		name: "unreachable server",
 		url:  "http://127.0.0.1:1/x.git",
-		head: Head{Branch: "main", Commit: commit},
+		head: Head{Branch: "main", Ref: "refs/heads/main", Commit: commit},
 		wantErr: &wantError{reason: v1alpha1.ReasonGitCloneFailed, stalling: false,
 			msgHas: []string{"cloning http://127.0.0.1:1/x.git", "connection refused"}},
 	}, {
 		name:    "timeout",
 		url:     url,
-		head:    Head{Branch: "main", Commit: commit},
+		head:    Head{Branch: "main", Ref: "refs/heads/main", Commit: commit},
 		timeout: time.Nanosecond,
 		wantErr: &wantError{reason: v1alpha1.ReasonGitTimedOut, stalling: false,
 			msgHas: []string{"cloning " + url + " timed out"}},
 	}, {
 		name: "branch deleted since Head",
 		url:  url,
-		head: Head{Branch: "gone", Commit: commit},
+		head: Head{Branch: "gone", Ref: "refs/heads/gone", Commit: commit},
 		wantErr: &wantError{reason: v1alpha1.ReasonBranchNotFound, stalling: true,
 			msg: `branch "gone" not found in repository ` + url},
 	}}
@@ -662,7 +668,7 @@ func TestFetcher_ReadErrors(t *testing.T) {
 
 	t.Run("temporary directory that does not exist", func(t *testing.T) {
 		f := NewFetcher(filepath.Join(t.TempDir(), "missing"), 0)
-		_, err := f.Read(context.Background(), url, Head{Branch: "main", Commit: commit}, "", anonymous(t, url), gitTimeout)
+		_, err := f.Read(context.Background(), url, Head{Branch: "main", Ref: "refs/heads/main", Commit: commit}, "", anonymous(t, url), gitTimeout)
 		if err == nil || !strings.Contains(err.Error(), "creating a temporary directory for the clone") {
 			t.Fatalf("error = %v, want one about the temporary directory", err)
 		}
@@ -682,19 +688,19 @@ func TestFetcher_ReadBranchMoved(t *testing.T) {
 	f := NewFetcher(t.TempDir(), 0)
 	auth := anonymous(t, url)
 
-	got, err := f.Read(context.Background(), url, Head{Branch: "main", Commit: c1}, "", auth, gitTimeout)
+	got, err := f.Read(context.Background(), url, Head{Branch: "main", Ref: "refs/heads/main", Commit: c1}, "", auth, gitTimeout)
 	if err != nil {
 		t.Fatalf("Read: %v", err)
 	}
-	if diff := cmp.Diff(Result{Head: Head{Branch: "main", Commit: c2}, Metadata: md("new", "go"), Cloned: true}, got); diff != "" {
+	if diff := cmp.Diff(Result{Head: Head{Branch: "main", Ref: "refs/heads/main", Commit: c2}, Metadata: md("new", "go"), Cloned: true}, got); diff != "" {
 		t.Errorf("Result (-want +got):\n%s", diff)
 	}
 	// What was read is cached under the commit it was read at.
-	got, err = f.Read(context.Background(), url, Head{Branch: "main", Commit: c2}, "", auth, gitTimeout)
+	got, err = f.Read(context.Background(), url, Head{Branch: "main", Ref: "refs/heads/main", Commit: c2}, "", auth, gitTimeout)
 	if err != nil {
 		t.Fatalf("Read: %v", err)
 	}
-	if diff := cmp.Diff(Result{Head: Head{Branch: "main", Commit: c2}, Metadata: md("new", "go")}, got); diff != "" {
+	if diff := cmp.Diff(Result{Head: Head{Branch: "main", Ref: "refs/heads/main", Commit: c2}, Metadata: md("new", "go")}, got); diff != "" {
 		t.Errorf("Result at the new commit (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(1, g.srv.UploadPacks("moving")); diff != "" {
@@ -710,7 +716,7 @@ func TestFetcher_ReadConcurrent(t *testing.T) {
 	tmp := t.TempDir()
 	f := NewFetcher(tmp, 0)
 	auth := anonymous(t, url)
-	head := Head{Branch: "main", Commit: commit}
+	head := Head{Branch: "main", Ref: "refs/heads/main", Commit: commit}
 
 	const n = 8
 	results := make([]Result, n)
@@ -751,7 +757,7 @@ func TestFetcher_CacheSize(t *testing.T) {
 	url := g.srv.URL("small")
 	f := NewFetcher(t.TempDir(), 1)
 	auth := anonymous(t, url)
-	head := Head{Branch: "main", Commit: commit}
+	head := Head{Branch: "main", Ref: "refs/heads/main", Commit: commit}
 
 	paths := []string{"a", "a", "b", "b", "a"}
 	cloned := make([]bool, 0, len(paths))
@@ -791,7 +797,7 @@ func TestFetcher_SourceMiddleware(t *testing.T) {
 		"linked":  {Problem: "the function has no package.json, where node functions pin faas-js-runtime"},
 	}
 	for dir, want := range tests {
-		got, err := f.Read(context.Background(), g.srv.URL("sources"), Head{Branch: "main", Commit: commit}, dir, &Auth{}, time.Minute)
+		got, err := f.Read(context.Background(), g.srv.URL("sources"), Head{Branch: "main", Ref: "refs/heads/main", Commit: commit}, dir, &Auth{}, time.Minute)
 		if err != nil {
 			t.Fatalf("Read %s: %v", dir, err)
 		}

@@ -30,64 +30,26 @@ import (
 // maxFuncYAMLSize bounds what is read of a func.yaml.
 const maxFuncYAMLSize = 1 << 20
 
-// Head is a branch of a remote repository and the commit at its tip.
-type Head struct {
-	Branch string
-	Commit string
-}
-
-// remoteHead asks the remote for its references (one round trip, what `git ls-remote`
-// does) and returns the tip of branch, or of the default branch when branch is empty.
-func remoteHead(ctx context.Context, url, branch string, auth *Auth, opts netOptions) (Head, error) {
+// remoteListing asks the remote for its references, one round trip (what `git
+// ls-remote` does).
+func remoteListing(ctx context.Context, url string, auth *Auth, opts netOptions, now time.Time) (*Listing, error) {
 	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{url}})
-	refs, err := remote.ListContext(opts.context(ctx), &git.ListOptions{Auth: auth.Method, ProxyOptions: opts.proxy})
+	refs, err := remote.ListContext(opts.context(ctx), &git.ListOptions{Auth: auth.Method, CABundle: auth.CABundle, ProxyOptions: opts.proxy, PeelingOption: git.AppendPeeled})
 	if err != nil {
 		if errors.Is(err, transport.ErrEmptyRemoteRepository) {
-			return Head{}, stalling(v1alpha1.ReasonBranchNotFound, "repository %s is empty: it has no branches", scrub(url, auth.secrets))
+			return nil, stalling(v1alpha1.ReasonBranchNotFound, "repository %s is empty: it has no branches", scrub(url, auth.secrets))
 		}
-		return Head{}, remoteError(ctx, v1alpha1.ReasonBranchListFailed, "listing the branches of", url, auth, err)
+		return nil, remoteError(ctx, v1alpha1.ReasonBranchListFailed, "listing the branches of", url, auth, err)
 	}
-	heads := map[string]string{}
-	defaultBranch := ""
-	for _, r := range refs {
-		switch {
-		// Not Short(): it scans the name with fmt's %s, which stops at a Unicode
-		// space and mangles invalid UTF-8, so "main\u00a0evil" would pass for main.
-		case r.Name().IsBranch():
-			heads[strings.TrimPrefix(r.Name().String(), "refs/heads/")] = r.Hash().String()
-		case r.Name() == plumbing.HEAD && r.Type() == plumbing.SymbolicReference && r.Target().IsBranch():
-			defaultBranch = strings.TrimPrefix(r.Target().String(), "refs/heads/")
-		}
-	}
-	if branch == "" {
-		if defaultBranch == "" {
-			return Head{}, stalling(v1alpha1.ReasonBranchNotFound,
-				"repository %s does not advertise a default branch: set spec.repository.branch", scrub(url, auth.secrets))
-		}
-		branch = defaultBranch
-	}
-	commit, ok := heads[branch]
-	if !ok {
-		return Head{}, stalling(v1alpha1.ReasonBranchNotFound, "branch %q not found in repository %s (branches: %s)",
-			branch, scrub(url, auth.secrets), listSome(heads, 10))
-	}
-	return Head{Branch: branch, Commit: commit}, nil
+	return newListing(refs, now), nil
 }
 
-// readFuncYAML clones branch shallowly, single-branch and bare into dir (no work tree
-// is written) and returns the commit it got and the content of dir/func.yaml in it.
-func readFuncYAML(ctx context.Context, url, branch, dir, fnPath string, auth *Auth, opts netOptions) (string, []byte, *object.Tree, error) {
+// readFuncYAML fetches head shallowly (one commit, no tags, no work tree) into dir
+// and returns the commit it got and the content of dir/func.yaml in it.
+func readFuncYAML(ctx context.Context, url string, head Head, dir, fnPath string, auth *Auth, opts netOptions) (string, []byte, *object.Tree, error) {
 	b := &budget{limits: opts.limits}
 	storage := filesystem.NewStorage(limitedFS{Filesystem: osfs.New(dir), b: b, done: ctx.Done()}, cache.NewObjectLRU(cloneObjectCache))
-	repo, err := git.CloneContext(opts.context(ctx), storage, nil, &git.CloneOptions{
-		URL:           url,
-		Auth:          auth.Method,
-		ReferenceName: plumbing.NewBranchReferenceName(branch),
-		SingleBranch:  true,
-		Depth:         1,
-		Tags:          git.NoTags,
-		ProxyOptions:  opts.proxy,
-	})
+	repo, err := fetchHead(opts.context(ctx), storage, url, head, auth, opts)
 	if err != nil {
 		if over := b.exceeded(); over != nil {
 			reason := v1alpha1.ReasonCloneTooLarge
@@ -96,25 +58,125 @@ func readFuncYAML(ctx context.Context, url, branch, dir, fnPath string, auth *Au
 			}
 			return "", nil, nil, stalling(reason, "cloning %s: %s", scrub(url, auth.secrets), over)
 		}
-		if errors.Is(err, plumbing.ErrReferenceNotFound) || isNoMatchingRef(err) {
-			return "", nil, nil, stalling(v1alpha1.ReasonBranchNotFound, "branch %q not found in repository %s", branch, scrub(url, auth.secrets))
+		switch {
+		case head.fixed() && errors.Is(err, git.ErrExactSHA1NotSupported):
+			return "", nil, nil, stalling(v1alpha1.ReasonCommitNotFound,
+				"commit %s of repository %s is not the tip of a branch or tag, and the server does not allow fetching a commit by its id (git config uploadpack.allowReachableSHA1InWant)",
+				head.Commit, scrub(url, auth.secrets))
+		case head.fixed() && isNotOurRef(err):
+			return "", nil, nil, stalling(v1alpha1.ReasonCommitNotFound, "commit %s not found in repository %s", head.Commit, scrub(url, auth.secrets))
+		case errors.Is(err, plumbing.ErrReferenceNotFound) || isNoMatchingRef(err):
+			return "", nil, nil, stalling(notFoundReason(head), "%s not found in repository %s", refText(head), scrub(url, auth.secrets))
 		}
 		return "", nil, nil, remoteError(ctx, v1alpha1.ReasonGitCloneFailed, "cloning", url, auth, err)
 	}
-	ref, err := repo.Reference(plumbing.NewBranchReferenceName(branch), true)
+	hash, err := fetchedCommit(repo, head)
 	if err != nil {
-		return "", nil, nil, transient("reading branch %q of the clone: %s", branch, err)
+		return "", nil, nil, err
 	}
-	commit, err := repo.CommitObject(ref.Hash())
+	commit, err := repo.CommitObject(hash)
 	if err != nil {
-		return "", nil, nil, transient("reading commit %s of the clone: %s", ref.Hash(), err)
+		if head.fixed() {
+			return "", nil, nil, stalling(v1alpha1.ReasonCommitNotFound, "%s of repository %s is not a commit", refText(head), scrub(url, auth.secrets))
+		}
+		return "", nil, nil, transient("reading commit %s of the clone: %s", hash, err)
 	}
 	tree, err := commit.Tree()
 	if err != nil {
-		return "", nil, nil, transient("reading the tree of commit %s: %s", ref.Hash(), err)
+		return "", nil, nil, transient("reading the tree of commit %s: %s", hash, err)
 	}
-	fnDir, content, err := fileIn(tree, fnPath, ref.Hash().String())
-	return ref.Hash().String(), content, fnDir, err
+	fnDir, content, err := fileIn(tree, fnPath, hash.String())
+	return hash.String(), content, fnDir, err
+}
+
+// fixedRef is where a commit fetched by its id is kept in the clone.
+const fixedRef = "refs/heads/func-operator-fixed"
+
+// fetchHead fetches the one commit head names into storage: the tip of a branch or
+// tag, or a commit by its id (via the ref whose tip it is, when there is one).
+func fetchHead(ctx context.Context, storage *filesystem.Storage, url string, head Head, auth *Auth, opts netOptions) (*git.Repository, error) {
+	if ref := head.fetchRef(); ref != "" {
+		return git.CloneContext(ctx, storage, nil, &git.CloneOptions{
+			URL:           url,
+			Auth:          auth.Method,
+			CABundle:      auth.CABundle,
+			ReferenceName: plumbing.ReferenceName(ref),
+			SingleBranch:  true,
+			Depth:         1,
+			Tags:          git.NoTags,
+			ProxyOptions:  opts.proxy,
+		})
+	}
+	repo, err := git.Init(storage, nil)
+	if err != nil {
+		return nil, transient("initializing the clone: %s", err)
+	}
+	remote, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{url}})
+	if err != nil {
+		return nil, transient("initializing the clone: %s", err)
+	}
+	err = remote.FetchContext(ctx, &git.FetchOptions{
+		RefSpecs:     []config.RefSpec{config.RefSpec(head.Commit + ":" + fixedRef)},
+		Auth:         auth.Method,
+		CABundle:     auth.CABundle,
+		Depth:        1,
+		Tags:         git.NoTags,
+		ProxyOptions: opts.proxy,
+	})
+	return repo, err
+}
+
+// fetchedCommit is the commit a fetch of head got, tags peeled.
+func fetchedCommit(repo *git.Repository, head Head) (plumbing.Hash, error) {
+	name := head.fetchRef()
+	if name == "" {
+		return plumbing.NewHash(head.Commit), nil
+	}
+	ref, err := repo.Reference(plumbing.ReferenceName(name), true)
+	if err != nil {
+		return plumbing.ZeroHash, transient("reading %s of the clone: %s", name, err)
+	}
+	hash := ref.Hash()
+	if tag, err := repo.TagObject(hash); err == nil {
+		c, err := tag.Commit()
+		if err != nil {
+			return plumbing.ZeroHash, stalling(v1alpha1.ReasonTagNotFound, "tag %s does not point at a commit", name)
+		}
+		hash = c.Hash
+	}
+	if head.fixed() && hash.String() != head.Commit {
+		// The ref moved since the listing: the next check fetches the commit by its id.
+		return plumbing.ZeroHash, transient("%s moved away from commit %s during the clone", name, head.Commit)
+	}
+	return hash, nil
+}
+
+// notFoundReason is the reason for head's reference missing from the remote.
+func notFoundReason(head Head) string {
+	switch {
+	case head.fixed():
+		return v1alpha1.ReasonCommitNotFound
+	case strings.HasPrefix(head.Ref, "refs/tags/"):
+		return v1alpha1.ReasonTagNotFound
+	}
+	return v1alpha1.ReasonBranchNotFound
+}
+
+// refText names head in messages.
+func refText(head Head) string {
+	switch {
+	case head.fixed():
+		return "commit " + head.Commit
+	case strings.HasPrefix(head.Ref, "refs/tags/"):
+		return fmt.Sprintf("tag %q", strings.TrimPrefix(head.Ref, "refs/tags/"))
+	}
+	return fmt.Sprintf("branch %q", strings.TrimPrefix(head.fetchRef(), "refs/heads/"))
+}
+
+// isNotOurRef is true for a server refusing a want it does not hold.
+func isNotOurRef(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "not our ref") || strings.Contains(msg, "object not found") || errors.Is(err, plumbing.ErrObjectNotFound)
 }
 
 // readOptional returns the regular file name of the function's directory, or false
@@ -204,6 +266,9 @@ func remoteError(ctx context.Context, reason, doing, url string, auth *Auth, err
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || isTimeout(err):
 		return transientAs(v1alpha1.ReasonGitTimedOut, "%s %s timed out (ConfigMap key gitTimeout): %s", doing, u, msg)
+	case untrusted(err):
+		return stalling(reason, "%s %s: %s: put the PEM certificate of the CA that signed it under key %q of the Secret named by spec.repository.authSecretRef",
+			doing, u, msg, KeyCACert)
 	case errors.Is(err, transport.ErrAuthenticationRequired) && auth.Method == nil:
 		return stalling(reason,
 			"%s %s: %s: the repository is private, set spec.repository.authSecretRef", doing, u, msg)
@@ -223,12 +288,21 @@ func remoteError(ctx context.Context, reason, doing, url string, auth *Auth, err
 	}
 }
 
+// untrusted is true for a server certificate no trusted CA signed: the operator's
+// roots and the Secret's ca.crt. An expired certificate or one for another name is
+// not: it may be a passing misconfiguration of the host.
+func untrusted(err error) bool {
+	why, ok := netguard.UntrustedCertificate(err)
+	return ok && strings.Contains(why, "authority the operator does not trust")
+}
+
 func isNoMatchingRef(err error) bool {
 	var e git.NoMatchingRefSpecError
 	return errors.As(err, &e) || strings.Contains(err.Error(), "couldn't find remote ref")
 }
 
-func listSome(m map[string]string, n int) string {
+func listSome(m map[string]string) string {
+	const n = 10
 	if len(m) == 0 {
 		return "none"
 	}

@@ -2,6 +2,8 @@ package source
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -61,9 +63,60 @@ func firstLine(s string) string {
 
 // InstallGuard makes go-git dial every HTTP and HTTPS connection through g, in
 // this whole process (go-git's transports are process-wide), with error bodies
-// cut short. SSH connections go through g by the proxy URL each operation sets.
+// cut short and response bodies within the operation's read limit. A CA bundle
+// an operation sets (ListOptions.CABundle, CloneOptions.CABundle: Auth.CABundle)
+// is trusted for that operation only, in addition to the system roots. HTTP(S)
+// goes through the proxy set with g.SetProxy, if any; SSH connections go through
+// g by the proxy URL each operation sets, and never through an HTTP proxy.
 func InstallGuard(g *netguard.Guard) {
-	c := githttp.NewClient(&http.Client{Transport: g.Transport(0)})
-	client.InstallProtocol("http", c)
-	client.InstallProtocol("https", c)
+	t := &guardedHTTP{g: g, plain: githttp.NewClient(&http.Client{Transport: g.Transport(0)})}
+	client.InstallProtocol("http", t)
+	client.InstallProtocol("https", t)
+}
+
+// guardedHTTP is go-git's HTTP transport over a Guard. go-git applies an
+// operation's CA bundle only to a client whose transport is an *http.Transport,
+// which it clones (losing the Guard's body limits and the reuse of connections):
+// guardedHTTP takes the bundle off the endpoint and gives the session a client
+// over the Guard's transport for that bundle instead.
+type guardedHTTP struct {
+	g     *netguard.Guard
+	plain transport.Transport
+}
+
+func (t *guardedHTTP) NewUploadPackSession(ep *transport.Endpoint, auth transport.AuthMethod) (transport.UploadPackSession, error) {
+	c, ep, err := t.client(ep)
+	if err != nil {
+		return nil, err
+	}
+	return c.NewUploadPackSession(ep, auth)
+}
+
+func (t *guardedHTTP) NewReceivePackSession(ep *transport.Endpoint, auth transport.AuthMethod) (transport.ReceivePackSession, error) {
+	c, ep, err := t.client(ep)
+	if err != nil {
+		return nil, err
+	}
+	return c.NewReceivePackSession(ep, auth)
+}
+
+// client returns the go-git HTTP client of an endpoint's options, and the
+// endpoint to give it.
+func (t *guardedHTTP) client(ep *transport.Endpoint) (transport.Transport, *transport.Endpoint, error) {
+	switch {
+	case ep.InsecureSkipTLS:
+		return nil, nil, errors.New("the operator never skips the verification of a server's certificate")
+	case ep.Proxy.URL != "":
+		return nil, nil, errors.New("an HTTP(S) operation cannot set its own proxy: the operator's HTTPS_PROXY, HTTP_PROXY and NO_PROXY apply")
+	case len(ep.CaBundle) == 0:
+		return t.plain, ep, nil
+	}
+	rt, err := t.g.TransportWithCA(0, ep.CaBundle)
+	if err != nil {
+		// Validated when the Secret was read: this is a bundle from elsewhere.
+		return nil, nil, fmt.Errorf("key %s: %w", KeyCACert, err)
+	}
+	e := *ep
+	e.CaBundle = nil
+	return githttp.NewClient(&http.Client{Transport: rt}), &e, nil
 }

@@ -26,7 +26,7 @@ func TestFetcher_SSH(t *testing.T) {
 		"fns/hello/func.yaml": funcYAML("hello", "springboot"),
 	}, "init")
 	url := srv.URL(repo.Dir)
-	head := Head{Branch: "main", Commit: commit}
+	head := Head{Branch: "main", Ref: "refs/heads/main", Commit: commit}
 	unauthorised := newTestKey(t)
 	otherHost := fmt.Sprintf("[127.0.0.1]:%d ", srv.Port()+1) // the right key, for another port
 	otherHostKnownHosts := strings.Replace(string(srv.KnownHosts()), fmt.Sprintf("[127.0.0.1]:%d ", srv.Port()), otherHost, 1)

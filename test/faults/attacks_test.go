@@ -33,7 +33,7 @@ var attackConfig = map[string]string{
 }
 
 // rssBound is the most memory the operator may use through every attack: its peak
-// resident set (VmHWM), against the Deployment's limit of 512Mi. Measured (see the
+// resident set (VmHWM), against the Deployment's limit of 1Gi. Measured (see the
 // README): about 90 MiB.
 const rssBound = 192 << 20
 
@@ -358,7 +358,7 @@ func writeAttackTable(t *testing.T, path string, attacks []attack, hwm int64, wa
 	for _, a := range attacks {
 		fmt.Fprintf(&b, "| %s | %s | `%s` |\n", a.name, a.cond, a.reason)
 	}
-	fmt.Fprintf(&b, "\nOperator peak RSS through every attack: %d MiB (bound %d MiB; Deployment limit 512 MiB). "+
+	fmt.Fprintf(&b, "\nOperator peak RSS through every attack: %d MiB (bound %d MiB; Deployment limit 1 GiB). "+
 		"A Function of another namespace Ready %s after creation beside 12 Functions of one namespace hanging on 3 registries.\n",
 		hwm>>20, rssBound>>20, waited.Round(100*time.Millisecond))
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {

@@ -26,6 +26,7 @@ type deployment struct {
 	// emptyDir it outlives a restart of the container.
 	workDir          string
 	metrics, probes  string
+	webhook          string
 	systemNamespace  string
 	kubeconfigForPod string
 }
@@ -69,6 +70,9 @@ func readDeployment(t *testing.T, root shippedRoot, kubeconfig string) deploymen
 			a = "--metrics-bind-address=" + out.metrics
 		case strings.HasPrefix(a, "--health-probe-bind-address="):
 			a = "--health-probe-bind-address=" + out.probes
+		case strings.HasPrefix(a, "--webhook-bind-address="):
+			out.webhook = freeAddr(t)
+			a = "--webhook-bind-address=" + out.webhook
 		default:
 			name, value, ok := strings.Cut(a, "=")
 			if ok {

@@ -89,6 +89,34 @@ func (r *Repo) Head(t testing.TB, branch string) string {
 	return newGitCLI(t).run(r.Dir, "rev-parse", "--verify", "refs/heads/"+branch+"^{commit}")
 }
 
+// Tag points tag at commit: an annotated tag (a tag object, which a listing shows
+// peeled) when annotated is true, else a lightweight one. An existing tag moves.
+func (r *Repo) Tag(t testing.TB, tag, commit string, annotated bool) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	args := []string{"tag", "--force"}
+	if annotated {
+		args = append(args, "--annotate", "--message", "tag "+tag)
+	}
+	newGitCLI(t).run(r.Dir, append(args, tag, commit)...)
+}
+
+// SetConfig sets a git configuration key of the repository, such as
+// uploadpack.allowReachableSHA1InWant.
+func (r *Repo) SetConfig(t testing.TB, key, value string) {
+	t.Helper()
+	newGitCLI(t).run(r.Dir, "config", key, value)
+}
+
+// DeleteBranch removes branch from the repository.
+func (r *Repo) DeleteBranch(t testing.TB, branch string) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	newGitCLI(t).run(r.Dir, "update-ref", "-d", "refs/heads/"+branch)
+}
+
 // hasRef reports whether the bare repository holds ref.
 func (r *Repo) hasRef(git *gitCLI, ref string) bool {
 	git.t.Helper()

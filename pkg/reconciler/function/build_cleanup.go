@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,6 +25,19 @@ import (
 // nothing is left; nothing else requeues it.
 func (r *Reconciler) finalize(ctx context.Context, key types.NamespacedName) error {
 	r.Metrics.Forget(key)
+	r.Repositories.Forget(key)
+	if r.WatchSelected != nil && r.APIReader != nil {
+		// A Function whose labels left this shard's selector is gone from the cache, not
+		// from the cluster: another shard looks after it and its builds now.
+		fn := &v1alpha1.Function{}
+		err := r.APIReader.Get(ctx, key, fn)
+		switch {
+		case err == nil && fn.DeletionTimestamp.IsZero() && !r.WatchSelected.Matches(labels.Set(fn.Labels)):
+			return nil
+		case err != nil && !apierrors.IsNotFound(err):
+			return fmt.Errorf("reading Function %s, gone from this shard's cache: %w", key, err)
+		}
+	}
 	// The last Function of a namespace takes its Secret watch along.
 	var left v1alpha1.FunctionList
 	if err := r.Client.List(ctx, &left, client.InNamespace(key.Namespace), client.Limit(1)); err == nil && len(left.Items) == 0 {
@@ -69,10 +83,10 @@ func (r *Reconciler) deleteBuildObjects(ctx context.Context, key types.Namespace
 // returns the names of those the operator may not delete (or list, then "*"): a
 // namespace that never onboarded the operator holds nothing it created, and one that
 // took its grant back keeps what is left; retrying would not change that.
-func (r *Reconciler) deleteLabelled(ctx context.Context, gvk schema.GroupVersionKind, namespace string, labels client.MatchingLabels) (left []string, _ error) {
+func (r *Reconciler) deleteLabelled(ctx context.Context, gvk schema.GroupVersionKind, namespace string, selected client.MatchingLabels) (left []string, _ error) {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	err := r.APIReader.List(ctx, list, client.InNamespace(namespace), labels)
+	err := r.APIReader.List(ctx, list, client.InNamespace(namespace), selected)
 	if apierrors.IsForbidden(err) {
 		return []string{"*"}, nil
 	}

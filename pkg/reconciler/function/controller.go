@@ -55,6 +55,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 		}
 		if ok {
 			b = b.WatchesRawSource(api.source(mgr))
+			if api.found != nil {
+				api.found()
+			}
 			continue
 		}
 		log.FromContext(ctx).Info(api.missing)

@@ -49,7 +49,17 @@ func TestReconcile_Subscriptions(t *testing.T) {
 			duckv1.Destination{URI: apis.HTTP("other." + ns + ".svc.cluster.local")}),
 	)
 	mustCreate(t, newFunction(ns, "fn", v1alpha1.Repository{URL: srv.URL("hello")}))
+
+	// Until Knative Eventing is known to be served, no Trigger is looked for.
 	r, _ := newTestReconciler(t, 10)
+	if _, err := reconcileOnce(t, r, ns, "fn"); err != nil {
+		t.Fatal(err)
+	}
+	if got := getFunction(t, ns, "fn").Status.Service; got == nil || len(got.Subscriptions) != 0 {
+		t.Fatalf("status.service = %+v before Eventing is known to be served, want no subscriptions", got)
+	}
+
+	r.Services.EnableEventing()
 	if _, err := reconcileOnce(t, r, ns, "fn"); err != nil {
 		t.Fatal(err)
 	}

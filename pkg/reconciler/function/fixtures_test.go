@@ -58,6 +58,7 @@ func newGitFixture(t *testing.T) *gitFixture {
 		"fns/unsafe/func.yaml": funcYAML("unsafe", "go") +
 			"run:\n  envs:\n  - name: LEAK\n    value: '{{ env:FUNC_OPERATOR_TEST_SECRET }}'\n",
 	}, "functions")
+	f.public.Tag(t, "v1.0.0", f.public.Head(t, "main"), true)
 
 	f.private = gitserver.CreateRepo(t, root, "private")
 	f.private.Commit(t, "main", map[string]string{"func.yaml": funcYAML("private", "python")}, "private function")

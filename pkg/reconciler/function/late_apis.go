@@ -50,6 +50,11 @@ func (r *Reconciler) optionalAPIs() []optionalAPI {
 			return source.Kind[client.Object](mgr.GetCache(), &eventingv1.Trigger{}, handler.EnqueueRequestsFromMapFunc(r.functionsForTrigger))
 		},
 		missing: "Knative Eventing is not installed: Triggers are not watched until it is",
+		found: func() {
+			if r.Services != nil {
+				r.Services.EnableEventing()
+			}
+		},
 	}, {
 		gvk: pipelinev1.SchemeGroupVersion.WithKind("PipelineRun"),
 		source: func(mgr manager.Manager) source.Source {

@@ -171,7 +171,7 @@ func (r *Reconciler) registryKeychain(ctx context.Context, fn *v1alpha1.Function
 			ref.Name, corev1.DockerConfigJsonKey, corev1.SecretTypeDockerConfigJson)
 		return nil, "", rerror.NewStalling(v1alpha1.ReasonRegistrySecretInvalid, "registry Secret %q has no %s", ref.Name, corev1.DockerConfigJsonKey)
 	}
-	kc, err = registry.Keychain(content)
+	kc, err = registry.KeychainWithCA(content, secret.Data[registry.KeyCACert])
 	if err != nil {
 		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonRegistrySecretInvalid, "Secret %q: %s", ref.Name, err)
 		return nil, "", rerror.NewStalling(v1alpha1.ReasonRegistrySecretInvalid, "registry Secret %q: %w", ref.Name, err)

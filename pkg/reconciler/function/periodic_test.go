@@ -57,7 +57,7 @@ func TestReconcile_PeriodicCheck(t *testing.T) {
 	counting := &countingClient{Client: k8sClient}
 	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	r, events := newTestReconciler(t, 10)
-	r.Client, r.Now = counting, clock.Now
+	r.Client, r.Now, r.Fetcher.Now = counting, clock.Now, clock.Now
 
 	type counts struct{ lsRemotes, clones, statusWrites int }
 	now := func() counts {
@@ -83,8 +83,8 @@ func TestReconcile_PeriodicCheck(t *testing.T) {
 	rv := fn.ResourceVersion
 
 	// Periodic checks that find the same commit: one ls-remote each, nothing else.
-	clock.now = clock.now.Add(time.Hour)
 	for i := 1; i <= 3; i++ {
+		clock.now = clock.now.Add(time.Hour)
 		reconcileOK()
 		if got, want := now(), (counts{lsRemotes: 2 + i, clones: 1, statusWrites: 1}); got != want {
 			t.Fatalf("after %d unchanged checks: %+v, want %+v", i, got, want)
@@ -106,6 +106,7 @@ func TestReconcile_PeriodicCheck(t *testing.T) {
 
 	// A new commit: the next check clones once and records it.
 	second := repo.Commit(t, "main", map[string]string{"fns/a/func.yaml": funcYAML("a", "python")}, "second")
+	clock.now = clock.now.Add(time.Hour)
 	reconcileOK()
 	if got, want := now(), (counts{lsRemotes: 7, clones: 2, statusWrites: 2}); got != want {
 		t.Fatalf("after a new commit: %+v, want %+v", got, want)

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -74,7 +75,21 @@ type Reconciler struct {
 	// Wakeups brings Functions back from outside the watches: a build's launch
 	// returned, the budget has a slot, the operator policy changed.
 	Wakeups *Wakeups
+	// Repositories knows which Functions read which repository, to check them all when
+	// it changes; nil knows none.
+	Repositories *Repositories
+
+	// WatchSelected is the label selector of this shard's Functions; nil: all.
+	WatchSelected labels.Selector
+
+	// secrets keeps the Secrets read, until their watch sees them change; nil keeps
+	// none (see EnableSecretCache).
+	secrets *secretCache
 }
+
+// EnableSecretCache keeps the Secrets Functions name between checks, read again only
+// when the namespace's metadata watch (SecretWatches) sees them change.
+func (r *Reconciler) EnableSecretCache() { r.secrets = newSecretCache() }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
 
@@ -145,11 +160,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 			fn.Status.MarkMiddlewareOutdated("a rebuild was queued; it gave its place up as spec.suspend is true")
 		}
 		r.leaveQueue(fn)
+		r.Repositories.Forget(req.NamespacedName)
+		r.Metrics.Checked(req.NamespacedName, false)
 		fn.Status.MarkSuspended()
 		return reconcile.Result{}, nil
 	}
 	fn.Status.ClearSuspended()
 
+	r.Metrics.Checked(req.NamespacedName, true)
 	obs := &observation{}
 	steps := r.steps()
 	for i, step := range steps {
@@ -173,7 +191,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 // comes back after the check interval, or sooner when a step asked; any other error
 // is retried with backoff.
 func (r *Reconciler) result(ctx context.Context, res Result, err error) (reconcile.Result, error) {
-	next := Result{RequeueAfter: wait.Jitter(r.Config.Load().CheckInterval, 0.1)}
+	next := Result{RequeueAfter: wait.Jitter(checkFloor(r.Config.Load().CheckInterval), 1.0/9)}
 	var (
 		waiting  *rerror.Waiting
 		stalling *rerror.Stalling

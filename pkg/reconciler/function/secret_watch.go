@@ -30,6 +30,8 @@ type SecretWatches struct {
 	mu       sync.Mutex
 	ctx      context.Context // the manager's, once started
 	watching map[string]context.CancelFunc
+	// stores hold the Secret metadata each namespace's watch has seen.
+	stores map[string]cache.SharedIndexInformer
 }
 
 // Start runs until ctx ends, then stops every watch.
@@ -54,6 +56,7 @@ func (w *SecretWatches) Start(ctx context.Context) error {
 			cancel()
 		}
 		delete(w.watching, ns)
+		delete(w.stores, ns)
 	}
 	return nil
 }
@@ -82,6 +85,10 @@ func (w *SecretWatches) Ensure(namespace string) {
 	w.watching[namespace] = cancel
 	inf := metadatainformer.NewFilteredMetadataInformer(w.Client, corev1.SchemeGroupVersion.WithResource("secrets"),
 		namespace, 0, cache.Indexers{}, nil)
+	if w.stores == nil {
+		w.stores = map[string]cache.SharedIndexInformer{}
+	}
+	w.stores[namespace] = inf.Informer()
 	changed := func(o any) {
 		if m, ok := o.(*metav1.PartialObjectMetadata); ok {
 			w.OnChange(ctx, m)
@@ -102,6 +109,7 @@ func (w *SecretWatches) Ensure(namespace string) {
 		log.FromContext(ctx).Error(err, "watching the Secrets of a namespace", "namespace", namespace)
 		cancel()
 		delete(w.watching, namespace)
+		delete(w.stores, namespace)
 		return
 	}
 	// The first list counts too: a Secret may have changed between the read that
@@ -121,6 +129,7 @@ func (w *SecretWatches) Ensure(namespace string) {
 		log.FromContext(ctx).Error(err, "watching the Secrets of a namespace", "namespace", namespace)
 		cancel()
 		delete(w.watching, namespace)
+		delete(w.stores, namespace)
 		return
 	}
 	go inf.Informer().Run(ctx.Done())
@@ -146,6 +155,34 @@ func (w *SecretWatches) stop(namespace string, of context.Context) {
 		cancel()
 	}
 	delete(w.watching, namespace)
+	delete(w.stores, namespace)
+}
+
+// Version returns the resourceVersion the watch of namespace last saw of Secret
+// name, "" when it saw none; known is false when the namespace is not watched or its
+// watch has not listed yet: then nothing can be said.
+func (w *SecretWatches) Version(namespace, name string) (version string, known bool) {
+	if w == nil {
+		return "", false
+	}
+	w.mu.Lock()
+	inf := w.stores[namespace]
+	w.mu.Unlock()
+	if inf == nil || !inf.HasSynced() {
+		return "", false
+	}
+	o, exists, err := inf.GetStore().GetByKey(namespace + "/" + name)
+	if err != nil {
+		return "", false
+	}
+	if !exists {
+		return "", true
+	}
+	m, ok := o.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return "", false
+	}
+	return m.ResourceVersion, true
 }
 
 // Watching reports whether the Secrets of namespace are watched, or will be.

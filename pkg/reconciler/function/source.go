@@ -2,9 +2,13 @@ package function
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -16,33 +20,87 @@ import (
 )
 
 // reconcileSource reads func.yaml from the Function's repository into obs.source. It
-// asks the remote for the branch head first and clones only when that commit (or the
-// spec) is new to the Function and not in the Fetcher's cache.
+// resolves the Function's ref against the repository's listing, which the Functions
+// reading one repository with the same credentials share within a check interval,
+// and clones only when the commit (or the spec) is new to the Function and not in the
+// Fetcher's cache. The lane of the git host is taken only to reach it.
 func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function, obs *observation) (Result, error) {
 	cfg := r.Config.Load()
 	repo := fn.Spec.Repository
 
-	auth, err := r.repositoryAuth(ctx, fn)
+	auth, identity, err := r.repositoryAuth(ctx, fn)
 	if err != nil {
 		return Result{}, sourceFailed(fn, err)
 	}
+	key := source.ListingKey{URL: repo.URL, Identity: identity}
+	r.Repositories.Watch(types.NamespacedName{Namespace: fn.Namespace, Name: fn.Name}, key)
+
 	host := gitHost(repo.URL)
-	leave, ok := r.Lanes.Enter(host, fn.Namespace)
-	if !ok {
-		return Result{}, laneBusy(host)
-	}
+	var leave func(timedOut bool)
 	timedOut := false
-	defer func() { leave(timedOut) }() // also when a library panics
-	start := time.Now()
-	head, err := r.Fetcher.Head(ctx, repo.URL, repo.Branch, auth, cfg.GitTimeout)
-	r.Metrics.GitFetch(metrics.GitListRefs, time.Since(start))
+	defer func() { // also when a library panics
+		if leave != nil {
+			leave(timedOut)
+		}
+	}()
+	enter := func() error {
+		if leave != nil {
+			return nil
+		}
+		l, ok := r.Lanes.Enter(host, fn.Namespace)
+		if !ok {
+			return laneBusy(host)
+		}
+		leave = l
+		return nil
+	}
+
+	maxAge := checkFloor(cfg.CheckInterval)
+	requested := handledValue(fn.Annotations[v1alpha1.AnnotationRequestedAt])
+	if requested != fn.Status.LastHandledRequestedAt {
+		// A check asked for now: a listing made before it does not do.
+		maxAge = 0
+	}
+	var (
+		listing *source.Listing
+		shared  bool
+	)
+	if maxAge > 0 {
+		listing, shared, err = r.Fetcher.CachedListing(key, maxAge)
+	}
+	if !shared {
+		if err := enter(); err != nil {
+			return Result{}, err
+		}
+		start := time.Now()
+		var asked bool
+		listing, asked, err = r.Fetcher.List(ctx, key, auth, cfg.GitTimeout, maxAge)
+		// Handled once the repository was asked (not when its host was busy).
+		fn.Status.LastHandledRequestedAt = requested
+		if asked {
+			r.Metrics.GitFetch(metrics.GitListRefs, time.Since(start))
+			timedOut = rerror.Reason(err) == v1alpha1.ReasonGitTimedOut
+		}
+		shared = !asked
+	}
+	if shared {
+		r.Metrics.ListingShared()
+	}
 	if err != nil {
-		timedOut = rerror.Reason(err) == v1alpha1.ReasonGitTimedOut
 		return r.sourceUnreachable(ctx, fn, err)
+	}
+	head, err := listing.Resolve(specRef(repo), repo.URL, auth)
+	if err != nil {
+		sourceReached(fn)
+		return Result{}, sourceFailed(fn, err)
 	}
 	obs.source = sourceArtifact{head: head, auth: auth}
 	if sourceUpToDate(fn, head) {
-		// Nothing new: no clone, and the status stays as it is.
+		// Nothing new: no clone, and the status stays as it is (but for the resolved
+		// ref a Function checked by an older operator does not show yet).
+		if g := fn.Status.Git; g.ResolvedRef == "" {
+			g.ResolvedRef = head.Resolved()
+		}
 		obs.source.name = fn.Status.Name
 		if d := fn.Status.Deployment; d != nil {
 			obs.source.runtime, obs.source.invoke = d.Runtime, d.Invoke
@@ -51,7 +109,10 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 		return Result{}, nil
 	}
 
-	start = time.Now()
+	if err := enter(); err != nil {
+		return Result{}, err
+	}
+	start := time.Now()
 	res, err := r.Fetcher.Read(ctx, repo.URL, head, repo.CleanPath(), auth, cfg.GitTimeout)
 	timedOut = rerror.Reason(err) == v1alpha1.ReasonGitTimedOut
 	if res.Cloned {
@@ -59,9 +120,9 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 	}
 	if res.Commit != "" {
 		g := fn.Status.Git
-		if g == nil || g.ObservedCommit != res.Commit || g.ResolvedBranch != res.Branch || res.Cloned {
+		if g == nil || g.ObservedCommit != res.Commit || g.ResolvedBranch != res.Branch || g.ResolvedRef != res.Resolved() || res.Cloned {
 			now := metav1.NewTime(r.now())
-			fn.Status.Git = &v1alpha1.GitStatus{ResolvedBranch: res.Branch, ObservedCommit: res.Commit, LastChecked: &now}
+			fn.Status.Git = &v1alpha1.GitStatus{ResolvedBranch: res.Branch, ResolvedRef: res.Resolved(), ObservedCommit: res.Commit, LastChecked: &now}
 		}
 	}
 	if err != nil {
@@ -84,7 +145,7 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 		}
 		fn.Status.Middleware.Current, fn.Status.Middleware.CurrentSource = sm.Version, v1alpha1.MiddlewareSourceSource
 	}
-	fn.Status.MarkSourceReady(res.Branch, res.Commit)
+	fn.Status.MarkSourceReadyAt(refText(res.Head), res.Commit)
 	sourceReached(fn)
 	return Result{}, nil
 }
@@ -132,29 +193,63 @@ func sourceReached(fn *v1alpha1.Function) {
 func sourceUpToDate(fn *v1alpha1.Function, head source.Head) bool {
 	g := fn.Status.Git
 	c := fn.Status.GetCondition(v1alpha1.FunctionConditionSourceReady)
-	return g != nil && g.ObservedCommit == head.Commit && g.ResolvedBranch == head.Branch &&
+	// An empty resolvedRef is a branch's, from an operator that did not show it.
+	refMatches := g != nil && (g.ResolvedRef == head.Resolved() || (g.ResolvedRef == "" && head.Branch != ""))
+	return refMatches && g.ObservedCommit == head.Commit && g.ResolvedBranch == head.Branch &&
 		c != nil && c.IsTrue() && fn.Status.ObservedGeneration == fn.Generation
 }
 
 // repositoryAuth reads the Secret named by spec.repository.authSecretRef from the
-// Function's own namespace, straight from the API server.
-func (r *Reconciler) repositoryAuth(ctx context.Context, fn *v1alpha1.Function) (*source.Auth, error) {
+// Function's own namespace, straight from the API server, and returns the credentials
+// and their identity (see source.Auth.Identity).
+func (r *Reconciler) repositoryAuth(ctx context.Context, fn *v1alpha1.Function) (*source.Auth, string, error) {
 	ref := fn.Spec.Repository.AuthSecretRef
 	if ref == nil {
-		return source.AuthFromSecret(fn.Spec.Repository.URL, nil)
+		auth, err := source.AuthFromSecret(fn.Spec.Repository.URL, nil)
+		return auth, auth.Identity(), err
 	}
 	if ref.Name == "" {
-		return nil, rerror.NewStalling(v1alpha1.ReasonAuthSecretNotFound, "spec.repository.authSecretRef has no name")
+		return nil, "", rerror.NewStalling(v1alpha1.ReasonAuthSecretNotFound, "spec.repository.authSecretRef has no name")
 	}
 	secret, err := r.secret(ctx, fn, ref.Name)
 	switch {
 	case err != nil:
-		return nil, err
+		return nil, "", err
 	case secret == nil:
-		return nil, rerror.NewStalling(v1alpha1.ReasonAuthSecretNotFound,
+		return nil, "", rerror.NewStalling(v1alpha1.ReasonAuthSecretNotFound,
 			"Secret %q named by spec.repository.authSecretRef does not exist in namespace %q", ref.Name, fn.Namespace)
 	}
-	return source.AuthFromSecret(fn.Spec.Repository.URL, secret)
+	auth, err := source.AuthFromSecret(fn.Spec.Repository.URL, secret)
+	return auth, auth.Identity(), err
+}
+
+// handledValue is how status.lastHandledRequestedAt shows a requested-at value: as it
+// is, or by its digest when over 64 bytes (an annotation may hold 256 KiB).
+func handledValue(v string) string {
+	if len(v) <= 64 {
+		return v
+	}
+	sum := sha256.Sum256([]byte(v))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// specRef is the ref spec.repository follows.
+func specRef(repo v1alpha1.Repository) source.Ref {
+	if r := repo.Ref; r != nil {
+		return source.Ref{Tag: r.Tag, SemVer: r.SemVer, Commit: r.Commit}
+	}
+	return source.Ref{Branch: repo.Branch}
+}
+
+// refText names a resolved head in messages.
+func refText(h source.Head) string {
+	switch {
+	case h.Branch != "":
+		return "branch " + h.Branch
+	case strings.HasPrefix(h.Ref, "refs/tags/"):
+		return "tag " + strings.TrimPrefix(h.Ref, "refs/tags/")
+	}
+	return "commit"
 }
 
 // sourceFailed records a failure to read the source in SourceReady and returns it:

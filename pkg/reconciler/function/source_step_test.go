@@ -27,7 +27,7 @@ func artifactOf(a sourceArtifact) artifact {
 
 func TestReconciler_reconcileSource(t *testing.T) {
 	g := newGitFixture(t)
-	head := source.Head{Branch: "main", Commit: g.public.Head(t, "main")}
+	head := source.Head{Branch: "main", Ref: "refs/heads/main", Commit: g.public.Head(t, "main")}
 	tests := []struct {
 		name string
 		repo v1alpha1.Repository
@@ -55,11 +55,37 @@ func TestReconciler_reconcileSource(t *testing.T) {
 		want:         outcome{Condition: "True/FuncYamlRead/"},
 		wantArtifact: artifact{Head: head, Name: "from-status", Runtime: "python", Invoke: "cloudevent", HasAuth: true},
 	}, {
+		name:         "tag: func.yaml read at the commit it points at",
+		repo:         v1alpha1.Repository{URL: g.http.URL("public"), Ref: &v1alpha1.GitRef{Tag: "v1.0.0"}},
+		want:         outcome{Condition: "True/FuncYamlRead/"},
+		wantArtifact: artifact{Head: source.Head{Ref: "refs/tags/v1.0.0", Commit: head.Commit}, Name: "hello", Runtime: "go", Invoke: "http", HasMetadata: true, HasAuth: true},
+		wantClones:   1,
+	}, {
+		name:         "semver range: its highest tag",
+		repo:         v1alpha1.Repository{URL: g.http.URL("public"), Ref: &v1alpha1.GitRef{SemVer: ">=1.0.0"}},
+		want:         outcome{Condition: "True/FuncYamlRead/"},
+		wantArtifact: artifact{Head: source.Head{Ref: "refs/tags/v1.0.0", Commit: head.Commit}, Name: "hello", Runtime: "go", Invoke: "http", HasMetadata: true, HasAuth: true},
+		wantClones:   1,
+	}, {
+		name: "semver range that is not one: stalls",
+		repo: v1alpha1.Repository{URL: g.http.URL("public"), Ref: &v1alpha1.GitRef{SemVer: "not-a-range"}},
+		want: outcome{Kind: "stalling", Reason: "SemVerInvalid", Condition: "False/SemVerInvalid/"},
+	}, {
+		name: "tag not in the repository: stalls",
+		repo: v1alpha1.Repository{URL: g.http.URL("public"), Ref: &v1alpha1.GitRef{Tag: "v9.9.9"}},
+		want: outcome{Kind: "stalling", Reason: "TagNotFound", Condition: "False/TagNotFound/"},
+	}, {
+		name:         "fixed commit",
+		repo:         v1alpha1.Repository{URL: g.http.URL("public"), Ref: &v1alpha1.GitRef{Commit: head.Commit}},
+		want:         outcome{Condition: "True/FuncYamlRead/"},
+		wantArtifact: artifact{Head: source.Head{Commit: head.Commit, Tip: "refs/heads/main"}, Name: "hello", Runtime: "go", Invoke: "http", HasMetadata: true, HasAuth: true},
+		wantClones:   1,
+	}, {
 		name:   "private repository with its token",
 		repo:   v1alpha1.Repository{URL: g.http.URL("private"), AuthSecretRef: secretRef("git")},
 		secret: map[string]string{"token": testToken},
 		want:   outcome{Condition: "True/FuncYamlRead/"},
-		wantArtifact: artifact{Head: source.Head{Branch: "main", Commit: g.private.Head(t, "main")},
+		wantArtifact: artifact{Head: source.Head{Branch: "main", Ref: "refs/heads/main", Commit: g.private.Head(t, "main")},
 			Name: "private", Runtime: "python", Invoke: "http", HasMetadata: true, HasAuth: true},
 		wantClones: 1,
 	}, {

@@ -189,7 +189,7 @@ func TestReconcile_Source(t *testing.T) {
 				if ready == nil || ready.Status != corev1.ConditionFalse || ready.Reason != v1alpha1.ReasonNotDeployed {
 					t.Errorf("Ready = %+v, want False/%s: the function has no Knative Service", ready, v1alpha1.ReasonNotDeployed)
 				}
-				wantGit := &v1alpha1.GitStatus{ResolvedBranch: tc.want.branch, ObservedCommit: tc.want.commit}
+				wantGit := &v1alpha1.GitStatus{ResolvedBranch: tc.want.branch, ResolvedRef: "refs/heads/" + tc.want.branch, ObservedCommit: tc.want.commit}
 				gotGit := got.Status.Git.DeepCopy()
 				if gotGit == nil || gotGit.LastChecked == nil {
 					t.Fatalf("status.git = %+v, want lastChecked set", got.Status.Git)

@@ -1,0 +1,63 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/fnops/func-operator/pkg/reconciler/function"
+	"github.com/fnops/func-operator/pkg/source"
+	"github.com/fnops/func-operator/pkg/webhook"
+)
+
+// addWebhooks serves the push webhook receivers on o.WebhookAddr, unless disabled: a
+// verified push drops the kept listings of the pushed repository and checks every
+// Function of the receiver's namespace on it at once.
+func addWebhooks(mgr manager.Manager, o Options, r *function.Reconciler, fetcher *source.Fetcher) error {
+	if o.WebhookAddr == "" || o.WebhookAddr == "0" {
+		return nil
+	}
+	reader := mgr.GetAPIReader()
+	hook := webhook.New(webhook.Options{
+		Addr: o.WebhookAddr,
+		// Straight from the API server, as every Secret the operator reads: none is
+		// kept in a cache. Forbidden (a namespace not onboarded) is answered 404.
+		Secrets: func(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+			s := &corev1.Secret{}
+			err := reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, s)
+			switch {
+			case apierrors.IsNotFound(err):
+				return nil, nil
+			case err != nil:
+				return nil, err
+			}
+			return s, nil
+		},
+		Trigger: webhook.TriggerFunc(func(ctx context.Context, namespace string, urls []string) int {
+			return repositoryPushed(r, fetcher, namespace, urls)
+		}),
+	})
+	if err := register(hook.Collectors()); err != nil {
+		return err
+	}
+	if err := mgr.Add(hook); err != nil {
+		return fmt.Errorf("adding the webhook receiver: %w", err)
+	}
+	return nil
+}
+
+// repositoryPushed checks at once the Functions of namespace on a pushed repository,
+// after dropping the listings they read (those only: other tenants' listings of the
+// same repository stay shared), so that the checks see the push.
+func repositoryPushed(r *function.Reconciler, fetcher *source.Fetcher, namespace string, urls []string) int {
+	fns, keys := r.Repositories.Matching(namespace, webhook.Matcher(urls))
+	fetcher.Forget(keys...)
+	for _, fn := range fns {
+		r.Wakeups.Enqueue(fn)
+	}
+	return len(fns)
+}

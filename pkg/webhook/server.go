@@ -1,0 +1,70 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// Timeouts of the server: git hosts send a few KiB at once and wait about 10 s
+// (GitHub) for the answer.
+const (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 30 * time.Second
+	writeTimeout      = 30 * time.Second
+	idleTimeout       = 60 * time.Second
+	maxHeaderBytes    = 64 << 10
+)
+
+// Start serves the receivers on Options.Addr until ctx ends, then lets the requests
+// under way finish, for at most Options.ShutdownTimeout.
+func (r *Receiver) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithName("webhook")
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", r.opts.Addr)
+	if err != nil {
+		return fmt.Errorf("listening for webhooks on %s: %w", r.opts.Addr, err)
+	}
+	// Requests outlive ctx for the graceful shutdown, and log with its logger.
+	base := log.IntoContext(context.WithoutCancel(ctx), logger)
+	srv := &http.Server{
+		Handler:           r,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		BaseContext:       func(net.Listener) context.Context { return base },
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	logger.Info("serving webhook receivers", "address", ln.Addr().String(), "path", PathPrefix+"<namespace>/<secret>")
+	if r.listening != nil {
+		r.listening(ln.Addr())
+	}
+	select {
+	case err := <-served:
+		return fmt.Errorf("serving webhooks on %s: %w", r.opts.Addr, err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("shutting the webhook server down: %w", err)
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving webhooks on %s: %w", r.opts.Addr, err)
+	}
+	return nil
+}
+
+// NeedLeaderElection is true: a push enqueues Functions into the controller, which
+// runs on the leader only. A replica that does not lead does not listen, so the
+// Service in front must reach the leader (one replica, as deployed).
+func (r *Receiver) NeedLeaderElection() bool { return true }

@@ -1,0 +1,811 @@
+//go:build scale
+
+package scale
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"knative.dev/pkg/apis"
+	duckv1 "knative.dev/pkg/apis/duck/v1"
+	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/config"
+	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/operator"
+	"github.com/fnops/func-operator/test/envtest"
+	"github.com/fnops/func-operator/test/gitserver"
+	"github.com/fnops/func-operator/test/registrytest"
+)
+
+// The benchmark's parameters, from the environment (make bench-scale sets them from N, R,
+// INTERVAL, WINDOW and CONCURRENCY).
+const (
+	envN           = "FUNC_OPERATOR_SCALE_N"           // Functions (default 1000)
+	envR           = "FUNC_OPERATOR_SCALE_R"           // repositories, the Functions spread evenly (default 50)
+	envInterval    = "FUNC_OPERATOR_SCALE_INTERVAL"    // ConfigMap checkInterval (default 10s, at least 10s)
+	envWindow      = "FUNC_OPERATOR_SCALE_WINDOW"      // intervals measured in steady state (default 2)
+	envConcurrency = "FUNC_OPERATOR_SCALE_CONCURRENCY" // operator --concurrency (default: as the Deployment ships)
+	envTable       = "FUNC_OPERATOR_SCALE_TABLE"       // a file the markdown rows are added to
+	envEnforce     = "FUNC_OPERATOR_SCALE_ENFORCE"     // "1": a missed goal fails the test
+)
+
+// Credentials of the benchmark's git repositories and registry.
+const (
+	gitToken         = "scale-git-token"
+	registryUser     = "robot"
+	registryPassword = "scale-registry-password"
+)
+
+const (
+	// clients is how many goroutines of the test create objects at once.
+	clients = 16
+	// pollEvery is how often the test lists the Functions while waiting for Ready.
+	pollEvery = 2 * time.Second
+	// scrapeEvery is how often the steady state scrapes the operator's metrics: as a
+	// Prometheus would.
+	scrapeEvery = 15 * time.Second
+	// stallAfter fails the wait for Ready when no Function became Ready for this long.
+	stallAfter = 5 * time.Minute
+	// readyBound fails the wait for Ready after this long.
+	readyBound = 60 * time.Minute
+)
+
+type params struct {
+	n, r, window int
+	interval     time.Duration
+	// concurrency is the operator's --concurrency; 0: the Deployment's (the binary's default).
+	concurrency int
+	table       string
+	enforce     bool
+}
+
+func readParams(t *testing.T) params {
+	t.Helper()
+	p := params{n: 1000, r: 50, window: 2, interval: 10 * time.Second,
+		table: os.Getenv(envTable), enforce: os.Getenv(envEnforce) == "1"}
+	ints := []struct {
+		env string
+		to  *int
+		min int
+	}{{envN, &p.n, 1}, {envR, &p.r, 1}, {envWindow, &p.window, 1}, {envConcurrency, &p.concurrency, 1}}
+	for _, i := range ints {
+		v := os.Getenv(i.env)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < i.min {
+			t.Fatalf("%s=%q: want a whole number of at least %d", i.env, v, i.min)
+		}
+		*i.to = n
+	}
+	if v := os.Getenv(envInterval); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 10*time.Second {
+			t.Fatalf("%s=%q: want a duration of at least 10s (the operator's minimum checkInterval)", envInterval, v)
+		}
+		p.interval = d
+	}
+	if p.r > p.n {
+		t.Fatalf("%d repositories for %d Functions: want at most one repository per Function", p.r, p.n)
+	}
+	return p
+}
+
+// bench is the running benchmark: a control plane, a git server, a registry and
+// the operator binary, and the fleet.
+type bench struct {
+	p       params
+	env     *envtest.Environment
+	admin   client.Client
+	apiHTTP *http.Client
+	git     *gitserver.HTTPServer
+	gitRoot string
+	reg     *registrytest.Registry
+	image   string
+	dep     deployment
+	op      *operatorProcess
+	// repos are the repositories, one namespace each (of the same name), and how many
+	// Functions each holds.
+	repos []repo
+}
+
+type repo struct {
+	name string
+	fns  int
+}
+
+// TestScale runs N Functions on R repositories against the operator binary as
+// config/ ships it, and reports listings and clones per interval, writes,
+// reconciles, CPU per reconcile, memory and the time until all are Ready. Run it
+// with `make bench-scale`; see README.md.
+func TestScale(t *testing.T) {
+	p := readParams(t)
+	ctrl.SetLogger(logr.Discard())
+	t.Logf("N=%d Functions on R=%d repositories, checkInterval %s, measuring %d intervals, concurrency %s",
+		p.n, p.r, p.interval, p.window, concurrencyString(p.concurrency))
+	b := setUp(t, p)
+	b.populate(t)
+
+	before := b.take(t)
+	created := b.createFunctions(t)
+	toReady := b.waitReady(t, before.at)
+	ready := b.take(t)
+
+	// One interval (and its jitter) for every Function to have had its first periodic
+	// check after the initial wave: what follows is the steady state.
+	settle := p.interval + p.interval/10 + pollEvery
+	t.Logf("all %d Ready after %s; settling for %s before measuring %d intervals", p.n, toReady.Round(time.Millisecond), settle, p.window)
+	b.sleep(t, settle)
+	start := b.take(t)
+	maxRSS, checkAgeMax := b.sampleRSS(t, time.Duration(p.window)*p.interval)
+	end := b.take(t)
+	if msg := b.notReady(t); msg != "" {
+		t.Errorf("after the steady state: %s", msg)
+	}
+
+	res := b.result(t, before, ready, start, end)
+	// VmHWM lags behind VmRSS by what the kernel has not accounted yet.
+	res.created, res.toReady, res.maxRSS, res.hwm = created, toReady, maxRSS, max(res.hwm, maxRSS)
+	res.checkAgeMax = time.Duration(checkAgeMax * float64(time.Second))
+	res.log(t, p)
+	res.goals(t, p)
+	if p.table != "" {
+		if err := res.appendMarkdown(p); err != nil {
+			t.Errorf("writing %s: %v", p.table, err)
+		}
+	}
+}
+
+func concurrencyString(c int) string {
+	if c == 0 {
+		return "as shipped"
+	}
+	return strconv.Itoa(c)
+}
+
+// setUp starts the control plane with Knative Serving's CRDs, config/'s RBAC,
+// policies and ConfigMap (checkInterval set), the git server, the registry and the
+// operator binary as the Deployment runs it, as its ServiceAccount.
+func setUp(t *testing.T, p params) *bench {
+	b := &bench{p: p}
+	b.env = envtest.StartT(t, envtest.KnativeServingCRDs)
+	ctx := context.Background()
+	if _, err := envtest.Apply(ctx, b.env.Config, append(append(envtest.RBACFiles, envtest.PolicyFiles...), "config/400-config.yaml")...); err != nil {
+		t.Fatal(err)
+	}
+	scheme, err := operator.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(b.env.Config)
+	cfg.QPS, cfg.Burst = 1000, 2000
+	if b.admin, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		t.Fatal(err)
+	}
+	if b.apiHTTP, err = rest.HTTPClientFor(b.env.Config); err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{}
+	if err := b.admin.Get(ctx, types.NamespacedName{Namespace: "func-operator", Name: config.ConfigMapName}, cm); err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data == nil {
+		cm.Data = map[string]string{}
+	}
+	cm.Data[config.KeyCheckInterval] = p.interval.String()
+	if err := b.admin.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+
+	b.gitRoot = gitserver.NewRepoRoot(t)
+	b.git = gitserver.StartHTTP(t, b.gitRoot)
+	b.reg = registrytest.StartPrivate(t, registryUser, registryPassword)
+	// One image for every Service, with the middleware the linked func library would
+	// build: up to date, so no Function wants a rebuild.
+	pin, err := funclib.AvailableMiddleware("go", "http")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.image = b.reg.Push(t, "scale/fn", pin.Version)
+
+	user, err := b.env.AddUser(ctrlenvtest.User{Name: envtest.OperatorUser,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:func-operator", "system:authenticated"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := newShippedRoot(t)
+	b.dep = readDeployment(t, root, root.writeKubeconfig(t, kubeconfig))
+	if p.concurrency > 0 {
+		b.dep.args = append(b.dep.args, "--concurrency="+strconv.Itoa(p.concurrency))
+	}
+	b.op = startOperator(t, root, buildOperator(t, root), b.dep)
+	b.until(t, 2*time.Minute, "the operator's readiness", func() string {
+		resp, err := http.Get("http://" + b.dep.probes + "/readyz")
+		if err != nil {
+			return err.Error()
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return resp.Status
+		}
+		return ""
+	})
+	t.Logf("operator pid %d: %s", b.op.pid(), strings.Join(b.dep.args, " "))
+	return b
+}
+
+// populate creates the R repositories (copies of one commit holding every path), a
+// namespace for each, onboarded, with its Secrets, and the Knative Services, Ready.
+func (b *bench) populate(t *testing.T) {
+	start := time.Now()
+	most := (b.p.n + b.p.r - 1) / b.p.r
+	files := make(map[string]string, 2*most)
+	for i := 0; i < most; i++ {
+		name := fnName(i)
+		files["fns/"+name+"/func.yaml"] = fmt.Sprintf("specVersion: 0.36.0\nname: %s\nruntime: go\nregistry: %s/scale\nbuild:\n  builder: pack\n", name, b.reg.Host)
+		files["fns/"+name+"/handle.go"] = "package function\n"
+	}
+	template := gitserver.CreateRepo(t, b.gitRoot, "template")
+	template.Commit(t, "main", files, "the fleet")
+	ctx := context.Background()
+	for i := 0; i < b.p.r; i++ {
+		r := repo{name: fmt.Sprintf("scale-%04d", i), fns: b.p.n / b.p.r}
+		if i < b.p.n%b.p.r {
+			r.fns++
+		}
+		cmd := exec.Command("git", "clone", "--bare", "--quiet", template.Dir, filepath.Join(b.gitRoot, r.name+".git"))
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("copying the repository: %v\n%s", err, out)
+		}
+		b.git.RequireToken(r.name, gitToken)
+		if err := b.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.name}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := envtest.Onboard(ctx, b.env.Config, r.name); err != nil {
+			t.Fatal(err)
+		}
+		for _, sec := range []*corev1.Secret{{
+			ObjectMeta: metav1.ObjectMeta{Namespace: r.name, Name: "git"},
+			Data:       map[string][]byte{"token": []byte(gitToken)},
+		}, {
+			ObjectMeta: metav1.ObjectMeta{Namespace: r.name, Name: "registry"},
+			Type:       corev1.SecretTypeDockerConfigJson,
+			Data:       map[string][]byte{corev1.DockerConfigJsonKey: b.reg.DockerConfigJSON()},
+		}} {
+			if err := b.admin.Create(ctx, sec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b.repos = append(b.repos, r)
+	}
+	b.parallel(t, "creating Knative Services", func(ns, name string) error { return b.createService(ctx, ns, name) })
+	t.Logf("%d repositories, namespaces and %d Knative Services (Ready) in %s", b.p.r, b.p.n, time.Since(start).Round(time.Millisecond))
+}
+
+func fnName(i int) string { return fmt.Sprintf("fn-%05d", i) }
+
+// createService creates the Knative Service func deployed the function as, and marks
+// it Ready as Knative Serving's controller would (a simulation: nothing runs it).
+func (b *bench) createService(ctx context.Context, ns, name string) error {
+	svc := &servingv1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"function.knative.dev/name": name}},
+		Spec: servingv1.ServiceSpec{ConfigurationSpec: servingv1.ConfigurationSpec{Template: servingv1.RevisionTemplateSpec{
+			Spec: servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: b.image}}}},
+		}}},
+	}
+	if err := b.admin.Create(ctx, svc); err != nil {
+		return err
+	}
+	svc.Status.ObservedGeneration = svc.Generation
+	svc.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionReady, Status: corev1.ConditionTrue}}
+	return b.admin.Status().Update(ctx, svc)
+}
+
+// createFunctions creates the N Functions, in parallel, and returns how long that took.
+func (b *bench) createFunctions(t *testing.T) time.Duration {
+	start := time.Now()
+	ctx := context.Background()
+	b.parallel(t, "creating Functions", func(ns, name string) error {
+		return b.admin.Create(ctx, &v1alpha1.Function{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: v1alpha1.FunctionSpec{
+				Repository: v1alpha1.Repository{URL: b.git.URL(ns), Branch: "main", Path: "fns/" + name,
+					AuthSecretRef: &corev1.LocalObjectReference{Name: "git"}},
+				Registry: v1alpha1.Registry{AuthSecretRef: &corev1.LocalObjectReference{Name: "registry"}},
+			},
+		})
+	})
+	d := time.Since(start)
+	t.Logf("%d Functions created in %s", b.p.n, d.Round(time.Millisecond))
+	return d
+}
+
+// parallel runs do for every Function of the fleet (namespace = repository), on
+// clients goroutines, and fails the test with the first error.
+func (b *bench) parallel(t *testing.T, what string, do func(ns, name string) error) {
+	t.Helper()
+	type job struct{ ns, name string }
+	jobs := make(chan job)
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	for i := 0; i < clients; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				if err := do(j.ns, j.name); err != nil {
+					once.Do(func() { first = fmt.Errorf("%s/%s: %w", j.ns, j.name, err) })
+				}
+			}
+		}()
+	}
+	// Round robin over the repositories, as a fleet grows.
+	for i := 0; i < (b.p.n+b.p.r-1)/b.p.r; i++ {
+		for _, r := range b.repos {
+			if i < r.fns {
+				jobs <- job{r.name, fnName(i)}
+			}
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if first != nil {
+		t.Fatalf("%s: %v", what, first)
+	}
+}
+
+// readyCount lists the Functions (in pages) and counts the Ready ones.
+func (b *bench) readyCount(ctx context.Context) (ready, total int, notReady string, err error) {
+	list := &v1alpha1.FunctionList{}
+	opts := []client.ListOption{client.Limit(500)}
+	for {
+		if err := b.admin.List(ctx, list, opts...); err != nil {
+			return 0, 0, "", err
+		}
+		for i := range list.Items {
+			fn := &list.Items[i]
+			total++
+			if fn.Status.IsReady() {
+				ready++
+			} else if notReady == "" {
+				notReady = fmt.Sprintf("%s/%s: %+v", fn.Namespace, fn.Name, fn.Status.Conditions)
+			}
+		}
+		if list.Continue == "" {
+			return ready, total, notReady, nil
+		}
+		opts = []client.ListOption{client.Limit(500), client.Continue(list.Continue)}
+	}
+}
+
+// waitReady lists the Functions every pollEvery until all N are Ready, and returns
+// how long after since that was.
+func (b *bench) waitReady(t *testing.T, since time.Time) time.Duration {
+	t.Helper()
+	ctx := context.Background()
+	best, progressed, logged := -1, time.Now(), time.Now()
+	for {
+		if msg := b.op.alive(); msg != "" {
+			t.Fatal(msg)
+		}
+		ready, total, notReady, err := b.readyCount(ctx)
+		now := time.Now()
+		switch {
+		case err != nil:
+			t.Logf("listing Functions: %v", err)
+		case ready == b.p.n && total == b.p.n:
+			return now.Sub(since)
+		case ready > best:
+			best, progressed = ready, now
+		}
+		if now.Sub(logged) >= 30*time.Second {
+			logged = now
+			rss, _, _ := memory(b.op.pid())
+			t.Logf("%s: %d/%d Ready, operator RSS %d MiB", now.Sub(since).Round(time.Second), ready, b.p.n, rss>>20)
+		}
+		if now.Sub(progressed) > stallAfter || now.Sub(since) > readyBound {
+			t.Fatalf("%d/%d Functions Ready after %s, none more for %s; one not Ready: %s",
+				ready, b.p.n, now.Sub(since).Round(time.Second), now.Sub(progressed).Round(time.Second), notReady)
+		}
+		time.Sleep(pollEvery)
+	}
+}
+
+// notReady says how many Functions are not Ready, "" when all are.
+func (b *bench) notReady(t *testing.T) string {
+	ready, total, one, err := b.readyCount(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ready == b.p.n && total == b.p.n {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d Functions Ready; one not: %s", ready, total, one)
+}
+
+// sleep waits d, failing the test if the operator exits meanwhile.
+func (b *bench) sleep(t *testing.T, d time.Duration) {
+	t.Helper()
+	select {
+	case <-time.After(d):
+	case <-b.op.exited:
+		t.Fatal(b.op.alive())
+	}
+}
+
+// sampleRSS waits d, reading the operator's RSS every pollEvery, and returns the
+// largest.
+// sampleRSS samples, for d, the operator's RSS (every poll) and the age of its least
+// recently checked Function (func_operator_check_age_max_seconds, every scrapeEvery, as
+// Prometheus would: a scrape of 10,000 Functions' condition series costs CPU of its
+// own), and returns the largest of each.
+func (b *bench) sampleRSS(t *testing.T, d time.Duration) (int64, float64) {
+	t.Helper()
+	var (
+		most    int64
+		oldest  float64
+		scraped time.Time
+	)
+	end := time.Now().Add(d)
+	for {
+		if rss, _, err := memory(b.op.pid()); err == nil && rss > most {
+			most = rss
+		}
+		if time.Since(scraped) >= scrapeEvery || time.Until(end) <= 0 {
+			scraped = time.Now()
+			if f, err := scrape(http.DefaultClient, "http://"+b.dep.metrics+"/metrics"); err == nil {
+				oldest = max(oldest, f.sum(checkAge))
+			}
+		}
+		left := time.Until(end)
+		if left <= 0 {
+			return most, oldest
+		}
+		b.sleep(t, min(left, pollEvery))
+	}
+}
+
+func (b *bench) until(t *testing.T, bound time.Duration, what string, check func() string) {
+	t.Helper()
+	start := time.Now()
+	for {
+		if msg := b.op.alive(); msg != "" {
+			t.Fatalf("%s: %s", what, msg)
+		}
+		msg := check()
+		if msg == "" {
+			return
+		}
+		if time.Since(start) > bound {
+			t.Fatalf("%s: not within %s: %s", what, bound, msg)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// snapshot is every counter at one moment.
+type snapshot struct {
+	at                time.Time
+	listings, clones  int
+	registryRequests  int64
+	operator, apiserv families
+	cpu               time.Duration
+	rss, hwm          int64
+}
+
+// take reads the git server's and registry's counters, the operator's and the API
+// server's metrics, and the operator process' CPU time and memory.
+func (b *bench) take(t *testing.T) snapshot {
+	t.Helper()
+	s := snapshot{at: time.Now(), registryRequests: b.reg.Requests()}
+	for _, r := range b.repos {
+		s.listings += b.git.RefAdvertisements(r.name)
+		s.clones += b.git.UploadPacks(r.name)
+	}
+	var err error
+	if s.operator, err = scrape(http.DefaultClient, "http://"+b.dep.metrics+"/metrics"); err != nil {
+		t.Fatalf("the operator's metrics: %v", err)
+	}
+	if s.apiserv, err = scrape(b.apiHTTP, strings.TrimSuffix(b.env.Config.Host, "/")+"/metrics"); err != nil {
+		t.Fatalf("the API server's metrics: %v", err)
+	}
+	if s.cpu, err = cpuTime(b.op.pid()); err != nil {
+		t.Fatal(err)
+	}
+	if s.rss, s.hwm, err = memory(b.op.pid()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Metric names and label values the benchmark reads.
+const (
+	restRequests   = "rest_client_requests_total"
+	reconcileTotal = "controller_runtime_reconcile_total"
+	reconcileTime  = "controller_runtime_reconcile_time_seconds"
+	queueDuration  = "workqueue_queue_duration_seconds"
+	workers        = "controller_runtime_max_concurrent_reconciles"
+	gitFetch       = "func_operator_git_fetch_duration_seconds"
+	checkAge       = "func_operator_check_age_max_seconds"
+	apiRequests    = "apiserver_request_total"
+	controllerName = "function"
+	writeMethods   = "POST|PUT|PATCH|DELETE"
+	writeVerbs     = "POST|PUT|PATCH|DELETE|APPLY|DELETECOLLECTION"
+	readVerbs      = "GET|LIST"
+)
+
+// result is what the benchmark reports.
+type result struct {
+	created, toReady time.Duration
+	// The initial wave, from the first Function created to all Ready.
+	rampListings, rampClones int
+	rampCPU                  time.Duration
+	rampReconciles           float64
+	// The steady state, over window intervals.
+	wall                             time.Duration
+	intervals                        float64
+	listings, clones                 int
+	operatorListings, operatorClones float64
+	registryRequests                 int64
+	writes                           float64            // the operator's, every method but GET
+	writesKnown                      bool               // the operator exposes rest_client_requests_total
+	writesByResource                 map[string]float64 // API server side, every client
+	readsByResource                  map[string]float64 // API server side (GET, LIST), every client
+	reconciles                       float64
+	reconcilesByResult               map[string]float64
+	reconcileMean                    time.Duration
+	// utilization is the share of the workers' time spent reconciling.
+	utilization      float64
+	workers          float64
+	queueKnown       bool    // the operator exposes workqueue_queue_duration_seconds
+	queueWaitMax     float64 // seconds, a bucket bound
+	queueWaitMean    time.Duration
+	cpu              time.Duration
+	rss, maxRSS, hwm int64
+	// checkAgeMax is the largest age of the least recently checked Function sampled.
+	checkAgeMax time.Duration
+}
+
+func (b *bench) result(t *testing.T, before, ready, start, end snapshot) result {
+	t.Helper()
+	ctrlMatch := []string{"controller", controllerName}
+	r := result{
+		rampListings:   ready.listings - before.listings,
+		rampClones:     ready.clones - before.clones,
+		rampCPU:        ready.cpu - before.cpu,
+		rampReconciles: ready.operator.sum(reconcileTotal, ctrlMatch...) - before.operator.sum(reconcileTotal, ctrlMatch...),
+
+		wall:             end.at.Sub(start.at),
+		listings:         end.listings - start.listings,
+		clones:           end.clones - start.clones,
+		operatorListings: end.operator.sum(gitFetch, "operation", "ls-remote") - start.operator.sum(gitFetch, "operation", "ls-remote"),
+		operatorClones:   end.operator.sum(gitFetch, "operation", "clone") - start.operator.sum(gitFetch, "operation", "clone"),
+		registryRequests: end.registryRequests - start.registryRequests,
+		writesKnown:      end.operator[restRequests] != nil && len(end.operator[restRequests].GetMetric()) > 0,
+		writes:           end.operator.sum(restRequests, "method", writeMethods) - start.operator.sum(restRequests, "method", writeMethods),
+		reconciles:       end.operator.sum(reconcileTotal, ctrlMatch...) - start.operator.sum(reconcileTotal, ctrlMatch...),
+		cpu:              end.cpu - start.cpu,
+		rss:              end.rss,
+		maxRSS:           end.rss,
+		hwm:              end.hwm,
+	}
+	r.intervals = r.wall.Seconds() / b.p.interval.Seconds()
+	if !r.writesKnown {
+		t.Logf("the operator's metrics have no %s: its writes are counted on the API server only", restRequests)
+	}
+	r.writesByResource = diff(start.apiserv.byLabel(apiRequests, "resource", "verb", writeVerbs),
+		end.apiserv.byLabel(apiRequests, "resource", "verb", writeVerbs))
+	r.readsByResource = diff(start.apiserv.byLabel(apiRequests, "resource", "verb", readVerbs),
+		end.apiserv.byLabel(apiRequests, "resource", "verb", readVerbs))
+	r.reconcilesByResult = diff(start.operator.byLabel(reconcileTotal, "result", ctrlMatch...),
+		end.operator.byLabel(reconcileTotal, "result", ctrlMatch...))
+	if n := r.reconciles; n > 0 {
+		sum := end.operator.histogramSum(reconcileTime, ctrlMatch...) - start.operator.histogramSum(reconcileTime, ctrlMatch...)
+		r.reconcileMean = time.Duration(sum / n * float64(time.Second))
+		if r.workers = end.operator.sum(workers, ctrlMatch...); r.workers > 0 {
+			r.utilization = sum / (r.workers * r.wall.Seconds())
+		}
+	}
+	qMatch := []string{"name", controllerName}
+	r.queueKnown = end.operator[queueDuration] != nil && len(end.operator[queueDuration].GetMetric()) > 0
+	if !r.queueKnown {
+		t.Logf("the operator's metrics have no %s: how long a due Function waits for a worker is not known", queueDuration)
+	}
+	if n := end.operator.sum(queueDuration, qMatch...) - start.operator.sum(queueDuration, qMatch...); n > 0 {
+		sum := end.operator.histogramSum(queueDuration, qMatch...) - start.operator.histogramSum(queueDuration, qMatch...)
+		r.queueWaitMean = time.Duration(sum / n * float64(time.Second))
+	}
+	r.queueWaitMax = maxBound(start.operator.buckets(queueDuration, qMatch...), end.operator.buckets(queueDuration, qMatch...))
+	return r
+}
+
+func diff(before, after map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// nonLeaseWrites are the writes the API server took in the steady state but to
+// Leases (the operator's leader election renewals, the API server's own heartbeat):
+// in the steady state nothing but the operator writes.
+func (r result) nonLeaseWrites() float64 {
+	var n float64
+	for res, v := range r.writesByResource {
+		if res != "leases" {
+			n += v
+		}
+	}
+	return n
+}
+
+func (r result) perInterval(v float64) float64 { return v / r.intervals }
+
+func (r result) cpuPerReconcile() time.Duration {
+	if r.reconciles == 0 {
+		return 0
+	}
+	return time.Duration(float64(r.cpu) / r.reconciles)
+}
+
+func mib(b int64) string { return fmt.Sprintf("%d MiB", b>>20) }
+
+func formatMap(m map[string]float64) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %g", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func formatBound(s float64) string {
+	switch {
+	case s == 0:
+		return "none queued"
+	case math.IsInf(s, 1):
+		return "> last bucket"
+	}
+	return "≤ " + (time.Duration(s * float64(time.Second))).String()
+}
+
+func (r result) log(t *testing.T, p params) {
+	n := float64(p.n)
+	var sb strings.Builder
+	row := func(name, format string, args ...any) {
+		fmt.Fprintf(&sb, "  %-44s %s\n", name, fmt.Sprintf(format, args...))
+	}
+	fmt.Fprintf(&sb, "\nN=%d Functions, R=%d repositories, checkInterval %s, concurrency %s\n", p.n, p.r, p.interval, concurrencyString(p.concurrency))
+	row("Functions created in", "%s", r.created.Round(time.Millisecond))
+	row("all Ready after (from the first created)", "%s", r.toReady.Round(time.Millisecond))
+	row("  listings / clones until then", "%d / %d", r.rampListings, r.rampClones)
+	row("  reconciles until then", "%g", r.rampReconciles)
+	row("  operator CPU until then", "%s", r.rampCPU)
+	fmt.Fprintf(&sb, "steady state: %.2f intervals (%s)\n", r.intervals, r.wall.Round(time.Millisecond))
+	row("listings per interval (git server)", "%.1f (%.2f per repository, %.3f per Function)", r.perInterval(float64(r.listings)),
+		r.perInterval(float64(r.listings))/float64(p.r), r.perInterval(float64(r.listings))/n)
+	row("  ls-remote per interval (operator metric)", "%.1f", r.perInterval(r.operatorListings))
+	row("clones (git server upload-packs)", "%d (operator metric: %g)", r.clones, r.operatorClones)
+	if r.writesKnown {
+		row("writes by the operator (POST/PUT/PATCH/DELETE)", "%g (%.1f per interval)", r.writes, r.perInterval(r.writes))
+	} else {
+		row("writes by the operator", "not exposed (%s missing)", restRequests)
+	}
+	row("  API server writes by resource", "%s", formatMap(r.writesByResource))
+	row("  writes but Leases", "%g", r.nonLeaseWrites())
+	row("API reads (GET, LIST) by resource", "%s", formatMap(r.readsByResource))
+	row("registry requests per interval", "%.1f", r.perInterval(float64(r.registryRequests)))
+	row("reconciles per interval", "%.1f (%s)", r.perInterval(r.reconciles), formatMap(r.reconcilesByResult))
+	row("reconciles per Function per interval", "%.3f", r.perInterval(r.reconciles)/n)
+	row("mean reconcile time", "%s", r.reconcileMean)
+	row("worker utilization", "%.3f of %g workers", r.utilization, r.workers)
+	if r.queueKnown {
+		row("queue wait: mean / max (bucket bound)", "%s / %s", r.queueWaitMean, formatBound(r.queueWaitMax))
+	} else {
+		row("queue wait", "not exposed (%s missing)", queueDuration)
+	}
+	row("CPU per reconcile", "%s", r.cpuPerReconcile())
+	row("CPU (cores, average)", "%.3f", r.cpu.Seconds()/r.wall.Seconds())
+	row("oldest check (max sampled)", "%s", r.checkAgeMax.Round(10*time.Millisecond))
+	row("RSS: end / max sampled / peak (VmHWM)", "%s / %s / %s", mib(r.rss), mib(r.maxRSS), mib(r.hwm))
+	t.Log(sb.String())
+}
+
+// goals checks the issue's goals; a missed one is logged, and fails the test when
+// FUNC_OPERATOR_SCALE_ENFORCE=1.
+func (r result) goals(t *testing.T, p params) {
+	miss := t.Logf
+	if p.enforce {
+		miss = t.Errorf
+	}
+	check := func(ok bool, goal, format string, args ...any) {
+		if ok {
+			t.Logf("goal met:    %s (%s)", goal, fmt.Sprintf(format, args...))
+		} else {
+			miss("goal missed: %s (%s)", goal, fmt.Sprintf(format, args...))
+		}
+	}
+	listings := r.perInterval(float64(r.listings))
+	check(listings <= 1.5*float64(p.r), "listings per interval ≈ repositories (≤ 1.5 R)", "%.1f for R=%d", listings, p.r)
+	check(r.clones == 0, "0 clones in steady state", "%d", r.clones)
+	check(r.nonLeaseWrites() == 0, "0 writes in steady state (Lease renewals aside)", "%g: %s", r.nonLeaseWrites(), formatMap(r.writesByResource))
+	// The operator's own signal: the age of its least recently checked Function, sampled
+	// every poll, within the interval (and a poll's slack); with the reconciles per
+	// Function and the workers to spare.
+	perFn := r.perInterval(r.reconciles) / float64(p.n)
+	check(r.checkAgeMax > 0 && r.checkAgeMax <= p.interval+pollEvery && perFn >= 0.9 && r.utilization < 0.9,
+		"every Function checked within its interval (func_operator_check_age_max_seconds ≤ interval, ≥ 0.9 reconciles per Function per interval, workers < 90% busy)",
+		"oldest check %s, %.3f per Function, workers %.0f%% busy", r.checkAgeMax.Round(10*time.Millisecond), perFn, 100*r.utilization)
+	check(r.cpuPerReconcile() <= time.Millisecond, "CPU per no-op reconcile ≤ 1 ms", "%s", r.cpuPerReconcile())
+	if p.n <= 5000 {
+		check(r.hwm <= 300<<20, "RSS ≤ 300 MB at N ≤ 5,000 (peak VmHWM)", "%s", mib(r.hwm))
+	}
+}
+
+const markdownHeader = "| N | R | interval | concurrency | all Ready after | clones until Ready | listings / interval | clones | writes (not Lease) | " +
+	"reconciles / Function / interval | oldest check | worker utilization | CPU / reconcile | CPU (cores) | RSS | peak RSS |\n" +
+	"|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
+
+// appendMarkdown adds the result as a row to the table file (with the header when
+// the file is new or empty).
+func (r result) appendMarkdown(p params) error {
+	f, err := os.OpenFile(p.table, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.Size() == 0 {
+		_, err = f.WriteString(markdownHeader)
+	}
+	if err == nil {
+		_, err = fmt.Fprintf(f, "| %d | %d | %s | %s | %s | %d | %.1f | %d | %g | %.3f | %s | %.0f%% | %s | %.3f | %s | %s |\n",
+			p.n, p.r, p.interval, concurrencyString(p.concurrency), r.toReady.Round(time.Second), r.rampClones,
+			r.perInterval(float64(r.listings)), r.clones, r.nonLeaseWrites(), r.perInterval(r.reconciles)/float64(p.n),
+			r.checkAgeMax.Round(100*time.Millisecond), 100*r.utilization, r.cpuPerReconcile().Round(time.Microsecond), r.cpu.Seconds()/r.wall.Seconds(),
+			mib(r.rss), mib(r.hwm))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
