@@ -226,28 +226,9 @@ func (f *Fetcher) Forget(keys ...ListingKey) int { return f.listings.forget(keys
 // ForgetAll drops every kept listing: the network stance changed.
 func (f *Fetcher) ForgetAll() { f.listings.forgetAll() }
 
-// RemoteListings is how many listings this Fetcher asked remotes for.
-func (f *Fetcher) RemoteListings() int64 { return f.listings.remote.Load() }
-
 func (f *Fetcher) now() time.Time {
 	if f.Now != nil {
 		return f.Now()
 	}
 	return time.Now()
-}
-
-// Head lists the remote now, sharing nothing, and returns the tip of branch (the
-// default branch when empty), bounded by timeout.
-func (f *Fetcher) Head(ctx context.Context, url, branch string, auth *Auth, timeout time.Duration) (Head, error) {
-	if auth == nil {
-		auth = &Auth{}
-	}
-	ctx, cancel := timeoutContext(ctx, timeout)
-	defer cancel()
-	f.listings.remote.Add(1)
-	l, err := remoteListing(ctx, url, auth, f.netOptions(url, timeout, true), f.now())
-	if err != nil {
-		return Head{}, err
-	}
-	return l.Resolve(Ref{Branch: branch}, url, auth)
 }

@@ -1,8 +1,8 @@
 package source
 
 import (
-	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/Masterminds/semver/v3"
 
@@ -31,6 +31,18 @@ type Head struct {
 	// Tip, for a fixed commit, is a reference whose tip it is: the commit is fetched
 	// through it, as not every server lets a client fetch a commit by its id.
 	Tip string
+}
+
+// Kind names what head follows, as SourceReady's message shows it: "branch main",
+// "tag v1.2.3" or "commit" (the message names the commit itself).
+func (h Head) Kind() string {
+	switch {
+	case h.Branch != "":
+		return "branch " + h.Branch
+	case strings.HasPrefix(h.Ref, "refs/tags/"):
+		return "tag " + strings.TrimPrefix(h.Ref, "refs/tags/")
+	}
+	return "commit"
 }
 
 // fixed is true for a fixed commit.
@@ -135,21 +147,6 @@ func (l *Listing) versions() []versionTag {
 		})
 	})
 	return l.sortedVersions
-}
-
-// String is the ref as messages show it.
-func (r Ref) String() string {
-	switch {
-	case r.Commit != "":
-		return fmt.Sprintf("commit %s", r.Commit)
-	case r.Tag != "":
-		return fmt.Sprintf("tag %q", r.Tag)
-	case r.SemVer != "":
-		return fmt.Sprintf("semver range %q", r.SemVer)
-	case r.Branch != "":
-		return fmt.Sprintf("branch %q", r.Branch)
-	}
-	return "the default branch"
 }
 
 // tipAt is the first branch, else tag, by name whose tip is commit; empty when none.

@@ -115,13 +115,6 @@ func (rs *Repositories) Matching(namespace string, match func(url string) bool) 
 	return fns, keys
 }
 
-// Len is how many Functions are known.
-func (rs *Repositories) Len() int {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	return len(rs.byFn)
-}
-
 // RepositoryChanged brings back every Function reading key: its listing changed. It
 // does not wait; what cannot be handed over within a check interval is left to the
 // periodic checks.

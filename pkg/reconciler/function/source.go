@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -145,7 +144,7 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 		}
 		fn.Status.Middleware.Current, fn.Status.Middleware.CurrentSource = sm.Version, v1alpha1.MiddlewareSourceSource
 	}
-	fn.Status.MarkSourceReadyAt(refText(res.Head), res.Commit)
+	fn.Status.MarkSourceReadyAt(res.Kind(), res.Commit)
 	sourceReached(fn)
 	return Result{}, nil
 }
@@ -239,17 +238,6 @@ func specRef(repo v1alpha1.Repository) source.Ref {
 		return source.Ref{Tag: r.Tag, SemVer: r.SemVer, Commit: r.Commit}
 	}
 	return source.Ref{Branch: repo.Branch}
-}
-
-// refText names a resolved head in messages.
-func refText(h source.Head) string {
-	switch {
-	case h.Branch != "":
-		return "branch " + h.Branch
-	case strings.HasPrefix(h.Ref, "refs/tags/"):
-		return "tag " + strings.TrimPrefix(h.Ref, "refs/tags/")
-	}
-	return "commit"
 }
 
 // sourceFailed records a failure to read the source in SourceReady and returns it:
