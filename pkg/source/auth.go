@@ -91,7 +91,7 @@ func AuthFromSecret(url string, secret *corev1.Secret) (*Auth, error) {
 		if proto == protocolSSH {
 			return nil, stalling(v1alpha1.ReasonAuthSecretNotFound,
 				"repository %s is reached over SSH, which needs spec.repository.authSecretRef naming a Secret with keys %s and %s",
-				scrub(url, nil), KeySSHPrivateKey, KeyKnownHosts)
+				lineBreaksEscaped.Replace(scrub(url, nil)), KeySSHPrivateKey, KeyKnownHosts)
 		}
 		return &Auth{}, nil
 	}

@@ -19,3 +19,7 @@ func scrub(msg string, secrets []string) string {
 	}
 	return userinfoInURL.ReplaceAllString(msg, "${1}${2}[redacted]@")
 }
+
+// lineBreaksEscaped writes the line breaks a URL may hold (the API server admits a
+// carriage return in one) as escapes, so that a message quoting it stays on one line.
+var lineBreaksEscaped = strings.NewReplacer("\r", `\r`, "\n", `\n`)
