@@ -71,7 +71,7 @@ func Protocol(url string) (string, error) {
 	case "http", "https", protocolSSH:
 		if ep.Host == "" {
 			// Dialed, an empty host is this machine.
-			return "", stalling(v1alpha1.ReasonGitCloneFailed, "repository URL %s has no host", scrub(url, nil))
+			return "", stalling(v1alpha1.ReasonGitCloneFailed, "repository URL in spec.repository.url has no host")
 		}
 		return ep.Protocol, nil
 	default:
