@@ -51,8 +51,12 @@ verify-tracked-files: ## Fail when git tracks a build output or a file over 1 Mi
 	hack/verify-tracked-files.sh
 
 .PHONY: control-plane
-control-plane: ## Build (once, cached) etcd, kube-apiserver and kubectl for envtest.
+control-plane: ## Build (once, cached) etcd, kube-apiserver, kubectl and kube-controller-manager for envtest.
 	@hack/control-plane.sh >/dev/null
+
+.PHONY: tekton-controller
+tekton-controller: ## Build (once, cached) the Tekton Pipelines controller go.mod pins, for the tests.
+	@hack/tekton-controller.sh >/dev/null
 
 .PHONY: test-deps
 test-deps: ## Install git and sshd for the tests if they are missing (apt-get, as root).
@@ -63,8 +67,8 @@ ko: ## Build (once, cached) ko from the module proxy.
 	@hack/ko.sh >/dev/null
 
 .PHONY: test
-test: test-deps verify-tracked-files verify-generated verify-third-party vet lint control-plane ko ## Run every test against a real control plane, git servers, sshd and ko, then fuzz-short.
-	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" FUNC_OPERATOR_KO="$$(hack/ko.sh)" FUNC_OPERATOR_REQUIRE_SSHD=1 go test $(GO_TEST_FLAGS) $(PKGS)
+test: test-deps verify-tracked-files verify-generated verify-third-party vet lint control-plane tekton-controller ko ## Run every test against a real control plane, Tekton controller, git servers, sshd and ko, then fuzz-short.
+	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" FUNC_OPERATOR_TEKTON_CONTROLLER="$$(hack/tekton-controller.sh)" FUNC_OPERATOR_KO="$$(hack/ko.sh)" FUNC_OPERATOR_REQUIRE_SSHD=1 go test $(GO_TEST_FLAGS) $(PKGS)
 	@$(MAKE) --no-print-directory fuzz-short
 
 # The scale benchmark's parameters: make bench-scale N=1000 R=50 INTERVAL=10s WINDOW=2 [CONCURRENCY=8] [TABLE=file.md]

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the envtest control plane (etcd, kube-apiserver, kubectl) from the Go module
-# proxy into a cache folder stamped with the versions, and prints that folder.
+# Builds the envtest control plane (etcd, kube-apiserver, kubectl) and kube-controller-manager
+# (for tests that need the garbage collector) from the Go module proxy into a cache folder
+# stamped with the versions and the binaries, and prints that folder.
 # A second run with the same versions only prints the folder.
 set -euo pipefail
 
@@ -9,10 +10,18 @@ ETCD_VERSION="${ETCD_VERSION:-v3.5.16}"
 CACHE_ROOT="${FUNC_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/func-operator}"
 OUT="${CACHE_ROOT}/control-plane/k8s-${K8S_VERSION}-etcd-${ETCD_VERSION}"
 STAMP="${OUT}/.stamp"
-WANT="k8s=${K8S_VERSION} etcd=${ETCD_VERSION} go=$(go env GOVERSION)"
+BINARIES=(etcd kube-apiserver kubectl kube-controller-manager)
+# The binaries are part of the stamp: a folder stamped before one was added is rebuilt.
+WANT="k8s=${K8S_VERSION} etcd=${ETCD_VERSION} go=$(go env GOVERSION) bin=$(IFS=,; echo "${BINARIES[*]}")"
 
-if [[ -f "${STAMP}" && "$(cat "${STAMP}")" == "${WANT}" \
-      && -x "${OUT}/etcd" && -x "${OUT}/kube-apiserver" && -x "${OUT}/kubectl" ]]; then
+cached() {
+  [[ -f "${STAMP}" && "$(cat "${STAMP}")" == "${WANT}" ]] || return 1
+  local bin
+  for bin in "${BINARIES[@]}"; do
+    [[ -x "${OUT}/${bin}" ]] || return 1
+  done
+}
+if cached; then
   echo "${OUT}"
   exit 0
 fi
@@ -32,9 +41,10 @@ mkdir -p "${WORK}/etcd"
   go get "go.etcd.io/etcd/server/v3@${ETCD_VERSION}" >/dev/null 2>&1
   go build -trimpath -o "${OUT}/etcd" go.etcd.io/etcd/server/v3 )
 
-# kube-apiserver and kubectl: k8s.io/kubernetes replaces its staging modules with
-# ./staging/...; a wrapper module replaces each with its published v0.x release.
-log "building kube-apiserver and kubectl ${K8S_VERSION}"
+# kube-apiserver, kubectl and kube-controller-manager: k8s.io/kubernetes replaces its
+# staging modules with ./staging/...; a wrapper module replaces each with its published
+# v0.x release.
+log "building kube-apiserver, kubectl and kube-controller-manager ${K8S_VERSION}"
 STAGING_VERSION="v0.${K8S_VERSION#v1.}"
 mkdir -p "${WORK}/k8s"
 cd "${WORK}/k8s"
@@ -56,7 +66,8 @@ K8S_GOMOD="$(go mod download -json "k8s.io/kubernetes@${K8S_VERSION}" | sed -n '
     done
   echo ")"
 } >> go.mod
-go get "k8s.io/kubernetes/cmd/kube-apiserver@${K8S_VERSION}" "k8s.io/kubernetes/cmd/kubectl@${K8S_VERSION}" >/dev/null 2>&1
+go get "k8s.io/kubernetes/cmd/kube-apiserver@${K8S_VERSION}" "k8s.io/kubernetes/cmd/kubectl@${K8S_VERSION}" \
+  "k8s.io/kubernetes/cmd/kube-controller-manager@${K8S_VERSION}" >/dev/null 2>&1
 MAJOR="${K8S_VERSION#v}"; MAJOR="${MAJOR%%.*}"
 MINOR="${K8S_VERSION#v*.}"; MINOR="${MINOR%%.*}"
 LDFLAGS="-s -w"
@@ -66,6 +77,8 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 go build -trimpath -ldflags "${LDFLAGS}" -o "${OUT}/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
 go build -trimpath -ldflags "${LDFLAGS}" -o "${OUT}/kubectl" k8s.io/kubernetes/cmd/kubectl
+# Only its garbagecollector controller runs in tests (test/envtest StartGarbageCollector).
+go build -trimpath -ldflags "${LDFLAGS}" -o "${OUT}/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager
 
 echo "${WANT}" > "${STAMP}"
 log "done: ${OUT}"

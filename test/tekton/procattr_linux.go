@@ -1,0 +1,9 @@
+package tekton
+
+import "syscall"
+
+// sysProcAttr makes the kernel kill the controller when the test process dies
+// without stopping it.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
