@@ -67,6 +67,26 @@ type FunctionSpec struct {
 	// false checks the function at once.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+
+	// BuildHistoryLimit is how many finished PipelineRuns of the function's rebuilds
+	// are kept; older ones are deleted (with their TaskRuns and pods). Unset keeps 3.
+	// A running build is never deleted.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=20
+	// +optional
+	BuildHistoryLimit *int32 `json:"buildHistoryLimit,omitempty"`
+}
+
+// DefaultBuildHistoryLimit is how many finished PipelineRuns a Function keeps when
+// spec.buildHistoryLimit is unset.
+const DefaultBuildHistoryLimit = 3
+
+// HistoryLimit is how many finished PipelineRuns the Function keeps.
+func (s *FunctionSpec) HistoryLimit() int {
+	if s.BuildHistoryLimit == nil {
+		return DefaultBuildHistoryLimit
+	}
+	return int(*s.BuildHistoryLimit)
 }
 
 // Repository is a git repository and the place of a function inside it.
@@ -78,7 +98,8 @@ type Repository struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="self.matches('^(https?|ssh)://[^/ ]+(/.*)?$') || self.matches('^[A-Za-z0-9._~-]+@[A-Za-z0-9.-]+:[^ ]+$')",message="url must be an http://, https:// or ssh:// URL, or scp-like user@host:path"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^[a-z]+://[^/@]*:[^/@]*@') && !self.matches('^https?://[^/]*@')",message="url must not embed credentials: put them in the Secret named by authSecretRef"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[a-z]+://[^/]*:[^/]*@') && !self.matches('^https?://[^/]*@')",message="url must not embed credentials: put them in the Secret named by authSecretRef"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('[[:cntrl:]]')",message="url must not hold control characters (line breaks, tabs, NUL)"
 	URL string `json:"url"`
 
 	// Branch to follow. Empty means the remote's default branch (its HEAD), unless ref

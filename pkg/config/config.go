@@ -58,6 +58,9 @@ const (
 	// KeyDeployerImage is the image of the pipeline's scaffold and deploy steps
 	// (func-utils). It is read when the operator starts.
 	KeyDeployerImage = "deployerImage"
+	// KeyGitCloneImage is the image of the pipeline's clone step (the git-clone task
+	// the operator embeds). It is read when the operator starts.
+	KeyGitCloneImage = "gitCloneImage"
 	// KeyBuilderImagePrefix prefixes the keys builderImage.<builder>.<runtime> (builder
 	// pack or s2i) that pin the builder image of a runtime. A builder image that the
 	// function's func.yaml names (build.builderImages) wins.
@@ -158,6 +161,9 @@ type Config struct {
 	// DeployerImage overrides the func-utils image of the pipeline; empty keeps the
 	// func library's.
 	DeployerImage string
+	// GitCloneImage overrides the image of the clone step; empty keeps the embedded
+	// git-clone task's.
+	GitCloneImage string
 	// BuilderImages pins builder images by "<builder>/<runtime>"; a runtime without an
 	// entry keeps the func library's default.
 	BuilderImages map[string]string
@@ -261,6 +267,7 @@ var keepers = map[string]func(c *Config, last Config){
 	KeyOutageGrace:             func(c *Config, last Config) { c.OutageGrace = last.OutageGrace },
 	KeyPipelineServiceAccount:  func(c *Config, last Config) { c.PipelineServiceAccount = last.PipelineServiceAccount },
 	KeyDeployerImage:           func(c *Config, last Config) { c.DeployerImage = last.DeployerImage },
+	KeyGitCloneImage:           func(c *Config, last Config) { c.GitCloneImage = last.GitCloneImage },
 
 	KeyCloneMaxBytes:            func(c *Config, last Config) { c.CloneMaxBytes = last.CloneMaxBytes },
 	KeyCloneMaxFiles:            func(c *Config, last Config) { c.CloneMaxFiles = last.CloneMaxFiles },
@@ -392,6 +399,13 @@ func parse(cm *corev1.ConfigMap) (c Config, bad []string, invalid []error, unkno
 			c.DeployerImage = img
 		} else {
 			fail(KeyDeployerImage, fmt.Errorf("key %s: %q is not an image reference", KeyDeployerImage, v))
+		}
+	}
+	if v, ok := cm.Data[KeyGitCloneImage]; ok {
+		if img := strings.TrimSpace(v); img == "" || validImage(img) { // "": the embedded task's
+			c.GitCloneImage = img
+		} else {
+			fail(KeyGitCloneImage, fmt.Errorf("key %s: %q is not an image reference", KeyGitCloneImage, v))
 		}
 	}
 	parseBounds(cm, &c, fail)

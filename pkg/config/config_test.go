@@ -77,6 +77,7 @@ func TestFromConfigMap(t *testing.T) {
 		cm: configMap(map[string]string{
 			KeyMaxConcurrentBuilds: "5", KeyBuildBackoff: "30s", KeyBuildBackoffMax: "10m",
 			KeyPipelineServiceAccount: "builder", KeyDeployerImage: "ghcr.io/knative/func-utils@sha256:" + strings.Repeat("a", 64),
+			KeyGitCloneImage:       "127.0.0.1:5000/git-clone:v1.1.0",
 			"builderImage.pack.go": "ghcr.io/knative/builder-jammy-tiny:0.0.1", "builderImage.s2i.node": "registry.example/node:20",
 		}),
 		want: func() Config {
@@ -84,6 +85,7 @@ func TestFromConfigMap(t *testing.T) {
 			c.MaxConcurrentBuilds, c.BuildBackoff, c.BuildBackoffMax = 5, 30*time.Second, 10*time.Minute
 			c.PipelineServiceAccount = "builder"
 			c.DeployerImage = "ghcr.io/knative/func-utils@sha256:" + strings.Repeat("a", 64)
+			c.GitCloneImage = "127.0.0.1:5000/git-clone:v1.1.0"
 			c.BuilderImages = map[string]string{"pack/go": "ghcr.io/knative/builder-jammy-tiny:0.0.1", "s2i/node": "registry.example/node:20"}
 			return c
 		}(),
@@ -96,6 +98,7 @@ func TestFromConfigMap(t *testing.T) {
 		cm: configMap(map[string]string{
 			KeyMaxConcurrentBuilds: "-1", KeyBuildBackoff: "soon", KeyPipelineServiceAccount: "Not_A_Name",
 			KeyDeployerImage: "UPPER CASE", "builderImage.docker.go": "x:1", "builderImage.pack.go": "::",
+			KeyGitCloneImage: "a b",
 		}),
 		want: Defaults(),
 		wantErrs: []string{
@@ -103,6 +106,7 @@ func TestFromConfigMap(t *testing.T) {
 			`key builderImage.docker.go: name it builderImage.<pack|s2i>.<runtime>`,
 			`key builderImage.pack.go: "::" is not an image reference`,
 			`key deployerImage: "UPPER CASE" is not an image reference`,
+			`key gitCloneImage: "a b" is not an image reference`,
 			`key maxConcurrentBuilds: "-1" is not a whole number of 0 or more`,
 			`key pipelineServiceAccount: "Not_A_Name" is not a ServiceAccount name`,
 		},

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -164,6 +165,25 @@ func TestBuilderClusterRole(t *testing.T) {
 	// The negative control: without its RoleBinding, the same ServiceAccount may not.
 	if err := admin.Delete(ctx, &rbacv1.RoleBinding{ObjectMeta: meta("func-operator-builder")}); err != nil {
 		t.Fatal(err)
+	}
+	// The API server's authorizer learns of the deletion through its own watch: wait
+	// until it refuses, so that the deploy meets one refusal, not a mix.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:               "system:serviceaccount:" + ns + ":func-operator-builder",
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Group: "serving.knative.dev", Resource: "services"},
+		}}
+		if err := admin.Create(ctx, sar); err != nil {
+			t.Fatal(err)
+		}
+		if !sar.Status.Allowed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the build ServiceAccount may still read Services 30s after its RoleBinding was deleted")
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	f.Deploy.Image = f.Image
 	_, err = deploy()

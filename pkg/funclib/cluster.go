@@ -31,29 +31,30 @@ type Cluster struct {
 
 // Close stops the proxy; the func library reaches the cluster no more.
 func (c *Cluster) Close() error {
-	activeProxy.CompareAndSwap(c.proxy.url(), "")
+	activeProxy.CompareAndSwap(c.proxy, nil)
 	return c.proxy.close()
 }
 
-// activeProxy is the URL of the proxy KUBECONFIG points at, while it serves.
-var activeProxy atomic.Value
+// activeProxy is the proxy KUBECONFIG points at, while it serves.
+var activeProxy atomic.Pointer[apiProxy]
 
 // throughProxy fails unless func's clients, built now as func builds them, go
 // through the proxy that serves: not, for instance, straight to the API server with
 // the in-cluster credentials, as func falls back to when KUBECONFIG names no file.
-func throughProxy() error {
-	want, _ := activeProxy.Load().(string)
-	if want == "" {
-		return errors.New("the func library's proxy is not running")
+// It returns the proxy.
+func throughProxy() (*apiProxy, error) {
+	p := activeProxy.Load()
+	if p == nil {
+		return nil, errors.New("the func library's proxy is not running")
 	}
 	cfg, err := k8s.GetClientConfig().ClientConfig()
 	if err != nil {
-		return fmt.Errorf("the func library cannot load its cluster config: %w", err)
+		return nil, fmt.Errorf("the func library cannot load its cluster config: %w", err)
 	}
-	if cfg.Host != want {
-		return fmt.Errorf("the func library would reach %s, not the operator's proxy %s", cfg.Host, want)
+	if cfg.Host != p.url() {
+		return nil, fmt.Errorf("the func library would reach %s, not the operator's proxy %s", cfg.Host, p.url())
 	}
-	return nil
+	return p, nil
 }
 
 // UseCluster points the func library at the cluster of cfg. func v0.44 builds its
@@ -123,7 +124,7 @@ func UseCluster(ctx context.Context, cfg *rest.Config, dir string, buildServiceA
 			return nil, fmt.Errorf("unsetting %s: %w", v, err)
 		}
 	}
-	activeProxy.Store(proxy.url())
+	activeProxy.Store(proxy)
 	return &Cluster{Kubeconfig: path, proxy: proxy}, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -221,13 +222,14 @@ func TestUseCluster_Proxy(t *testing.T) {
 		t.Fatalf("through the proxy: %s, %v; want %s", user, err, sa)
 	}
 	// Builds start only while func's clients go through the proxy.
-	if err := throughProxy(); err != nil {
+	if _, err := throughProxy(); err != nil {
 		t.Errorf("through the proxy: %v", err)
 	}
 	path := os.Getenv(clientcmd.RecommendedConfigPathEnvVar)
 	t.Setenv(clientcmd.RecommendedConfigPathEnvVar, filepath.Join(dir, "gone.kubeconfig"))
 	err = RunPipeline(ctx, BuildRequest{Namespace: "builds", Function: Metadata{Name: "hello", Runtime: "go", Registry: "127.0.0.1:5000/fns"},
-		GitURL: "http://127.0.0.1:1/x.git", Revision: "main", WorkDir: t.TempDir()})
+		GitURL: "http://127.0.0.1:1/x.git", Revision: "main", WorkDir: t.TempDir(), ID: "b0",
+		Owner: metav1.OwnerReference{APIVersion: "functions.dev/v1alpha1", Kind: "Function", Name: "hello", UID: "u0"}})
 	if err == nil || !strings.Contains(err.Error(), "no build is started") {
 		t.Errorf("RunPipeline with KUBECONFIG gone: %v, want no build started", err)
 	}
@@ -256,7 +258,7 @@ func TestUseCluster_Proxy(t *testing.T) {
 	if _, err := whoAmI(ctx, funcCfg); err == nil {
 		t.Error("the proxy still answers after Close")
 	}
-	if err := throughProxy(); err == nil {
+	if _, err := throughProxy(); err == nil {
 		t.Error("builds could start after Close")
 	}
 	c, err = UseCluster(ctx, env.Config, dir, func() string { return "func-operator-builder" })
@@ -279,6 +281,9 @@ func TestUseCluster_Proxy(t *testing.T) {
 	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "builds"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The objects of build b1 of Function fn (UID u1), which the operator runs.
+	owner := metav1.OwnerReference{APIVersion: "functions.dev/v1alpha1", Kind: "Function", Name: "fn", UID: "u1"}
+	t.Cleanup(register("builds", "b1", &registration{owner: owner}))
 	for _, tt := range []struct {
 		version, manifest  string
 		saPath, taskSAPath []string
@@ -287,7 +292,7 @@ func TestUseCluster_Proxy(t *testing.T) {
 		manifest: `
 apiVersion: tekton.dev/v1beta1
 kind: PipelineRun
-metadata: {generateName: fn-run-}
+metadata: {generateName: fn-run-, labels: {functions.dev/build-id: b1}}
 spec:
   pipelineRef: {name: fn-pipeline}
   serviceAccountName: default
@@ -295,14 +300,14 @@ spec:
   - pipelineTaskName: build
     taskServiceAccountName: admin
 `,
-		saPath:     []string{"spec", "serviceAccountName"},
-		taskSAPath: []string{"taskServiceAccountName"},
+		saPath:     []string{"spec", "taskRunTemplate", "serviceAccountName"},
+		taskSAPath: []string{"serviceAccountName"},
 	}, {
 		version: "v1",
 		manifest: `
 apiVersion: tekton.dev/v1
 kind: PipelineRun
-metadata: {generateName: fn-run-}
+metadata: {generateName: fn-run-, labels: {functions.dev/build-id: b1}}
 spec:
   pipelineRef: {name: fn-pipeline}
   taskRunSpecs:
@@ -327,9 +332,14 @@ spec:
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err = direct.Resource(gvr).Namespace("builds").Get(ctx, got.GetName(), metav1.GetOptions{})
+			// Stored as tekton.dev/v1, whichever version func sent.
+			v1 := schema.GroupVersionResource{Group: "tekton.dev", Version: "v1", Resource: "pipelineruns"}
+			got, err = direct.Resource(v1).Namespace("builds").Get(ctx, got.GetName(), metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]metav1.OwnerReference{owner}, got.GetOwnerReferences()); diff != "" {
+				t.Errorf("owner references (-want +got):\n%s", diff)
 			}
 			if sa, _, _ := unstructured.NestedString(got.Object, tt.saPath...); sa != "func-operator-builder" {
 				t.Errorf("%v = %q, want func-operator-builder", tt.saPath, sa)
@@ -372,10 +382,31 @@ spec:
 		want             int
 	}{{
 		name: "plain", path: "/apis/tekton.dev/v1beta1/namespaces/builds/pipelineruns", want: http.StatusCreated,
+		body: `{"apiVersion":"tekton.dev/v1beta1","kind":"PipelineRun","metadata":{"generateName":"ok-","labels":{"functions.dev/build-id":"b1"}},"spec":{"pipelineRef":{"name":"p"}}}`,
+	}, {
+		name: "a build the operator does not run", path: "/apis/tekton.dev/v1beta1/namespaces/builds/pipelineruns", want: http.StatusBadRequest,
+		body: `{"apiVersion":"tekton.dev/v1beta1","kind":"PipelineRun","metadata":{"generateName":"ok-","labels":{"functions.dev/build-id":"b2"}},"spec":{"pipelineRef":{"name":"p"}}}`,
+	}, {
+		name: "no build label", path: "/apis/tekton.dev/v1beta1/namespaces/builds/pipelineruns", want: http.StatusBadRequest,
 		body: `{"apiVersion":"tekton.dev/v1beta1","kind":"PipelineRun","metadata":{"generateName":"ok-"},"spec":{"pipelineRef":{"name":"p"}}}`,
 	}, {
+		name: "a build's Secret", path: "/api/v1/namespaces/builds/secrets", want: http.StatusCreated,
+		body: `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"fn-creds","labels":{"functions.dev/build-id":"b1"}},"stringData":{"a":"b"}}`,
+	}, {
+		name: "a token Secret of the build", path: "/api/v1/namespaces/builds/secrets", want: http.StatusBadRequest,
+		body: `{"apiVersion":"v1","kind":"Secret","type":"kubernetes.io/service-account-token","metadata":{"name":"tok","labels":{"functions.dev/build-id":"b1"},"annotations":{"kubernetes.io/service-account.name":"default"}}}`,
+	}, {
+		name: "a Secret of no build", path: "/api/v1/namespaces/builds/secrets", want: http.StatusBadRequest,
+		body: `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"other"},"stringData":{"a":"b"}}`,
+	}, {
+		name: "a ConfigMap", path: "/api/v1/namespaces/builds/configmaps", want: http.StatusForbidden,
+		body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","labels":{"functions.dev/build-id":"b1"}}}`,
+	}, {
+		name: "a RoleBinding", path: "/apis/rbac.authorization.k8s.io/v1/namespaces/builds/rolebindings", want: http.StatusForbidden,
+		body: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"rb"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"admin"},"subjects":[]}`,
+	}, {
 		name: "a key in another case", path: "/apis/tekton.dev/v1beta1/namespaces/builds/pipelineruns", want: http.StatusBadRequest,
-		body: `{"apiVersion":"tekton.dev/v1beta1","kind":"PipelineRun","metadata":{"generateName":"x-"},"spec":{"pipelineRef":{"name":"p"},"ServiceAccountName":"admin"}}`,
+		body: `{"apiVersion":"tekton.dev/v1beta1","kind":"PipelineRun","metadata":{"generateName":"x-","labels":{"functions.dev/build-id":"b1"}},"spec":{"pipelineRef":{"name":"p"},"ServiceAccountName":"admin"}}`,
 	}, {
 		name: "a key with a long s", path: "/apis/tekton.dev/v1beta1/namespaces/builds/pipelineruns", want: http.StatusBadRequest,
 		body: `{"apiVersion":"tekton.dev/v1beta1","kind":"PipelineRun","metadata":{"generateName":"x-"},"spec":{"pipelineRef":{"name":"p"},"ſerviceAccountName":"admin"}}`,
@@ -402,6 +433,22 @@ spec:
 		if resp.StatusCode != tt.want {
 			t.Errorf("%s: %d, want %d", tt.name, resp.StatusCode, tt.want)
 		}
+	}
+
+	// func may delete only a run of a build the operator runs: one created straight
+	// at the API server, of no build, stays.
+	other := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "tekton.dev/v1", "kind": "PipelineRun",
+		"metadata": map[string]any{"name": "not-a-build"}, "spec": map[string]any{"pipelineRef": map[string]any{"name": "p"}}}}
+	runs := schema.GroupVersionResource{Group: "tekton.dev", Version: "v1", Resource: "pipelineruns"}
+	direct, err := dynamic.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := direct.Resource(runs).Namespace("builds").Create(ctx, other, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := dyn.Resource(runs).Namespace("builds").Delete(ctx, "not-a-build", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("deleting a PipelineRun of no build through the proxy: %v, want Forbidden", err)
 	}
 
 	// A path the API server would read differently from the proxy is refused; the

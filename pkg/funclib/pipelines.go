@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"knative.dev/func/pkg/builders"
 	"knative.dev/func/pkg/builders/s2i"
 	"knative.dev/func/pkg/docker"
@@ -44,7 +45,19 @@ type BuildRequest struct {
 	Credentials func(ctx context.Context, image string) (username, password string, err error)
 	// WorkDir holds the empty scratch directory func's provider needs as the function root.
 	WorkDir string
+	// ID is the build's ID: label LabelBuildID of every object of the build.
+	ID string
+	// Owner owns every object of the build (the Function), so that the cluster's
+	// garbage collector removes them with it.
+	Owner metav1.OwnerReference
+	// GitCredentials, when not nil, are what the clone step authenticates with: they
+	// go into a Secret of the build (GitSecretName, label LabelGitCredentials),
+	// bound to the clone task only, which the caller deletes once the build ended.
+	GitCredentials *GitCredentials
 }
+
+// LabelGitCredentials marks a build's git credentials Secret.
+const LabelGitCredentials = "functions.dev/git-credentials"
 
 // RunPipeline runs the build through func's Tekton pipelines provider and returns
 // when its PipelineRun ends. Cancelling ctx deletes the PipelineRun (func's provider
@@ -54,9 +67,34 @@ func RunPipeline(ctx context.Context, req BuildRequest) error {
 	if err != nil {
 		return err
 	}
-	if err := throughProxy(); err != nil {
+	proxy, err := throughProxy()
+	if err != nil {
 		return fmt.Errorf("no build is started: %w", err)
 	}
+	if req.ID == "" || req.Owner.UID == "" || req.Owner.Name == "" {
+		return errors.New("no build is started: the request names no build ID or owner")
+	}
+	req.Labels = maps.Clone(req.Labels)
+	if req.Labels == nil {
+		req.Labels = map[string]string{}
+	}
+	req.Labels[LabelBuildID] = req.ID
+	reg := &registration{owner: req.Owner}
+	if req.GitCredentials != nil {
+		auth, err := newGitAuth(req.GitURL, req.GitCredentials)
+		if err != nil {
+			return fmt.Errorf("no build is started: the clone step's credentials: %w", err)
+		}
+		// The Secret outlives this call when func returns before its run ends (it
+		// may follow another run): the operator deletes it once it records the end
+		// of the build, and the garbage collector with the Function.
+		secret, err := proxy.createGitSecret(ctx, req, auth)
+		if err != nil {
+			return fmt.Errorf("no build is started: %w", err)
+		}
+		reg.gitSecret, reg.gitAuth = secret, auth
+	}
+	defer register(req.Namespace, req.ID, reg)()
 	// func's provider reads .tekton/ from the function root and would apply the files it
 	// finds there: the root is an empty scratch directory, never the user's source.
 	root, err := os.MkdirTemp(req.WorkDir, "build-")

@@ -2,6 +2,7 @@ package funclib
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -10,7 +11,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
-	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -21,35 +21,81 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
-	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
-	pipelinev1beta1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	k8sjson "sigs.k8s.io/json"
 )
 
-// maxPipelineRunBody bounds the PipelineRun the proxy rewrites; func's is a few KiB.
-const maxPipelineRunBody = 1 << 20
+// maxBuildObjectBody bounds an object the proxy rewrites; func's are a few KiB.
+const maxBuildObjectBody = 1 << 20
 
-// pipelineRunCreate matches the path of a PipelineRun create in a namespace, and
-// pipelineRunWrite the path of one PipelineRun (or its subresources).
-var (
-	pipelineRunCreate = regexp.MustCompile(`^/apis/tekton\.dev/[^/]+/namespaces/[^/]+/pipelineruns/?$`)
-	pipelineRunWrite  = regexp.MustCompile(`^/apis/tekton\.dev/[^/]+/namespaces/[^/]+/pipelineruns/[^/]+`)
+// The resources of a build's objects.
+const (
+	resourcePipelines    = "pipelines"
+	resourcePipelineRuns = "pipelineruns"
+	resourceSecrets      = "secrets"
+	resourcePVCs         = "persistentvolumeclaims"
 )
+
+// selfSubjectReview is the one write func's clients make besides a build's objects:
+// who am I (UseCluster asks it).
+const selfSubjectReview = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
+
+// objectPath is a request path of an object func writes for a build.
+type objectPath struct {
+	// version is the API version (v1, v1beta1), resource the plural (pipelines,
+	// pipelineruns, secrets, persistentvolumeclaims), name empty for the collection.
+	version, namespace, resource, name string
+	tekton                             bool
+}
+
+// parseObjectPath returns the build object a clean path names, if any.
+func parseObjectPath(p string) (objectPath, bool) {
+	parts := strings.Split(strings.Trim(p, "/"), "/")
+	var o objectPath
+	switch {
+	case len(parts) >= 6 && parts[0] == "apis" && parts[1] == "tekton.dev" && parts[3] == "namespaces":
+		o = objectPath{version: parts[2], namespace: parts[4], resource: parts[5], tekton: true}
+		parts = parts[6:]
+	case len(parts) >= 5 && parts[0] == "api" && parts[1] == "v1" && parts[2] == "namespaces":
+		o = objectPath{version: parts[1], namespace: parts[3], resource: parts[4]}
+		parts = parts[5:]
+	default:
+		return objectPath{}, false
+	}
+	switch {
+	case o.tekton && (o.resource == resourcePipelines || o.resource == resourcePipelineRuns):
+	case !o.tekton && (o.resource == resourceSecrets || o.resource == resourcePVCs):
+	default:
+		return objectPath{}, false
+	}
+	switch len(parts) {
+	case 0:
+	case 1:
+		o.name = parts[0]
+	default:
+		return objectPath{}, false // a subresource
+	}
+	return o, true
+}
 
 // apiProxy is the func library's only way to the API server. func v0.44 builds its
 // clients from KUBECONFIG, so the operator hands it a kubeconfig that points at this
 // loopback server instead of at the cluster: the kubeconfig holds a random token for
 // the proxy, never the operator's credentials, and the proxy forwards each request
 // with the operator's own rest.Config (so token rotation, exec plugins and client
-// certificates work as they do for the operator). On the way it sets the build
-// ServiceAccount on every PipelineRun func creates: func v0.44 sets none, and Tekton
-// would run the build as the namespace's default ServiceAccount.
+// certificates work as they do for the operator). On the way it makes func's
+// objects those of the operator's build (see rewrite): func v0.44 sets no
+// ServiceAccount (Tekton would run the build as the namespace's default), no owner,
+// and clones through Tekton Hub with no credentials.
 type apiProxy struct {
 	token    string
 	caPEM    []byte
@@ -57,6 +103,10 @@ type apiProxy struct {
 	server   *http.Server
 	// serviceAccount returns the ServiceAccount build PipelineRuns run as.
 	serviceAccount func() string
+	// core writes what the operator adds to a build (its git credentials Secret),
+	// and runs reads the PipelineRun func deletes, with the operator's own rest.Config.
+	core kubernetes.Interface
+	runs dynamic.NamespaceableResourceInterface
 }
 
 // startProxy serves the proxy on a random loopback port until close is called.
@@ -86,7 +136,18 @@ func startProxy(cfg *rest.Config, serviceAccount func() string) (*apiProxy, erro
 	if err != nil {
 		return nil, fmt.Errorf("listening for the func library: %w", err)
 	}
-	p := &apiProxy{token: hex.EncodeToString(secret), caPEM: caPEM, listener: ln, serviceAccount: serviceAccount}
+	core, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("building the operator's client for build Secrets: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("building the operator's client for PipelineRuns: %w", err)
+	}
+	p := &apiProxy{token: hex.EncodeToString(secret), caPEM: caPEM, listener: ln, serviceAccount: serviceAccount, core: core,
+		runs: dyn.Resource(schema.GroupVersionResource{Group: "tekton.dev", Version: "v1", Resource: resourcePipelineRuns})}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(upstream)
@@ -141,7 +202,9 @@ func (p *apiProxy) close() error {
 }
 
 // handler authenticates the func library, takes its credentials and any identity it
-// asks for off the request, and rewrites PipelineRun creates.
+// asks for off the request, and lets through only the writes of a build: func's
+// objects of a build the operator runs, rewritten (see rewrite), the deletion of a
+// PipelineRun (func deletes a cancelled one), and who-am-I. Reads pass.
 func (p *apiProxy) handler(next http.Handler) http.Handler {
 	want := []byte("Bearer " + p.token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -159,44 +222,86 @@ func (p *apiProxy) handler(next http.Handler) http.Handler {
 			http.Error(w, "func-operator's API proxy: a path that is not clean", http.StatusBadRequest)
 			return
 		}
+		if r.Method == http.MethodGet || r.Method == http.MethodHead || (r.Method == http.MethodPost && r.URL.Path == selfSubjectReview) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		o, ok := parseObjectPath(r.URL.Path)
 		switch {
-		case r.Method == http.MethodPost && pipelineRunCreate.MatchString(r.URL.Path):
-			if err := p.setServiceAccount(r); err != nil {
+		case ok && r.Method == http.MethodDelete && o.resource == resourcePipelineRuns && o.name != "":
+			// func deletes the run it follows when its build is cancelled: a run of a
+			// build the operator runs, and no other.
+			if err := p.deletable(r.Context(), o); err != nil {
+				http.Error(w, "func-operator's API proxy: "+err.Error(), http.StatusForbidden)
+				return
+			}
+		case ok && ((r.Method == http.MethodPost && o.name == "") ||
+			(r.Method == http.MethodPut && o.name != "" && (o.resource == resourcePipelines || o.resource == resourceSecrets))):
+			if err := p.rewrite(r, o); err != nil {
 				http.Error(w, "func-operator's API proxy: "+err.Error(), http.StatusBadRequest)
 				return
 			}
-		case r.Method != http.MethodGet && r.Method != http.MethodDelete && pipelineRunWrite.MatchString(r.URL.Path):
-			// func only creates PipelineRuns (by POST to the collection), reads and
-			// deletes them. A POST to a named path (which creates a custom resource), an
-			// update, or an apply (which may create) could set another ServiceAccount.
-			http.Error(w, "func-operator's API proxy: PipelineRuns are only created, read and deleted", http.StatusForbidden)
+		default:
+			// func creates a build's objects (POST to the collection), updates its
+			// Pipeline and registry Secret, reads, and deletes a cancelled PipelineRun.
+			// Anything else (a POST to a named path, which creates a custom resource,
+			// a patch or an apply, which may create) could set another owner,
+			// ServiceAccount or task.
+			http.Error(w, fmt.Sprintf("func-operator's API proxy: func may not %s %s", r.Method, r.URL.Path), http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// setServiceAccount sets the build ServiceAccount on the PipelineRun r creates, in
-// the field of r's API version (Tekton converts between the two). The body is decoded
-// strictly into Tekton's own type (exact field names, no unknown or duplicate
-// fields), so that no spelling the proxy did not rewrite reaches Tekton, whose
-// decoder folds case; a run that asks for a pod template is refused. What is sent on
-// is the typed object, encoded again.
-func (p *apiProxy) setServiceAccount(r *http.Request) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return fmt.Errorf("a PipelineRun sent as %q: only JSON is accepted", ct)
+// deletable fails unless PipelineRun o is of a build the operator runs.
+func (p *apiProxy) deletable(ctx context.Context, o objectPath) error {
+	run, err := p.runs.Namespace(o.namespace).Get(ctx, o.name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil // the API server answers NotFound itself
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxPipelineRunBody+1))
+	if err != nil {
+		return fmt.Errorf("reading PipelineRun %s/%s before deleting it: %w", o.namespace, o.name, err)
+	}
+	_, err = registered(o.namespace, run.GetLabels())
+	return err
+}
+
+// rewrite replaces the body of r, a write of build object o, by the object as the
+// operator runs it: owned by its Function (PipelineRuns, Pipelines, Secrets, PVCs),
+// converted to tekton.dev/v1 with the embedded git-clone task (Pipelines), run as
+// the build ServiceAccount with the git credentials bound (PipelineRuns). Tekton
+// objects go on to their tekton.dev/v1 path. The body is decoded strictly into the
+// API's own type (exact field names, no unknown or duplicate fields), so that no
+// spelling the proxy did not rewrite reaches the API server, whose decoders fold
+// case; what is sent on is the typed object, encoded again.
+func (p *apiProxy) rewrite(r *http.Request, o objectPath) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		return fmt.Errorf("a %s sent as %q: only JSON is accepted", o.resource, ct)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBuildObjectBody+1))
 	_ = r.Body.Close()
 	if err != nil {
-		return fmt.Errorf("reading the PipelineRun: %w", err)
+		return fmt.Errorf("reading the %s: %w", o.resource, err)
 	}
-	if len(body) > maxPipelineRunBody {
-		return fmt.Errorf("a PipelineRun of more than %d bytes", maxPipelineRunBody)
+	if len(body) > maxBuildObjectBody {
+		return fmt.Errorf("a %s of more than %d bytes", o.resource, maxBuildObjectBody)
 	}
-	out, err := withServiceAccount(strings.Split(r.URL.Path, "/")[3], body, p.serviceAccount())
+	var out []byte
+	switch o.resource {
+	case resourcePipelineRuns:
+		out, err = rewritePipelineRun(o.namespace, o.version, body, p.serviceAccount())
+	case resourcePipelines:
+		out, err = rewritePipeline(o.namespace, o.version, body)
+	default:
+		out, err = rewriteCore(o.namespace, o.resource, body)
+	}
 	if err != nil {
 		return err
+	}
+	if o.tekton && o.version != "v1" {
+		r.URL.Path = strings.Replace(r.URL.Path, "/tekton.dev/"+o.version+"/", "/tekton.dev/v1/", 1)
+		r.URL.RawPath = ""
 	}
 	r.Body = io.NopCloser(bytes.NewReader(out))
 	r.ContentLength = int64(len(out))
@@ -204,62 +309,15 @@ func (p *apiProxy) setServiceAccount(r *http.Request) error {
 	return nil
 }
 
-// withServiceAccount returns the PipelineRun of API version version in body, set to
-// run every task as sa.
-func withServiceAccount(version string, body []byte, sa string) ([]byte, error) {
-	var pr any
-	switch version {
-	case "v1beta1":
-		run := &pipelinev1beta1.PipelineRun{} //nolint:staticcheck // func v0.44 creates v1beta1 PipelineRuns
-		if err := strictly(body, run); err != nil {
-			return nil, err
-		}
-		if run.Spec.PodTemplate != nil {
-			return nil, errors.New("a PipelineRun with a pod template")
-		}
-		run.Spec.ServiceAccountName = sa
-		for i := range run.Spec.TaskRunSpecs {
-			if run.Spec.TaskRunSpecs[i].TaskPodTemplate != nil {
-				return nil, errors.New("a PipelineRun with a task pod template")
-			}
-			run.Spec.TaskRunSpecs[i].TaskServiceAccountName = ""
-		}
-		pr = run
-	case "v1":
-		run := &pipelinev1.PipelineRun{}
-		if err := strictly(body, run); err != nil {
-			return nil, err
-		}
-		if run.Spec.TaskRunTemplate.PodTemplate != nil {
-			return nil, errors.New("a PipelineRun with a pod template")
-		}
-		run.Spec.TaskRunTemplate.ServiceAccountName = sa
-		for i := range run.Spec.TaskRunSpecs {
-			if run.Spec.TaskRunSpecs[i].PodTemplate != nil {
-				return nil, errors.New("a PipelineRun with a task pod template")
-			}
-			run.Spec.TaskRunSpecs[i].ServiceAccountName = ""
-		}
-		pr = run
-	default:
-		return nil, fmt.Errorf("PipelineRuns of tekton.dev/%s: the proxy knows where v1beta1 and v1 name the ServiceAccount, not there", version)
-	}
-	out, err := json.Marshal(pr)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the PipelineRun: %w", err)
-	}
-	return out, nil
-}
-
 // strictly decodes body into obj as the API server would, and fails on any field
 // whose name is not exactly one of obj's, or that comes twice.
 func strictly(body []byte, obj any) error {
 	strict, err := k8sjson.UnmarshalStrict(body, obj, k8sjson.DisallowDuplicateFields, k8sjson.DisallowUnknownFields)
 	if err != nil {
-		return fmt.Errorf("the PipelineRun is not JSON: %w", err)
+		return fmt.Errorf("the object is not JSON: %w", err)
 	}
 	if len(strict) > 0 {
-		return fmt.Errorf("the PipelineRun has fields the proxy does not know: %w", errors.Join(strict...))
+		return fmt.Errorf("the object has fields the proxy does not know: %w", errors.Join(strict...))
 	}
 	return nil
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/knative"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
-	"github.com/fnops/func-operator/test/tektonsim"
+	"github.com/fnops/func-operator/test/tekton"
 )
 
 // TestOperator_BindingRefusesTakeover replays the measured takeover against the
@@ -33,7 +33,7 @@ func TestOperator_BindingRefusesTakeover(t *testing.T) {
 	if err := k8sClient.Update(ctx, payments); err != nil {
 		t.Fatal(err)
 	}
-	sim := tektonsim.Start(t, restConfig, tektonsim.Options{Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t)})
+	sim := tekton.StartKubelet(t, restConfig, tekton.Options{Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t)})
 	startOperatorWith(t, rebuildConfig(2), ns)
 
 	f.createFunction(t, "payments", nil) // the takeover attempt

@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
-	"github.com/fnops/func-operator/test/tektonsim"
+	"github.com/fnops/func-operator/test/tekton"
 )
 
 // scrape reads the operator's metrics endpoint.
@@ -77,7 +77,7 @@ func TestOperator_Metrics(t *testing.T) {
 	ns := newNamespace(t)
 	f := newRebuildFixture(t, ns, "hello")
 	var release atomic.Bool
-	tektonsim.Start(t, restConfig, tektonsim.Options{
+	tekton.StartKubelet(t, restConfig, tekton.Options{
 		Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t),
 		Hold: func(*pipelinev1.PipelineRun) bool { return release.Load() },
 	})

@@ -145,7 +145,8 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 		// be told so of a kind the cluster does not serve yet: with Tekton installed
 		// after the start, every PipelineRun is cached until the next restart.)
 		cacheOpts.ByObject[&pipelinev1.PipelineRun{}] = cache.ByObject{
-			Label: labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy}),
+			Label:     labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy}),
+			Transform: function.SlimPipelineRun,
 		}
 	}
 	var watchSelected labels.Selector
@@ -352,8 +353,9 @@ func setUpFuncLibrary(ctx context.Context, mgr manager.Manager, restConfig *rest
 	if c.DeployerImage != "" {
 		funclib.SetDeployerImage(c.DeployerImage)
 	}
+	funclib.SetGitCloneImage(c.GitCloneImage)
 	log.FromContext(ctx).Info("func library ready", "version", funclib.Version(), "kubeconfig", path,
-		"deployerImage", funclib.DeployerImage())
+		"deployerImage", funclib.DeployerImage(), "gitCloneImage", funclib.GitCloneImage(), "gitCloneTask", funclib.GitCloneTaskVersion)
 	return cluster.Close, nil
 }
 

@@ -17,8 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
@@ -31,7 +29,7 @@ import (
 	"github.com/fnops/func-operator/test/envtest"
 	"github.com/fnops/func-operator/test/gitserver"
 	"github.com/fnops/func-operator/test/registrytest"
-	"github.com/fnops/func-operator/test/tektonsim"
+	"github.com/fnops/func-operator/test/tekton"
 )
 
 // The private registry's credentials.
@@ -49,6 +47,7 @@ type rebuildFixture struct {
 	ns     string
 	reg    *registrytest.Registry
 	srv    *gitserver.HTTPServer
+	repo   *gitserver.Repo
 	commit string
 	// oldImage is the image each function's Service ran before any rebuild.
 	oldImage map[string]string
@@ -69,7 +68,8 @@ func newRebuildFixtureWith(t *testing.T, ns string, reg *registrytest.Registry, 
 		files["fns/"+name+"/func.yaml"] = funcYAML(name, "go") + "registry: " + f.reg.Host + "/fns\nbuild:\n  builder: pack\n"
 		files["fns/"+name+"/handle.go"] = "package function\n"
 	}
-	f.commit = gitserver.CreateRepo(t, root, "fleet").Commit(t, "main", files, "the fleet")
+	f.repo = gitserver.CreateRepo(t, root, "fleet")
+	f.commit = f.repo.Commit(t, "main", files, "the fleet")
 	for _, name := range names {
 		f.oldImage[name] = f.reg.Push(t, "fns/"+name, oldMiddleware)
 		svc := &servingv1.Service{
@@ -94,25 +94,33 @@ func (f *rebuildFixture) createFunction(t *testing.T, name string, autoUpdate *b
 // createFunctionWith creates the Function, with a registry Secret when registrySecret is set.
 func (f *rebuildFixture) createFunctionWith(t *testing.T, name string, autoUpdate *bool, registrySecret string) {
 	t.Helper()
+	f.createFunctionSpec(t, name, func(fn *v1alpha1.Function) {
+		fn.Spec.AutoUpdateMiddleware = autoUpdate
+		if registrySecret != "" {
+			fn.Spec.Registry.AuthSecretRef = &corev1.LocalObjectReference{Name: registrySecret}
+		}
+	})
+}
+
+// createFunctionSpec creates the Function of function name, its spec changed by set.
+func (f *rebuildFixture) createFunctionSpec(t *testing.T, name string, set func(*v1alpha1.Function)) {
+	t.Helper()
 	fn := &v1alpha1.Function{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name},
 		Spec: v1alpha1.FunctionSpec{
-			Repository:           v1alpha1.Repository{URL: f.srv.URL("fleet"), Branch: "main", Path: "fns/" + name},
-			AutoUpdateMiddleware: autoUpdate,
+			Repository: v1alpha1.Repository{URL: f.srv.URL("fleet"), Branch: "main", Path: "fns/" + name},
 		},
 	}
-	if registrySecret != "" {
-		fn.Spec.Registry.AuthSecretRef = &corev1.LocalObjectReference{Name: registrySecret}
-	}
+	set(fn)
 	if err := k8sClient.Create(context.Background(), fn); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // succeed is the simulated outcome of a good build: an image with the newest middleware.
-func succeed(t *testing.T) func(*pipelinev1.PipelineRun) tektonsim.Outcome {
+func succeed(t *testing.T) func(*pipelinev1.PipelineRun) tekton.Outcome {
 	v := availableGoMiddleware(t)
-	return func(*pipelinev1.PipelineRun) tektonsim.Outcome { return tektonsim.Outcome{MiddlewareVersion: v} }
+	return func(*pipelinev1.PipelineRun) tekton.Outcome { return tekton.Outcome{MiddlewareVersion: v} }
 }
 
 // rebuildConfig is the operator configuration of the rebuild tests: no periodic check
@@ -135,18 +143,15 @@ func pipelineRuns(t *testing.T, ns string) []pipelinev1.PipelineRun {
 	return list.Items
 }
 
-// pipelineRunServiceAccount is the ServiceAccount of PipelineRun name as func created
-// it (tekton.dev/v1beta1: spec.serviceAccountName). Without Tekton's conversion
-// webhook, the API server stores it as it came.
+// pipelineRunServiceAccount is the ServiceAccount PipelineRun name runs as: the
+// operator's proxy creates func's runs as tekton.dev/v1.
 func pipelineRunServiceAccount(t *testing.T, ns, name string) string {
 	t.Helper()
-	pr := &unstructured.Unstructured{}
-	pr.SetGroupVersionKind(schema.GroupVersionKind{Group: "tekton.dev", Version: "v1beta1", Kind: "PipelineRun"})
+	pr := &pipelinev1.PipelineRun{}
 	if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, pr); err != nil {
 		t.Fatal(err)
 	}
-	sa, _, _ := unstructured.NestedString(pr.Object, "spec", "serviceAccountName")
-	return sa
+	return pr.Spec.TaskRunTemplate.ServiceAccountName
 }
 
 func param(pr *pipelinev1.PipelineRun, name string) string {
@@ -189,7 +194,7 @@ func eventsOf(t *testing.T, ns, name string) map[string][]string {
 func TestOperator_RebuildOutdatedFunction(t *testing.T) {
 	ns := newNamespace(t)
 	f := newRebuildFixture(t, ns, "hello")
-	sim := tektonsim.Start(t, restConfig, tektonsim.Options{Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t)})
+	sim := tekton.StartKubelet(t, restConfig, tekton.Options{Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t)})
 	startOperatorWith(t, rebuildConfig(2), ns)
 	f.createFunction(t, "hello", nil)
 
@@ -276,7 +281,7 @@ func TestOperator_RebuildBudget(t *testing.T) {
 	f := newRebuildFixture(t, ns, names...)
 	var mu sync.Mutex
 	firstSeen := map[string]time.Time{}
-	sim := tektonsim.Start(t, restConfig, tektonsim.Options{
+	sim := tekton.StartKubelet(t, restConfig, tekton.Options{
 		Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t),
 		// Each build runs for at least 700ms, so that the queue fills.
 		Hold: func(pr *pipelinev1.PipelineRun) bool {
@@ -357,7 +362,7 @@ func TestOperator_RebuildAdoptedAfterRestart(t *testing.T) {
 	ns := newNamespace(t)
 	f := newRebuildFixture(t, ns, "hello")
 	var release atomic.Bool
-	sim := tektonsim.Start(t, restConfig, tektonsim.Options{
+	sim := tekton.StartKubelet(t, restConfig, tekton.Options{
 		Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t),
 		Hold: func(*pipelinev1.PipelineRun) bool { return release.Load() },
 	})
@@ -397,10 +402,10 @@ func TestOperator_RebuildAdoptedAfterRestart(t *testing.T) {
 func TestOperator_RebuildFailureBacksOff(t *testing.T) {
 	ns := newNamespace(t)
 	f := newRebuildFixture(t, ns, "hello")
-	sim := tektonsim.Start(t, restConfig, tektonsim.Options{
+	sim := tekton.StartKubelet(t, restConfig, tekton.Options{
 		Namespaces: []string{ns}, Registry: f.reg,
-		Decide: func(*pipelinev1.PipelineRun) tektonsim.Outcome {
-			return tektonsim.Outcome{Fail: true, FailedTask: "build", FailedStep: "build", Message: `"step-build" exited with code 1`}
+		Decide: func(*pipelinev1.PipelineRun) tekton.Outcome {
+			return tekton.Outcome{Fail: true, FailedTask: "build", FailedStep: "create"}
 		},
 	})
 	startOperatorWith(t, rebuildConfig(2), ns)
@@ -423,14 +428,14 @@ func TestOperator_RebuildFailureBacksOff(t *testing.T) {
 	}
 	fn := failed(1)
 	b := fn.Status.Build
-	if b.FailedTask != "build" || b.FailedStep != "build" || !strings.Contains(b.Message, "exited with code 1") {
+	if b.FailedTask != "build" || b.FailedStep != "create" || !strings.Contains(b.Message, `"step-create" exited with code 1`) {
 		t.Errorf("status.build = %+v, want the failing task, step and message", b)
 	}
 	if d := b.RetryAfter.Sub(b.CompletionTime.Time); d != 2*time.Second {
 		t.Errorf("first retry after %s, want the 2s backoff", d)
 	}
 	c := fn.Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate)
-	for _, want := range []string{"in task build, step build", "exited with code 1", "keeps serving"} {
+	for _, want := range []string{"in task build, step create", "exited with code 1", "keeps serving"} {
 		if !strings.Contains(c.Message, want) {
 			t.Errorf("MiddlewareUpToDate message %q does not say %q", c.Message, want)
 		}
@@ -448,7 +453,7 @@ func TestOperator_RebuildFailureBacksOff(t *testing.T) {
 			firstFailed = append(firstFailed, m)
 		}
 	}
-	if len(firstFailed) != 1 || !strings.Contains(firstFailed[0], "in task build, step build (1 in a row)") {
+	if len(firstFailed) != 1 || !strings.Contains(firstFailed[0], "in task build, step create (1 in a row)") {
 		t.Errorf("BuildFailed events of build %s = %q, want one naming the task and step", b.ID, firstFailed)
 	}
 
@@ -471,14 +476,14 @@ func TestOperator_RebuildFailureBacksOff(t *testing.T) {
 		}
 	}
 	if n := len(sim.Started()); n < 2 {
-		t.Errorf("%d runs started in the Tekton simulation, want at least the 2 that failed", n)
+		t.Errorf("%d runs started by Tekton, want at least the 2 that failed", n)
 	}
 }
 
 func TestOperator_NoRebuildWhenOffOrOutOfBudget(t *testing.T) {
 	ns := newNamespace(t)
 	f := newRebuildFixture(t, ns, "off", "paused")
-	sim := tektonsim.Start(t, restConfig, tektonsim.Options{Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t)})
+	sim := tekton.StartKubelet(t, restConfig, tekton.Options{Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t)})
 	system, _, _ := startOperatorWith(t, rebuildConfig(0), ns) // a budget of 0 pauses rebuilds
 	no := false
 	f.createFunction(t, "off", &no)
@@ -523,7 +528,7 @@ func TestOperator_NoRebuildWhenOffOrOutOfBudget(t *testing.T) {
 func TestOperator_FunctionDeletedMidBuild(t *testing.T) {
 	ns := newNamespace(t)
 	f := newRebuildFixture(t, ns, "first", "second")
-	tektonsim.Start(t, restConfig, tektonsim.Options{
+	tekton.StartKubelet(t, restConfig, tekton.Options{
 		Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t),
 		// The first Function's build never ends on its own.
 		Hold: func(pr *pipelinev1.PipelineRun) bool { return pr.Labels[resources.LabelFunction] != "first" },
@@ -600,7 +605,7 @@ func TestOperator_RebuildWithPrivateRegistry(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	tektonsim.Start(t, restConfig, tektonsim.Options{Namespaces: []string{ns}, Registry: reg, Decide: succeed(t)})
+	tekton.StartKubelet(t, restConfig, tekton.Options{Namespaces: []string{ns}, Registry: reg, Decide: succeed(t)})
 	// The deployer image is read from the ConfigMap when the operator starts.
 	startOperatorWithConfigMap(t, rebuildConfig(2), map[string]string{config.KeyDeployerImage: pinnedDeployer}, ns)
 	f.createFunctionWith(t, "hello", nil, "registry")
@@ -677,7 +682,7 @@ func TestOperator_NamespaceNotOnboarded(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	tektonsim.Start(t, restConfig, tektonsim.Options{Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t)})
+	tekton.StartKubelet(t, restConfig, tekton.Options{Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t)})
 	cfg := rebuildConfig(2)
 	cfg.CheckInterval = 3 * time.Second
 	startOperatorWith(t, cfg, ns)
@@ -741,7 +746,7 @@ func TestOperator_NamespaceNotOnboarded(t *testing.T) {
 func TestOperator_BuildTimeout(t *testing.T) {
 	ns := newNamespace(t)
 	f := newRebuildFixture(t, ns, "stuck", "next")
-	tektonsim.Start(t, restConfig, tektonsim.Options{
+	tekton.StartKubelet(t, restConfig, tekton.Options{
 		Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t),
 		// Simulated: no controller ever finishes the runs of "stuck".
 		Hold: func(pr *pipelinev1.PipelineRun) bool { return pr.Labels[resources.LabelFunction] != "stuck" },
@@ -797,7 +802,7 @@ func TestOperator_GitOutageKeepsLastKnownGood(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ns := newNamespace(t)
 			f := newRebuildFixture(t, ns, "hello")
-			tektonsim.Start(t, restConfig, tektonsim.Options{Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t)})
+			tekton.StartKubelet(t, restConfig, tekton.Options{Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t)})
 			cfg := rebuildConfig(1)
 			cfg.CheckInterval, cfg.GitTimeout = time.Second, 2*time.Second // below the ConfigMap's minimum: a test's own store
 			_, store, stop := startOperatorWith(t, cfg, ns)
@@ -861,7 +866,7 @@ func TestOperator_GitOutageKeepsLastKnownGood(t *testing.T) {
 func TestOperator_RegistryOutageKeepsLastKnownGood(t *testing.T) {
 	ns := newNamespace(t)
 	f := newRebuildFixture(t, ns, "hello")
-	tektonsim.Start(t, restConfig, tektonsim.Options{Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t)})
+	tekton.StartKubelet(t, restConfig, tekton.Options{Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t)})
 	cfg := rebuildConfig(1)
 	cfg.CheckInterval = time.Second // below the ConfigMap's minimum: a test's own store
 	_, _, stop := startOperatorWith(t, cfg, ns)

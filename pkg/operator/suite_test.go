@@ -22,6 +22,7 @@ import (
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/test/envtest"
 	"github.com/fnops/func-operator/test/syncbuffer"
+	"github.com/fnops/func-operator/test/tekton"
 )
 
 var (
@@ -31,6 +32,8 @@ var (
 	// config/: every operator of the tests runs as it, which proves that RBAC enough.
 	operatorConfig *rest.Config
 	k8sClient      client.Client
+	// testEnv is the control plane, for the tests that run its garbage collector.
+	testEnv *envtest.Environment
 	// logs holds everything the operators of the tests log.
 	logs = &syncbuffer.Buffer{}
 )
@@ -43,7 +46,16 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	restConfig = env.Config
+	testEnv = env
 	operatorConfig = envtest.AsOperator(restConfig)
+	// The real Tekton controller runs every PipelineRun of the tests; test/tekton's
+	// kubelet simulation plays the pods.
+	tektonController, err := tekton.StartController(restConfig, "")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		_ = env.Stop()
+		os.Exit(1)
+	}
 	_, err = envtest.Apply(context.Background(), restConfig, append(envtest.RBACFiles, envtest.PolicyFiles...)...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -59,6 +71,12 @@ func TestMain(m *testing.M) {
 	} else {
 		code = m.Run()
 		if code == 0 && !logsClean() {
+			code = 1
+		}
+	}
+	if err := tektonController.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if code == 0 {
 			code = 1
 		}
 	}

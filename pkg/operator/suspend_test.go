@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
-	"github.com/fnops/func-operator/test/tektonsim"
+	"github.com/fnops/func-operator/test/tekton"
 )
 
 // TestOperator_Suspend: a suspended Function is neither checked nor rebuilt, its
@@ -19,7 +19,7 @@ import (
 func TestOperator_Suspend(t *testing.T) {
 	ns := newNamespace(t)
 	f := newRebuildFixture(t, ns, "fn")
-	tektonsim.Start(t, restConfig, tektonsim.Options{Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t)})
+	tekton.StartKubelet(t, restConfig, tekton.Options{Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t)})
 	cfg := rebuildConfig(0) // no budget: the rebuild waits in the queue
 	cfg.CheckInterval = time.Second
 	_, store, _ := startOperatorWith(t, cfg, ns)

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"sort"
@@ -58,6 +59,47 @@ type Auth struct {
 	// material is every credential value of the Secret, length-prefixed, for
 	// Identity; nil for an Auth not read from a Secret.
 	material []byte
+	// clone is what a clone outside the operator needs (ForClone), the SSH key
+	// possibly still encrypted with passphrase.
+	clone      CloneCredentials
+	passphrase string
+}
+
+// CloneCredentials are an Auth's credentials for a clone outside the operator: a
+// build's clone step, which runs git and ssh.
+type CloneCredentials struct {
+	// Username and Password are HTTP(S) basic auth (a token is the password).
+	Username, Password string
+	// SSHPrivateKey is the key, unencrypted (PEM), KnownHosts the host keys.
+	SSHPrivateKey, KnownHosts []byte
+	// CABundle is the PEM CAs trusted for HTTPS besides the system roots.
+	CABundle []byte
+}
+
+// String never shows a credential.
+func (c *CloneCredentials) String() string { return "CloneCredentials{redacted}" }
+
+// ForClone returns a's credentials for a clone by git and ssh outside the operator, or
+// nil when a is anonymous. An SSH key protected by a passphrase comes decrypted: the
+// clone step cannot ask for the passphrase.
+func (a *Auth) ForClone() (*CloneCredentials, error) {
+	c := a.clone
+	c.CABundle = a.CABundle
+	if c.Password == "" && len(c.SSHPrivateKey) == 0 && len(c.CABundle) == 0 {
+		return nil, nil
+	}
+	if a.passphrase != "" {
+		raw, err := ssh.ParseRawPrivateKeyWithPassphrase(c.SSHPrivateKey, []byte(a.passphrase))
+		if err != nil {
+			return nil, errors.New("the SSH private key does not decrypt with its passphrase")
+		}
+		block, err := ssh.MarshalPrivateKey(raw, "")
+		if err != nil {
+			return nil, errors.New("the SSH private key cannot be written unencrypted for the clone step")
+		}
+		c.SSHPrivateKey = pem.EncodeToMemory(block)
+	}
+	return &c, nil
 }
 
 // Protocol returns the transport of a repository URL: http, https or ssh
@@ -124,10 +166,12 @@ func httpAuth(secret *corev1.Secret, hasCA bool) (*Auth, error) {
 			user = defaultTokenUser
 		}
 		return &Auth{Method: &githttp.BasicAuth{Username: user, Password: token}, secrets: []string{token},
-			material: material("http", KeyUsername, user, KeyPassword, token)}, nil
+			material: material("http", KeyUsername, user, KeyPassword, token),
+			clone:    CloneCredentials{Username: user, Password: token}}, nil
 	case user != "" && pass != "":
 		return &Auth{Method: &githttp.BasicAuth{Username: user, Password: pass}, secrets: []string{pass},
-			material: material("http", KeyUsername, user, KeyPassword, pass)}, nil
+			material: material("http", KeyUsername, user, KeyPassword, pass),
+			clone:    CloneCredentials{Username: user, Password: pass}}, nil
 	case len(d[KeyToken]) > 0:
 		return nil, stalling(v1alpha1.ReasonAuthSecretInvalid, "Secret %q: the value of key %q is empty", secret.Name, KeyToken)
 	case user != "":
@@ -201,7 +245,8 @@ func sshAuth(url string, secret *corev1.Secret) (*Auth, error) {
 		secrets = append(secrets, passphrase)
 	}
 	m := material("ssh", "user", user, KeySSHPrivateKey, string(key), KeyPassphrase, passphrase, KeyKnownHosts, string(d[KeyKnownHosts]))
-	return &Auth{Method: pk, secrets: secrets, material: m}, nil
+	return &Auth{Method: pk, secrets: secrets, material: m, passphrase: passphrase,
+		clone: CloneCredentials{SSHPrivateKey: key, KnownHosts: d[KeyKnownHosts]}}, nil
 }
 
 // describeKeyError says why a private key was refused, without quoting it.

@@ -29,8 +29,10 @@ import (
 // CEL's matches() is RE2, as Go's regexp, and searches as MatchString does.
 // TestCRDRulesMirrored keeps these in step with the markers.
 var (
-	crdURLForms         = []string{`^(https?|ssh)://[^/ ]+(/.*)?$`, `^[A-Za-z0-9._~-]+@[A-Za-z0-9.-]+:[^ ]+$`}
-	crdURLNoCredentials = []string{`^[a-z]+://[^/@]*:[^/@]*@`, `^https?://[^/]*@`}
+	crdURLForms = []string{`^(https?|ssh)://[^/ ]+(/.*)?$`, `^[A-Za-z0-9._~-]+@[A-Za-z0-9.-]+:[^ ]+$`}
+	// A user part may hold an '@': url.Parse, as go-git, splits at the last one.
+	crdURLNoCredentials = []string{`^[a-z]+://[^/]*:[^/]*@`, `^https?://[^/]*@`}
+	crdURLNoControl     = `[[:cntrl:]]`
 	crdPathNoDotDot     = `(^|/)[.][.](/|$)`
 	// crdBranchRule is checked in Go by crdAdmitsBranch.
 	crdBranchRule = `!self.startsWith('-') && !self.startsWith('refs/') && !self.contains(' ') && !self.contains('..')`
@@ -40,6 +42,7 @@ var (
 var (
 	crdURLFormRes        = crdCompile(crdURLForms)
 	crdURLCredentialsRes = crdCompile(crdURLNoCredentials)
+	crdURLNoControlRe    = regexp.MustCompile(crdURLNoControl)
 	crdPathNoDotDotRe    = regexp.MustCompile(crdPathNoDotDot)
 )
 
@@ -67,7 +70,7 @@ func crdAdmitsURL(u string) bool {
 	if !crdURLFormRes[0].MatchString(u) && !crdURLFormRes[1].MatchString(u) {
 		return false
 	}
-	return !crdURLCredentialsRes[0].MatchString(u) && !crdURLCredentialsRes[1].MatchString(u)
+	return !crdURLCredentialsRes[0].MatchString(u) && !crdURLCredentialsRes[1].MatchString(u) && !crdURLNoControlRe.MatchString(u)
 }
 
 func crdAdmitsBranch(b string) bool {
@@ -85,8 +88,8 @@ func TestCRDRulesMirrored(t *testing.T) {
 		t.Fatal(err)
 	}
 	types := string(src)
-	rules := make([]string, 0, 2+len(crdURLForms)+len(crdURLNoCredentials))
-	rules = append(rules, crdBranchRule, "!self.matches('"+crdPathNoDotDot+"')")
+	rules := make([]string, 0, 3+len(crdURLForms)+len(crdURLNoCredentials))
+	rules = append(rules, crdBranchRule, "!self.matches('"+crdPathNoDotDot+"')", "!self.matches('"+crdURLNoControl+"')")
 	for _, r := range crdURLForms {
 		rules = append(rules, "self.matches('"+r+"')")
 	}

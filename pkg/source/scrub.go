@@ -6,8 +6,10 @@ import (
 )
 
 // userinfoInURL matches the credentials of a URL such as https://user:secret@host, and
-// any user of an HTTP(S) URL, which is often a token (https://TOKEN@host).
-var userinfoInURL = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]*:[^/@\s]*@|(https?://)[^/@\s]+@`)
+// any user of an HTTP(S) URL, which is often a token (https://TOKEN@host). A user part
+// may hold an '@' (url.Parse, as go-git, splits at the last one): the match runs to
+// the last '@' before the path.
+var userinfoInURL = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s]*:[^/\s]*@|(https?://)[^/\s]+@`)
 
 // scrub removes credentials from a message: every secret value it knows of, and
 // the user:password part of any URL.

@@ -65,7 +65,8 @@ func TestAttacks(t *testing.T) {
 	if err := s.env.InstallCRDs(envtest.KnativeServingCRDs, envtest.TektonCRDs); err != nil {
 		t.Fatal(err)
 	}
-	s.knative, s.tekton = true, true
+	s.knative = true
+	s.startTekton()
 	s.simulateKnative(t)
 	s.obs.watchBuilds(t)
 

@@ -270,7 +270,8 @@ func (s *suite) lateAPIs(t *testing.T) {
 	if err := s.env.InstallCRDs(envtest.KnativeServingCRDs, envtest.TektonCRDs); err != nil {
 		t.Fatal(err)
 	}
-	s.knative, s.tekton = true, true
+	s.knative = true
+	s.startTekton()
 	s.simulateKnative(s.top) // for the rest of the suite
 	s.obs.watchBuilds(t)
 	s.createServices(t, f)

@@ -24,7 +24,7 @@ import (
 	"github.com/fnops/func-operator/pkg/operator"
 	"github.com/fnops/func-operator/test/envtest"
 	"github.com/fnops/func-operator/test/gitserver"
-	"github.com/fnops/func-operator/test/tektonsim"
+	"github.com/fnops/func-operator/test/tekton"
 )
 
 // oldMiddleware is the func-go version the outdated functions' images run.
@@ -73,20 +73,17 @@ func (s *suite) newNamespace(t *testing.T, prefix string, healthy, outdated int,
 func (s *suite) populate(t *testing.T, f *fleet) {
 	t.Helper()
 	s.createSecrets(t, f.ns)
-	// The healthy functions come from a private repository (the operator reads it with
-	// the token); the outdated ones from a public one, since func v0.44's pipeline
-	// cannot clone a private repository.
-	for repo, names := range map[string][]string{s.repo(f, true): f.healthy, s.repo(f, false): f.outdated} {
-		files := map[string]string{}
-		for _, name := range names {
-			files["fns/"+name+"/func.yaml"] = fmt.Sprintf("specVersion: 0.36.0\nname: %s\nruntime: go\nregistry: %s/%s\nbuild:\n  builder: pack\n", name, s.reg.Host, f.ns)
-			files["fns/"+name+"/handle.go"] = "package function\n"
-		}
-		if len(files) > 0 {
-			gitserver.CreateRepo(t, s.gitRoot, repo).Commit(t, "main", files, "the fleet")
-		}
+	// Every function comes from a private repository: the operator reads it, and its
+	// builds clone it, with the token.
+	files := map[string]string{}
+	for _, name := range f.all() {
+		files["fns/"+name+"/func.yaml"] = fmt.Sprintf("specVersion: 0.36.0\nname: %s\nruntime: go\nregistry: %s/%s\nbuild:\n  builder: pack\n", name, s.reg.Host, f.ns)
+		files["fns/"+name+"/handle.go"] = "package function\n"
 	}
-	s.git.RequireToken(s.repo(f, true), gitToken)
+	if len(files) > 0 {
+		gitserver.CreateRepo(t, s.gitRoot, s.repo(f)).Commit(t, "main", files, "the fleet")
+	}
+	s.git.RequireToken(s.repo(f), gitToken)
 	if s.knative {
 		s.createServices(t, f)
 	}
@@ -96,13 +93,8 @@ func (s *suite) populate(t *testing.T, f *fleet) {
 	s.createFunctions(t, f)
 }
 
-// repo names the fleet's private or public repository.
-func (s *suite) repo(f *fleet, private bool) string {
-	if private {
-		return f.ns + "-private"
-	}
-	return f.ns
-}
+// repo names the fleet's private repository.
+func (s *suite) repo(f *fleet) string { return f.ns + "-private" }
 
 // leader is the holder of the operator's leader election Lease, "" when not read.
 func (s *suite) leader() string {
@@ -149,11 +141,7 @@ func (s *suite) createServices(t *testing.T, f *fleet) {
 func (s *suite) createFunctions(t *testing.T, f *fleet) {
 	t.Helper()
 	for _, name := range f.all() {
-		secret := ""
-		if private := contains(f.healthy, name); private {
-			secret = "git"
-		}
-		s.createFunction(t, f.ns, name, s.git.URL(s.repo(f, secret != "")), "fns/"+name, secret)
+		s.createFunction(t, f.ns, name, s.git.URL(s.repo(f)), "fns/"+name, "git")
 	}
 }
 
@@ -191,16 +179,24 @@ func (s *suite) createFunction(t *testing.T, ns, name, url, path, gitSecret stri
 	}
 }
 
-// simulateTekton runs the Tekton simulation in the fleet's namespace: every run
-// succeeds with the newest middleware once the fleet's hold is off.
+// simulateTekton plays the kubelet for the real Tekton controller (startTekton) in
+// the fleet's namespace: every run succeeds with the newest middleware once the
+// fleet's hold is off.
 func (s *suite) simulateTekton(t *testing.T, f *fleet) {
-	tektonsim.Start(t, s.env.Config, tektonsim.Options{
+	tekton.StartKubelet(t, s.env.Config, tekton.Options{
 		Namespaces: []string{f.ns}, Registry: s.reg, Interval: 100 * time.Millisecond,
-		Decide: func(*pipelinev1.PipelineRun) tektonsim.Outcome {
-			return tektonsim.Outcome{MiddlewareVersion: s.middleware}
+		Decide: func(*pipelinev1.PipelineRun) tekton.Outcome {
+			return tekton.Outcome{MiddlewareVersion: s.middleware}
 		},
 		Hold: func(*pipelinev1.PipelineRun) bool { return !f.hold.Load() },
 	})
+}
+
+// startTekton starts the real Tekton controller, once Tekton's CRDs are installed,
+// for the rest of the suite.
+func (s *suite) startTekton() {
+	tekton.StartControllerT(s.top, s.env.Config)
+	s.tekton = true
 }
 
 // simulateKnative plays Knative Serving's controller, which needs a kubelet to run

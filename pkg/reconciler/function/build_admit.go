@@ -16,6 +16,7 @@ import (
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 	"github.com/fnops/func-operator/pkg/registry"
 	"github.com/fnops/func-operator/pkg/rerror"
+	"github.com/fnops/func-operator/pkg/source"
 )
 
 // reconcileRebuild rebuilds a Function whose middleware is outdated (obs.middleware),
@@ -56,13 +57,6 @@ func (r *Reconciler) reconcileRebuild(ctx context.Context, fn *v1alpha1.Function
 			mw.available, running)
 		return Result{}, rerror.NewStalling(v1alpha1.ReasonRebuildNotPossible, "Tekton Pipelines is not installed")
 	}
-	if fn.Spec.Repository.AuthSecretRef != nil {
-		r.leaveQueue(fn)
-		fn.Status.MarkRebuildNotPossible("%s is available (running: %s) but the repository is private: func %s's pipeline clones it with the Tekton Hub "+
-			"git-clone task, which gets no credentials; rebuild it with `func deploy --remote` and a credentialed pipeline",
-			mw.available, running, funclib.Version())
-		return Result{}, rerror.NewStalling(v1alpha1.ReasonRebuildNotPossible, "private repositories cannot be rebuilt by func's pipeline")
-	}
 	meta, err := r.buildMetadata(ctx, fn, obs.source)
 	if err != nil {
 		return Result{}, err
@@ -72,6 +66,21 @@ func (r *Reconciler) reconcileRebuild(ctx context.Context, fn *v1alpha1.Function
 		fn.Status.MarkRebuildNotPossible("%s is available (running: %s) but func's pipeline cannot build the function: %s",
 			mw.available, running, err)
 		return Result{}, rerror.NewStalling(v1alpha1.ReasonRebuildNotPossible, "func's pipeline cannot build the function: %w", err)
+	}
+
+	// The clone step gets the credentials the check read the repository with.
+	var cloneCreds *source.CloneCredentials
+	if obs.source.auth != nil {
+		cloneCreds, err = obs.source.auth.ForClone()
+		if err == nil && cloneCreds != nil {
+			err = funclib.CheckGitCredentials(fn.Spec.Repository.URL, gitCredentials(cloneCreds))
+		}
+		if err != nil {
+			r.leaveQueue(fn)
+			fn.Status.MarkRebuildNotPossible("%s is available (running: %s) but the repository's credentials cannot be handed to the build's clone step: %s",
+				mw.available, running, err)
+			return Result{}, rerror.NewStalling(v1alpha1.ReasonRebuildNotPossible, "the clone step's credentials: %w", err)
+		}
 	}
 
 	cfg := r.Config.Load()
@@ -123,6 +132,7 @@ func (r *Reconciler) reconcileRebuild(ctx context.Context, fn *v1alpha1.Function
 	req := resources.BuildRequest(fn, id, commit, meta, cfg.BuilderImages)
 	req.Labels[resources.LabelServiceUID] = string(obs.deployment.uid)
 	req.Credentials = r.registryCredentials(fn)
+	req.GitCredentials = gitCredentials(cloneCreds)
 	req.WorkDir = r.WorkDir
 	return Result{
 		RequeueAfter: pollWhileWaiting,
@@ -135,6 +145,15 @@ func (r *Reconciler) reconcileRebuild(ctx context.Context, fn *v1alpha1.Function
 			}
 		},
 	}, nil
+}
+
+// gitCredentials are c for the func library's build, nil when anonymous.
+func gitCredentials(c *source.CloneCredentials) *funclib.GitCredentials {
+	if c == nil {
+		return nil
+	}
+	return &funclib.GitCredentials{Username: c.Username, Password: c.Password,
+		SSHPrivateKey: c.SSHPrivateKey, KnownHosts: c.KnownHosts, CABundle: c.CABundle}
 }
 
 // leaveQueue takes a Function that cannot or need not be rebuilt now out of the queue,

@@ -55,6 +55,7 @@ func (r *Reconciler) observeBuild(ctx context.Context, fn *v1alpha1.Function, _ 
 	if b := fn.Status.Build; following && b != nil && b.Phase == v1alpha1.BuildPhaseFailed {
 		fn.Status.MarkBuildFailed("%s", failureSummary(b))
 	}
+	r.sweepGitCredentials(ctx, fn)
 	return res, err
 }
 
@@ -63,6 +64,10 @@ func (r *Reconciler) followBuild(ctx context.Context, fn *v1alpha1.Function) (Re
 	runs, err := r.pipelineRuns(ctx, fn)
 	if err != nil {
 		return Result{}, err
+	}
+	if err := r.pruneHistory(ctx, fn, runs); err != nil {
+		// Best effort: following the build matters more, and the next reconcile tries again.
+		log.FromContext(ctx).Info("finished PipelineRuns over spec.buildHistoryLimit are left until the next reconcile", "reason", err.Error())
 	}
 	b := fn.Status.Build
 	if b == nil || (b.Phase != v1alpha1.BuildPhaseStarting && b.Phase != v1alpha1.BuildPhaseRunning) {

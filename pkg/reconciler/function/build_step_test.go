@@ -395,9 +395,10 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 		middleware: due, budget: 2, meta: meta, noTekton: true,
 		want: outcome{Kind: "stalling", Reason: v1alpha1.ReasonRebuildNotPossible, Condition: "False/RebuildNotPossible/"},
 	}, {
-		name:       "private repository: stalls",
+		name:       "private repository: launched with the credentials the check read",
 		middleware: due, budget: 2, meta: meta, private: true,
-		want: outcome{Kind: "stalling", Reason: v1alpha1.ReasonRebuildNotPossible, Condition: "False/RebuildNotPossible/"},
+		want:      outcome{Condition: "False/Rebuilding/"},
+		wantPhase: v1alpha1.BuildPhaseStarting, wantLaunch: true, wantSoon: pollWhileWaiting,
 	}, {
 		name:       "nowhere to push: stalls",
 		middleware: due, budget: 2, meta: funclib.Metadata{Name: "hello", Runtime: "go"},
@@ -429,6 +430,14 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 				source:     sourceArtifact{head: source.Head{Branch: "main", Commit: "0123456789abcdef"}, name: "hello", runtime: "go", metadata: &md},
 				deployment: deployment{image: image},
 				middleware: tt.middleware,
+			}
+
+			if tt.private {
+				auth, err := source.AuthFromSecret(fn.Spec.Repository.URL, &corev1.Secret{Data: map[string][]byte{"token": []byte("tok")}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				obs.source.auth = auth
 			}
 
 			res, err := r.reconcileRebuild(context.Background(), fn, obs)
@@ -469,6 +478,16 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 			reqs := rec.requests()
 			if len(reqs) != 1 || reqs[0].Revision != "0123456789abcdef" || reqs[0].Labels[resources.LabelBuildID] != b.ID {
 				t.Errorf("launched %+v, want one build of the observed commit with id %s", reqs, b.ID)
+			}
+			var wantCreds *funclib.GitCredentials
+			if tt.private {
+				wantCreds = &funclib.GitCredentials{Username: "git", Password: "tok"}
+			}
+			if diff := cmp.Diff(wantCreds, reqs[0].GitCredentials); diff != "" {
+				t.Errorf("the clone step's credentials (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(resources.Owner(fn), reqs[0].Owner); diff != "" || reqs[0].ID != b.ID {
+				t.Errorf("build owner (-want +got):\n%s\nid %q, want %q", diff, reqs[0].ID, b.ID)
 			}
 			if !r.Queue.IsRunning(key) {
 				t.Error("the launched build holds no slot")

@@ -58,7 +58,7 @@ func TestReconcile_Rebuild(t *testing.T) {
 		"func.yaml": "specVersion: 0.36.0\nname: hello\nruntime: go\nregistry: " + reg.Host + "/fns\nbuild:\n  builder: pack\n  buildpacks: [x]\n",
 	}, "host")
 	srv.RequireToken("private", testToken)
-	gitserver.CreateRepo(t, root, "private").Commit(t, "main", map[string]string{"func.yaml": withRegistry}, "private")
+	privateCommit := gitserver.CreateRepo(t, root, "private").Commit(t, "main", map[string]string{"func.yaml": withRegistry}, "private")
 
 	off := false
 	now := time.Now()
@@ -99,10 +99,11 @@ func TestReconcile_Rebuild(t *testing.T) {
 		noTekton: true, budget: 2,
 		wantReason: v1alpha1.ReasonRebuildNotPossible, wantMsg: "no Tekton Pipelines API", wantStall: true,
 	}, {
-		name:       "private repository: func's pipeline cannot clone it",
+		name:       "private repository: launched with the credentials the check read it with",
 		repo:       v1alpha1.Repository{URL: srv.URL("private"), AuthSecretRef: secretRef("git")},
 		budget:     2,
-		wantReason: v1alpha1.ReasonRebuildNotPossible, wantMsg: "the repository is private", wantStall: true,
+		wantReason: v1alpha1.ReasonRebuilding, wantMsg: "starting: rebuilding commit",
+		wantPhase: v1alpha1.BuildPhaseStarting, wantLaunch: true, wantSoon: pollWhileWaiting,
 	}, {
 		name:       "func.yaml without registry: nowhere to push",
 		repo:       v1alpha1.Repository{URL: srv.URL("noregistry")},
@@ -210,12 +211,20 @@ func TestReconcile_Rebuild(t *testing.T) {
 				t.Fatalf("%d builds launched, want 1", len(reqs))
 			}
 			b := got.Status.Build
+			wantCommit := commit
+			if tt.repo.AuthSecretRef != nil {
+				wantCommit = privateCommit
+			}
 			want := funclib.BuildRequest{
 				Namespace: ns,
-				GitURL:    tt.repo.URL, Revision: commit, ContextDir: "fns/hello",
+				GitURL:    tt.repo.URL, Revision: wantCommit, ContextDir: tt.repo.Path,
+				ID: b.ID, Owner: resources.Owner(got),
 				Labels:       map[string]string{resources.LabelFunction: "hello", resources.LabelBuildID: b.ID, resources.LabelManagedBy: resources.ManagedBy},
 				BuilderImage: "builder:pinned",
 				WorkDir:      r.WorkDir,
+			}
+			if tt.repo.AuthSecretRef != nil {
+				want.GitCredentials = &funclib.GitCredentials{Username: "git", Password: testToken}
 			}
 			gotReq := reqs[0]
 			gotReq.Function, gotReq.Credentials = funclib.Metadata{}, nil
@@ -230,7 +239,7 @@ func TestReconcile_Rebuild(t *testing.T) {
 			if reqs[0].Function.Registry != reg.Host+"/fns" || reqs[0].Function.Name != "hello" {
 				t.Errorf("build request function = %+v", reqs[0].Function)
 			}
-			if b.Commit != commit || b.FromImage != outdated || b.FromMiddleware != "v0.1.0" || b.StartTime == nil || b.Failures != failuresBefore(tt.build) {
+			if b.Commit != wantCommit || b.FromImage != outdated || b.FromMiddleware != "v0.1.0" || b.StartTime == nil || b.Failures != failuresBefore(tt.build) {
 				t.Errorf("status.build = %+v", b)
 			}
 			if !r.Queue.IsRunning(types.NamespacedName{Namespace: ns, Name: "hello"}) {

@@ -12,6 +12,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 )
 
 // SecretWatches watches Secrets, by metadata only, in the namespaces where the
@@ -84,7 +87,7 @@ func (w *SecretWatches) Ensure(namespace string) {
 	ctx, cancel := context.WithCancel(w.ctx)
 	w.watching[namespace] = cancel
 	inf := metadatainformer.NewFilteredMetadataInformer(w.Client, corev1.SchemeGroupVersion.WithResource("secrets"),
-		namespace, 0, cache.Indexers{}, nil)
+		namespace, 0, cache.Indexers{gitCredentialsIndex: gitCredentialsOf}, nil)
 	if w.stores == nil {
 		w.stores = map[string]cache.SharedIndexInformer{}
 	}
@@ -183,6 +186,43 @@ func (w *SecretWatches) Version(namespace, name string) (version string, known b
 		return "", false
 	}
 	return m.ResourceVersion, true
+}
+
+// gitCredentialsIndex indexes the builds' git credentials Secrets by Function name.
+const gitCredentialsIndex = "gitCredentials"
+
+// gitCredentialsOf is the Function a build's git credentials Secret is of.
+func gitCredentialsOf(o any) ([]string, error) {
+	m, ok := o.(*metav1.PartialObjectMetadata)
+	if !ok || m.Labels[funclib.LabelGitCredentials] != "true" || m.Labels[resources.LabelFunction] == "" {
+		return nil, nil
+	}
+	return []string{m.Labels[resources.LabelFunction]}, nil
+}
+
+// GitCredentials returns the git credentials Secrets of the builds of Function name
+// of namespace that the namespace's watch has seen.
+func (w *SecretWatches) GitCredentials(namespace, name string) []*metav1.PartialObjectMetadata {
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	inf := w.stores[namespace]
+	w.mu.Unlock()
+	if inf == nil {
+		return nil
+	}
+	objs, err := inf.GetIndexer().ByIndex(gitCredentialsIndex, name)
+	if err != nil {
+		return nil
+	}
+	out := make([]*metav1.PartialObjectMetadata, 0, len(objs))
+	for _, o := range objs {
+		if m, ok := o.(*metav1.PartialObjectMetadata); ok {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // Watching reports whether the Secrets of namespace are watched, or will be.

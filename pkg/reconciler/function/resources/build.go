@@ -2,6 +2,9 @@
 package resources
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/funclib"
 )
@@ -11,7 +14,7 @@ const (
 	// LabelFunction is the name of the Function object the build is for.
 	LabelFunction = "functions.dev/function"
 	// LabelBuildID is the ID of the build (status.build.id).
-	LabelBuildID = "functions.dev/build-id"
+	LabelBuildID = funclib.LabelBuildID
 	// LabelManagedBy marks the objects of func-operator.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	// LabelServiceUID is on a build's objects: the UID of the Knative Service the build
@@ -40,6 +43,16 @@ func BuildRequest(fn *v1alpha1.Function, id, commit string, m funclib.Metadata, 
 		Revision:     commit,
 		ContextDir:   fn.Spec.Repository.CleanPath(),
 		Labels:       BuildLabels(fn, id),
+		ID:           id,
+		Owner:        Owner(fn),
 		BuilderImage: builderImages[builder+"/"+m.Runtime],
+	}
+}
+
+// Owner is the owner reference of every object a build of fn creates: the cluster's
+// garbage collector deletes them with fn. It does not block fn's deletion.
+func Owner(fn *v1alpha1.Function) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Function", Name: fn.Name, UID: fn.UID, Controller: ptr.To(true),
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/funclib"
@@ -43,6 +44,9 @@ func TestBuildRequest(t *testing.T) {
 				ContextDir:   "fns/hello",
 				Labels:       map[string]string{LabelFunction: "hello", LabelBuildID: "b1", LabelManagedBy: ManagedBy},
 				BuilderImage: tt.wantBuilder,
+				ID:           "b1",
+				Owner: metav1.OwnerReference{APIVersion: "functions.dev/v1alpha1", Kind: "Function", Name: "hello",
+					UID: testFunction().UID, Controller: ptr.To(true)},
 			}
 			if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b func() error) bool { return true })); diff != "" {
 				t.Errorf("BuildRequest (-want +got):\n%s", diff)

@@ -1,0 +1,112 @@
+package function
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
+)
+
+// pruneHistory deletes the finished PipelineRuns of fn beyond spec.buildHistoryLimit,
+// those that finished first first. The run of the build the status records is never
+// deleted, nor is one that has not finished.
+func (r *Reconciler) pruneHistory(ctx context.Context, fn *v1alpha1.Function, runs []pipelinev1.PipelineRun) error {
+	current := ""
+	if fn.Status.Build != nil {
+		current = fn.Status.Build.ID
+	}
+	var finished []*pipelinev1.PipelineRun
+	for i := range runs {
+		pr := &runs[i]
+		if pr.IsDone() && pr.DeletionTimestamp.IsZero() && pr.Labels[resources.LabelBuildID] != current {
+			finished = append(finished, pr)
+		}
+	}
+	limit := fn.Spec.HistoryLimit()
+	if len(finished) <= limit {
+		return nil
+	}
+	ended := func(pr *pipelinev1.PipelineRun) time.Time {
+		if pr.Status.CompletionTime != nil {
+			return pr.Status.CompletionTime.Time
+		}
+		return pr.CreationTimestamp.Time
+	}
+	slices.SortStableFunc(finished, func(a, b *pipelinev1.PipelineRun) int { return ended(b).Compare(ended(a)) })
+	var errs []error
+	for _, pr := range finished[limit:] {
+		err := r.Client.Delete(ctx, pr, client.PropagationPolicy(metav1.DeletePropagationBackground),
+			client.Preconditions{UID: &pr.UID})
+		switch {
+		case apierrors.IsForbidden(err):
+			log.FromContext(ctx).Info("leaving a finished PipelineRun over spec.buildHistoryLimit that the namespace does not let the operator delete (ClusterRole "+
+				NamespaceClusterRole+")", "pipelineRun", pr.Name)
+			return nil
+		case client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err):
+			errs = append(errs, fmt.Errorf("deleting PipelineRun %s/%s over spec.buildHistoryLimit: %w", pr.Namespace, pr.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sweepGitCredentials deletes the git credentials Secrets of fn's builds that are not
+// in flight: a build's Secret goes once the build ended (or never started), whichever
+// process launched it, and a delete that failed is tried again at the next reconcile.
+// It reads the namespace's Secret watch (an index), not the API server. Only Secrets
+// fn owns are deleted.
+func (r *Reconciler) sweepGitCredentials(ctx context.Context, fn *v1alpha1.Function) {
+	if r.SecretWatches == nil || (r.Launcher != nil && r.Launcher.Busy(client.ObjectKeyFromObject(fn))) {
+		return // a launch of this process may be creating one
+	}
+	inFlight := ""
+	if b := fn.Status.Build; b != nil && (b.Phase == v1alpha1.BuildPhaseStarting || b.Phase == v1alpha1.BuildPhaseRunning) {
+		inFlight = b.ID
+	}
+	for _, m := range r.SecretWatches.GitCredentials(fn.Namespace, fn.Name) {
+		if m.Labels[resources.LabelBuildID] == inFlight || !m.DeletionTimestamp.IsZero() || !ownedBy(m, fn) {
+			continue
+		}
+		uid := m.UID
+		err := r.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name}},
+			client.Preconditions{UID: &uid})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			log.FromContext(ctx).Info("the git credentials Secret of an ended build is left until the next reconcile",
+				"secret", m.Name, "build", m.Labels[resources.LabelBuildID], "reason", err.Error())
+		}
+	}
+}
+
+// ownedBy reports whether fn owns o.
+func ownedBy(o metav1.Object, fn *v1alpha1.Function) bool {
+	for _, ref := range o.GetOwnerReferences() {
+		if ref.UID == fn.UID && ref.Kind == "Function" {
+			return true
+		}
+	}
+	return false
+}
+
+// SlimPipelineRun is the cache's transform of a PipelineRun: Tekton copies the whole
+// Pipeline into its status (status.pipelineSpec, some 20 KiB for func's) and its
+// provenance, which the operator never reads; without them each of the
+// buildHistoryLimit runs kept per Function costs a few KiB of memory.
+func SlimPipelineRun(o any) (any, error) {
+	o, err := cache.TransformStripManagedFields()(o)
+	if pr, ok := o.(*pipelinev1.PipelineRun); ok {
+		pr.Status.PipelineSpec = nil
+		pr.Status.Provenance = nil
+	}
+	return o, err
+}
