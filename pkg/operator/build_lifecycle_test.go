@@ -32,8 +32,8 @@ import (
 )
 
 // TestOperator_RebuildPrivateRepository rebuilds a function whose repository needs
-// credentials, over HTTP with a token and over SSH with a key protected by a
-// passphrase, on the real Tekton controller. The clone task's pod, and only it, gets
+// credentials, over HTTPS (a token, on a private CA) and over SSH (a key protected by
+// a passphrase), on the real Tekton controller. The clone task's pod, and only it, gets
 // the build's credentials Secret; the files it holds clone the repository with the
 // real git and ssh clients (what the clone step would do: no container runs here),
 // and do not without them; no credential is in the Pipeline or the PipelineRun; the
@@ -52,10 +52,11 @@ func TestOperator_RebuildPrivateRepository(t *testing.T) {
 		// spoil returns the files with what authenticates the clone taken out.
 		spoil func(files map[string][]byte) map[string][]byte
 	}{{
-		name: "HTTP token",
-		set: func(_ *testing.T, f *rebuildFixture) (string, map[string][]byte) {
-			f.srv.RequireToken("fleet", token)
-			return f.srv.URL("fleet"), map[string][]byte{"token": []byte(token)}
+		name: "HTTPS token, on a private CA",
+		set: func(t *testing.T, f *rebuildFixture) (string, map[string][]byte) {
+			https := gitserver.StartHTTPS(t, f.root)
+			https.RequireToken("fleet", token)
+			return https.URL("fleet"), map[string][]byte{"token": []byte(token), "ca.crt": https.CertificatePEM()}
 		},
 		clone: func(t *testing.T, url string, files map[string][]byte) error {
 			home := t.TempDir()
@@ -64,7 +65,10 @@ func TestOperator_RebuildPrivateRepository(t *testing.T) {
 					writeFile(t, filepath.Join(home, name), content, 0o400)
 				}
 			}
-			return gitClone(t, home, url, nil)
+			// As the task does with its ssl-ca-directory workspace.
+			ca := filepath.Join(t.TempDir(), "ca-bundle.crt")
+			writeFile(t, ca, files["ca-bundle.crt"], 0o400)
+			return gitClone(t, home, url, []string{"GIT_SSL_CAINFO=" + ca})
 		},
 		spoil: func(files map[string][]byte) map[string][]byte {
 			out := maps.Clone(files)

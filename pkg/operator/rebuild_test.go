@@ -47,6 +47,7 @@ type rebuildFixture struct {
 	ns     string
 	reg    *registrytest.Registry
 	srv    *gitserver.HTTPServer
+	root   string // the repositories' directory, which srv serves
 	repo   *gitserver.Repo
 	commit string
 	// oldImage is the image each function's Service ran before any rebuild.
@@ -62,6 +63,7 @@ func newRebuildFixtureWith(t *testing.T, ns string, reg *registrytest.Registry, 
 	t.Helper()
 	f := &rebuildFixture{ns: ns, reg: reg, oldImage: map[string]string{}}
 	root := gitserver.NewRepoRoot(t)
+	f.root = root
 	f.srv = gitserver.StartHTTP(t, root)
 	files := map[string]string{}
 	for _, name := range names {
