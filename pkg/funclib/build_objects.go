@@ -11,6 +11,7 @@ import (
 	pipelinev1beta1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"knative.dev/pkg/apis"
 )
 
 // LabelBuildID is the label of every object of a build naming the build (the
@@ -99,27 +100,26 @@ func rewriteCore(namespace, resource string, body []byte) ([]byte, error) {
 	return json.Marshal(obj)
 }
 
-// pipelineV1 decodes a Pipeline of API version version into v1.
-func pipelineV1(version string, body []byte) (*pipelinev1.Pipeline, error) {
-	out := &pipelinev1.Pipeline{}
+// toV1 decodes into out (a tekton.dev/v1 object of kind) the object of API version
+// version in body: as it is when v1, converted with Tekton's own conversion from beta
+// when v1beta1 (func v0.44 writes v1beta1).
+func toV1(kind, version string, body []byte, beta interface {
+	ConvertTo(context.Context, apis.Convertible) error
+}, out apis.Convertible) error {
 	switch version {
 	case "v1beta1":
-		in := &pipelinev1beta1.Pipeline{} //nolint:staticcheck // func v0.44 writes v1beta1 Pipelines
-		if err := strictly(body, in); err != nil {
-			return nil, err
+		if err := strictly(body, beta); err != nil {
+			return err
 		}
-		if err := in.ConvertTo(context.Background(), out); err != nil {
-			return nil, fmt.Errorf("converting the Pipeline to tekton.dev/v1: %w", err)
+		if err := beta.ConvertTo(context.Background(), out); err != nil {
+			return fmt.Errorf("converting the %s to tekton.dev/v1: %w", kind, err)
 		}
+		return nil
 	case "v1":
-		if err := strictly(body, out); err != nil {
-			return nil, err
-		}
+		return strictly(body, out)
 	default:
-		return nil, fmt.Errorf("a Pipeline of tekton.dev/%s: the proxy knows v1beta1 and v1", version)
+		return fmt.Errorf("a %s of tekton.dev/%s: the proxy knows v1beta1 and v1", kind, version)
 	}
-	out.APIVersion, out.Kind = pipelinev1.SchemeGroupVersion.String(), "Pipeline"
-	return out, nil
 }
 
 // rewritePipeline returns, in tekton.dev/v1, the Pipeline func writes, owned by its
@@ -127,10 +127,11 @@ func pipelineV1(version string, body []byte) (*pipelinev1.Pipeline, error) {
 // the optional credential workspaces, and fails on any other task Tekton would
 // resolve from outside the cluster.
 func rewritePipeline(namespace, version string, body []byte) ([]byte, error) {
-	p, err := pipelineV1(version, body)
-	if err != nil {
+	p := &pipelinev1.Pipeline{}
+	if err := toV1("Pipeline", version, body, &pipelinev1beta1.Pipeline{}, p); err != nil { //nolint:staticcheck // func v0.44 writes v1beta1
 		return nil, err
 	}
+	p.APIVersion, p.Kind = pipelinev1.SchemeGroupVersion.String(), "Pipeline"
 	reg, err := registered(namespace, p.Labels)
 	if err != nil {
 		return nil, err
@@ -213,45 +214,15 @@ func orTask(kind string) string {
 	return kind
 }
 
-// pipelineRunV1 decodes a PipelineRun of API version version into v1.
-func pipelineRunV1(version string, body []byte) (*pipelinev1.PipelineRun, error) {
-	out := &pipelinev1.PipelineRun{}
-	switch version {
-	case "v1beta1":
-		in := &pipelinev1beta1.PipelineRun{} //nolint:staticcheck // func v0.44 creates v1beta1 PipelineRuns
-		if err := strictly(body, in); err != nil {
-			return nil, err
-		}
-		if in.Spec.PodTemplate != nil {
-			return nil, errors.New("a PipelineRun with a pod template")
-		}
-		for i := range in.Spec.TaskRunSpecs {
-			if in.Spec.TaskRunSpecs[i].TaskPodTemplate != nil {
-				return nil, errors.New("a PipelineRun with a task pod template")
-			}
-		}
-		if err := in.ConvertTo(context.Background(), out); err != nil {
-			return nil, fmt.Errorf("converting the PipelineRun to tekton.dev/v1: %w", err)
-		}
-	case "v1":
-		if err := strictly(body, out); err != nil {
-			return nil, err
-		}
-	default:
-		return nil, fmt.Errorf("PipelineRuns of tekton.dev/%s: the proxy knows where v1beta1 and v1 name the ServiceAccount, not there", version)
-	}
-	out.APIVersion, out.Kind = pipelinev1.SchemeGroupVersion.String(), "PipelineRun"
-	return out, nil
-}
-
 // rewritePipelineRun returns, in tekton.dev/v1, the PipelineRun func creates: owned
 // by its Function, run as sa, with the build's git credentials Secret bound to the
 // clone task's workspaces. A run that asks for a pod template is refused.
 func rewritePipelineRun(namespace, version string, body []byte, sa string) ([]byte, error) {
-	run, err := pipelineRunV1(version, body)
-	if err != nil {
+	run := &pipelinev1.PipelineRun{}
+	if err := toV1("PipelineRun", version, body, &pipelinev1beta1.PipelineRun{}, run); err != nil { //nolint:staticcheck // func v0.44 writes v1beta1
 		return nil, err
 	}
+	run.APIVersion, run.Kind = pipelinev1.SchemeGroupVersion.String(), "PipelineRun"
 	if run.Spec.TaskRunTemplate.PodTemplate != nil {
 		return nil, errors.New("a PipelineRun with a pod template")
 	}

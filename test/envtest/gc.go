@@ -111,7 +111,7 @@ func (e *Environment) startGarbageCollector(dir string) (*garbageCollector, erro
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("the garbage collector needs %s: rebuild the control plane with hack/control-plane.sh: %w", ControllerManagerBinary, err)
 	}
-	kubeconfig, err := kubeconfigFor(e.Config)
+	kubeconfig, err := Kubeconfig(e.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -229,10 +229,11 @@ func (gc *garbageCollector) tail() string {
 	return strings.Join(lines, "\n")
 }
 
-// kubeconfigFor writes cfg as a kubeconfig: the server and its CA, and whichever
-// credentials cfg has (client certificate, token, basic auth, exec or auth provider),
-// inline or as files, with its impersonation.
-func kubeconfigFor(cfg *rest.Config) ([]byte, error) {
+// Kubeconfig writes cfg as a kubeconfig, for a process the tests start (the garbage
+// collector, the Tekton controller): the server and its CA, and whichever credentials
+// cfg has (client certificate, token, basic auth, exec or auth provider), inline or
+// as files, with its impersonation.
+func Kubeconfig(cfg *rest.Config) ([]byte, error) {
 	server, _, err := rest.DefaultServerUrlFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("the API server's URL: %w", err)

@@ -130,8 +130,8 @@ func TestGarbageCollector_DeletesOwnedObjects(t *testing.T) {
 	}
 }
 
-// TestKubeconfigFor writes configs with each kind of credentials as kubeconfigs.
-func TestKubeconfigFor(t *testing.T) {
+// TestKubeconfig writes configs with each kind of credentials as kubeconfigs.
+func TestKubeconfig(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		cfg         *rest.Config
@@ -165,7 +165,7 @@ func TestKubeconfigFor(t *testing.T) {
 		wantUser:    clientcmdapi.AuthInfo{Username: "admin", Password: "secret"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			content, err := kubeconfigFor(tc.cfg)
+			content, err := Kubeconfig(tc.cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -22,8 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fnops/func-operator/test/envtest"
@@ -115,9 +113,13 @@ func StartController(cfg *rest.Config, logDir string) (*Controller, error) {
 	}
 	c.dir, c.LogFile = logDir, filepath.Join(logDir, "tekton-controller.log")
 	kubeconfig := filepath.Join(logDir, "tekton-controller.kubeconfig")
-	if err := writeKubeconfig(cfg, kubeconfig); err != nil {
+	content, err := envtest.Kubeconfig(cfg)
+	if err == nil {
+		err = os.WriteFile(kubeconfig, content, 0o600)
+	}
+	if err != nil {
 		c.cleanup()
-		return nil, err
+		return nil, fmt.Errorf("writing the controller's kubeconfig: %w", err)
 	}
 	ports, err := freePorts(3)
 	if err != nil {
@@ -304,31 +306,6 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
-}
-
-// writeKubeconfig writes a kubeconfig with the server and credentials of cfg.
-func writeKubeconfig(cfg *rest.Config, path string) error {
-	const name = "envtest"
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters[name] = &clientcmdapi.Cluster{
-		Server:                   cfg.Host,
-		CertificateAuthorityData: cfg.CAData,
-		InsecureSkipTLSVerify:    cfg.Insecure,
-		TLSServerName:            cfg.ServerName,
-	}
-	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{
-		ClientCertificateData: cfg.CertData,
-		ClientKeyData:         cfg.KeyData,
-		Token:                 cfg.BearerToken,
-		Username:              cfg.Username,
-		Password:              cfg.Password,
-	}
-	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
-	kc.CurrentContext = name
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		return fmt.Errorf("writing the controller's kubeconfig: %w", err)
-	}
-	return nil
 }
 
 // installConfig creates the namespace tekton-pipelines and the controller's
