@@ -54,6 +54,14 @@ verify-tracked-files: ## Fail when git tracks a build output or a file over 1 Mi
 control-plane: ## Build (once, cached) etcd, kube-apiserver, kubectl and kube-controller-manager for envtest.
 	@hack/control-plane.sh >/dev/null
 
+# The oldest Kubernetes the README supports, for test/install (make control-plane-min).
+MIN_K8S_VERSION ?= v1.30.14
+MIN_ETCD_VERSION ?= v3.5.21
+
+.PHONY: control-plane-min
+control-plane-min: ## Build (once, cached) the control plane of the oldest supported Kubernetes (MIN_K8S_VERSION), for test/install.
+	@K8S_VERSION=$(MIN_K8S_VERSION) ETCD_VERSION=$(MIN_ETCD_VERSION) hack/control-plane.sh >/dev/null
+
 .PHONY: tekton-controller
 tekton-controller: ## Build (once, cached) the Tekton Pipelines controller go.mod pins, for the tests.
 	@hack/tekton-controller.sh >/dev/null
@@ -67,9 +75,23 @@ ko: ## Build (once, cached) ko from the module proxy.
 	@hack/ko.sh >/dev/null
 
 .PHONY: test
-test: test-deps verify-tracked-files verify-generated verify-third-party vet lint control-plane tekton-controller ko ## Run every test against a real control plane, Tekton controller, git servers, sshd and ko, then fuzz-short.
-	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" FUNC_OPERATOR_TEKTON_CONTROLLER="$$(hack/tekton-controller.sh)" FUNC_OPERATOR_KO="$$(hack/ko.sh)" FUNC_OPERATOR_REQUIRE_SSHD=1 go test $(GO_TEST_FLAGS) $(PKGS)
+test: test-deps verify-tracked-files verify-generated verify-third-party vet lint control-plane control-plane-min tekton-controller ko ## Run every test against a real control plane (and the oldest supported one for the install), Tekton controller, git servers, sshd and ko, then fuzz-short.
+	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" FUNC_OPERATOR_KUBEBUILDER_ASSETS_MIN="$$(K8S_VERSION=$(MIN_K8S_VERSION) ETCD_VERSION=$(MIN_ETCD_VERSION) hack/control-plane.sh)" \
+		FUNC_OPERATOR_TEKTON_CONTROLLER="$$(hack/tekton-controller.sh)" FUNC_OPERATOR_KO="$$(hack/ko.sh)" FUNC_OPERATOR_REQUIRE_SSHD=1 FUNC_OPERATOR_REQUIRE_ALL=1 go test $(GO_TEST_FLAGS) $(PKGS)
 	@$(MAKE) --no-print-directory fuzz-short
+
+# The func-facing tests, for a func bump (README, Upgrading func): the adapter on a real
+# API server with func's real templates, the middleware table and image labels, the Tekton
+# controller with the kubelet simulation, and the operator's rebuild and func deploy tests.
+FUNC_PKGS ?= ./pkg/funclib/ ./pkg/middleware/ ./pkg/registry/ ./test/tekton/
+FUNC_OPERATOR_TESTS ?= Rebuild|Build|Fleet|FuncDeploy|Knative|NamespaceNotOnboarded|UpstreamFunction
+
+.PHONY: test-func
+test-func: test-deps control-plane tekton-controller ## Run the func-facing tests alone (first step of a func bump).
+	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" FUNC_OPERATOR_TEKTON_CONTROLLER="$$(hack/tekton-controller.sh)" FUNC_OPERATOR_REQUIRE_SSHD=1 \
+		go test $(GO_TEST_FLAGS) $(FUNC_PKGS)
+	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" FUNC_OPERATOR_TEKTON_CONTROLLER="$$(hack/tekton-controller.sh)" FUNC_OPERATOR_REQUIRE_SSHD=1 \
+		go test $(GO_TEST_FLAGS) ./pkg/operator/ -run '$(FUNC_OPERATOR_TESTS)'
 
 # The scale benchmark's parameters: make bench-scale N=1000 R=50 INTERVAL=10s WINDOW=2 [CONCURRENCY=8] [TABLE=file.md]
 bench-scale: N ?= 1000

@@ -5,8 +5,8 @@
 # A second run with the same versions only prints the folder.
 set -euo pipefail
 
-K8S_VERSION="${K8S_VERSION:-v1.31.4}"
-ETCD_VERSION="${ETCD_VERSION:-v3.5.16}"
+K8S_VERSION="${K8S_VERSION:-v1.35.0}"
+ETCD_VERSION="${ETCD_VERSION:-v3.6.5}"
 CACHE_ROOT="${FUNC_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/func-operator}"
 OUT="${CACHE_ROOT}/control-plane/k8s-${K8S_VERSION}-etcd-${ETCD_VERSION}"
 STAMP="${OUT}/.stamp"

@@ -460,11 +460,15 @@ const ReasonSuspended = "Suspended"
 
 // MarkSuspended records that spec.suspend stops the checks and rebuilds: Suspended
 // True, severity Info; Stalled and Reconciling go, as nothing is under way.
-func (fs *FunctionStatus) MarkSuspended() {
+func (fs *FunctionStatus) MarkSuspended() { fs.MarkSuspendedBy("spec.suspend") }
+
+// MarkSuspendedBy is MarkSuspended for a suspension decided by from (Settings.SuspendFrom:
+// spec.suspend, or annotation functions.dev/suspend).
+func (fs *FunctionStatus) MarkSuspendedBy(from string) {
 	fs.ClearProgress()
 	functionCondSet.Manage(fs).SetCondition(apis.Condition{
 		Type: FunctionConditionSuspended, Status: corev1.ConditionTrue, Reason: ReasonSuspended,
-		Message:  "spec.suspend is true: the function is not checked or rebuilt; the other conditions are as the last check left them",
+		Message:  from + " is true: the function is not checked or rebuilt; the other conditions are as the last check left them",
 		Severity: apis.ConditionSeverityInfo,
 	})
 }

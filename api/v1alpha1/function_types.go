@@ -1,6 +1,9 @@
 package v1alpha1
 
 import (
+	"encoding/json"
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -10,7 +13,10 @@ import (
 // Function is a Knative Function deployed from a git repository that
 // func-operator keeps healthy: it reads the function's func.yaml from git,
 // follows the deployed Knative Service and rebuilds the function on-cluster
-// when its middleware is outdated.
+// when its middleware is outdated. `func deploy` writes it too, and resets every
+// spec field but the repository's url, branch and path and the registry Secret:
+// annotations functions.dev/auto-update-middleware, functions.dev/suspend and
+// functions.dev/build-history-limit keep those settings across deploys.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
@@ -21,7 +27,7 @@ import (
 // +kubebuilder:printcolumn:name="Middleware",type=string,JSONPath=`.status.middleware.current`
 // +kubebuilder:printcolumn:name="Up-To-Date",type=string,JSONPath=`.status.conditions[?(@.type=="MiddlewareUpToDate")].status`
 // +kubebuilder:printcolumn:name="Build",type=string,JSONPath=`.status.build.phase`
-// +kubebuilder:printcolumn:name="Suspended",type=boolean,JSONPath=`.spec.suspend`
+// +kubebuilder:printcolumn:name="Suspended",type=string,JSONPath=`.status.conditions[?(@.type=="Suspended")].status`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.service.url`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.middleware.available`,priority=1
 // +kubebuilder:printcolumn:name="Pending Rebuild",type=boolean,JSONPath=`.status.middleware.pendingRebuild`,priority=1
@@ -56,21 +62,27 @@ type FunctionSpec struct {
 	Registry Registry `json:"registry,omitempty"`
 
 	// AutoUpdateMiddleware says whether the operator rebuilds the function when its
-	// middleware is outdated. Unset means the operator-wide default (ConfigMap
-	// func-operator-config, key autoUpdateMiddleware).
+	// middleware is outdated. Unset means annotation functions.dev/auto-update-middleware
+	// ("true" or "false") when the Function has it, else the operator-wide default
+	// (ConfigMap func-operator-config, key autoUpdateMiddleware). Every `func deploy`
+	// resets this field: the annotation keeps the setting across deploys.
 	// +optional
 	AutoUpdateMiddleware *bool `json:"autoUpdateMiddleware,omitempty"`
 
 	// Suspend stops the operator from checking the function and from rebuilding it,
 	// as Flux's suspend does: its status stays as it was, a queued rebuild gives its
 	// place up, and a build already running finishes on its own. Setting it back to
-	// false checks the function at once.
+	// false checks the function at once. False or unset means annotation
+	// functions.dev/suspend ("true" or "false") when the Function has it. Every
+	// `func deploy` resets this field: the annotation keeps the setting across deploys.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
 
 	// BuildHistoryLimit is how many finished PipelineRuns of the function's rebuilds
-	// are kept; older ones are deleted (with their TaskRuns and pods). Unset keeps 3.
-	// A running build is never deleted.
+	// are kept; older ones are deleted (with their TaskRuns and pods). Unset means
+	// annotation functions.dev/build-history-limit (0 to 20) when the Function has it,
+	// else 3. A running build is never deleted. Every `func deploy` resets this field:
+	// the annotation keeps the setting across deploys.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=20
 	// +optional
@@ -81,7 +93,8 @@ type FunctionSpec struct {
 // spec.buildHistoryLimit is unset.
 const DefaultBuildHistoryLimit = 3
 
-// HistoryLimit is how many finished PipelineRuns the Function keeps.
+// HistoryLimit is how many finished PipelineRuns spec.buildHistoryLimit keeps, its
+// annotation aside: the reconciler reads Function.Settings.
 func (s *FunctionSpec) HistoryLimit() int {
 	if s.BuildHistoryLimit == nil {
 		return DefaultBuildHistoryLimit
@@ -334,6 +347,10 @@ const (
 const (
 	// AutoUpdateSourceFunction: the Function's spec.autoUpdateMiddleware.
 	AutoUpdateSourceFunction = "Function"
+	// AutoUpdateSourceAnnotation: the Function's annotation
+	// functions.dev/auto-update-middleware, or an invalid settings annotation that
+	// holds rebuilds (Function.Settings).
+	AutoUpdateSourceAnnotation = "Annotation"
 	// AutoUpdateSourceOperatorConfig: the operator's ConfigMap func-operator-config.
 	AutoUpdateSourceOperatorConfig = "OperatorConfig"
 )
@@ -346,10 +363,12 @@ type AutoUpdateStatus struct {
 	// Enabled is true when the operator rebuilds the function on outdated middleware.
 	Enabled bool `json:"enabled"`
 
-	// Source is the setting that decided: Function (spec.autoUpdateMiddleware) or
+	// Source is the setting that decided: Function (spec.autoUpdateMiddleware),
+	// Annotation (annotation functions.dev/auto-update-middleware; or an invalid
+	// settings annotation, which holds rebuilds: see condition SettingsValid) or
 	// OperatorConfig (ConfigMap func-operator-config).
 	// +optional
-	// +kubebuilder:validation:Enum=Function;OperatorConfig
+	// +kubebuilder:validation:Enum=Function;Annotation;OperatorConfig
 	Source string `json:"source,omitempty"`
 }
 
@@ -442,15 +461,52 @@ type BuildStatus struct {
 	ServiceUID types.UID `json:"serviceUID,omitempty"`
 }
 
+// ServiceReadiness is the status of the Knative Service's Ready condition.
+type ServiceReadiness string
+
+// The values of ServiceReadiness.
+const (
+	ServiceReadyTrue    ServiceReadiness = "True"
+	ServiceReadyFalse   ServiceReadiness = "False"
+	ServiceReadyUnknown ServiceReadiness = "Unknown"
+)
+
+// IsTrue reports whether the Service is ready.
+func (r ServiceReadiness) IsTrue() bool { return r == ServiceReadyTrue }
+
+// UnmarshalJSON decodes the string, and the boolean that versions of the operator
+// before func v0.50 wrote (true, or absent), so that Functions stored then still
+// decode until their status is written again.
+func (r *ServiceReadiness) UnmarshalJSON(b []byte) error {
+	switch string(b) {
+	case "true":
+		*r = ServiceReadyTrue
+		return nil
+	case "false":
+		*r = ServiceReadyFalse
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("status.service.ready: %w", err)
+	}
+	*r = ServiceReadiness(s)
+	return nil
+}
+
 // ServiceStatus is the Knative Service serving the function.
 type ServiceStatus struct {
 	// URL the function is served at.
 	// +optional
 	URL string `json:"url,omitempty"`
 
-	// Ready mirrors the Knative Service's Ready condition.
+	// Ready mirrors the status of the Knative Service's Ready condition: True, False,
+	// or Unknown (also while Knative has not observed the Service's latest spec). A
+	// string, as the upstream operator's status.service.ready: func deploy (v0.50+)
+	// reads every Function of the namespace into the upstream types.
 	// +optional
-	Ready bool `json:"ready,omitempty"`
+	// +kubebuilder:validation:Enum=True;False;Unknown
+	Ready ServiceReadiness `json:"ready,omitempty"`
 
 	// LatestReadyRevision is the Knative Revision that last became ready.
 	// +optional

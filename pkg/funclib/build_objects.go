@@ -1,17 +1,17 @@
 package funclib
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
-	pipelinev1beta1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"knative.dev/pkg/apis"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
 // LabelBuildID is the label of every object of a build naming the build (the
@@ -25,6 +25,9 @@ type registration struct {
 	owner     metav1.OwnerReference
 	gitSecret string
 	gitAuth   *gitAuth
+	// revision is the commit the build clones: the run's commit parameter, which
+	// func's build labels the image with (org.opencontainers.image.revision).
+	revision string
 }
 
 // builds are the builds being run, by namespace and build ID.
@@ -67,8 +70,9 @@ func owned(meta *metav1.ObjectMeta, reg *registration) {
 	meta.OwnerReferences = []metav1.OwnerReference{reg.owner}
 }
 
-// rewriteCore sets the owner on a Secret or PersistentVolumeClaim func writes.
-func rewriteCore(namespace, resource string, body []byte) ([]byte, error) {
+// rewriteCore sets the owner on a Secret or PersistentVolumeClaim func writes, sent
+// as JSON or, when proto, as protobuf (client-go's default for built-in types).
+func rewriteCore(namespace, resource string, body []byte, proto bool) ([]byte, error) {
 	var obj interface {
 		GetLabels() map[string]string
 	}
@@ -84,7 +88,11 @@ func rewriteCore(namespace, resource string, body []byte) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("func writes no %s", resource)
 	}
-	if err := strictly(body, obj); err != nil {
+	if proto {
+		if err := fromProtobuf(body, obj.(runtime.Object)); err != nil {
+			return nil, err
+		}
+	} else if err := strictly(body, obj); err != nil {
 		return nil, err
 	}
 	// func writes one Opaque Secret (the registry's): never a ServiceAccount token or
@@ -100,35 +108,48 @@ func rewriteCore(namespace, resource string, body []byte) ([]byte, error) {
 	return json.Marshal(obj)
 }
 
-// toV1 decodes into out (a tekton.dev/v1 object of kind) the object of API version
-// version in body: as it is when v1, converted with Tekton's own conversion from beta
-// when v1beta1 (func v0.44 writes v1beta1).
-func toV1(kind, version string, body []byte, beta interface {
-	ConvertTo(context.Context, apis.Convertible) error
-}, out apis.Convertible) error {
-	switch version {
-	case "v1beta1":
-		if err := strictly(body, beta); err != nil {
-			return err
-		}
-		if err := beta.ConvertTo(context.Background(), out); err != nil {
-			return fmt.Errorf("converting the %s to tekton.dev/v1: %w", kind, err)
-		}
-		return nil
-	case "v1":
-		return strictly(body, out)
-	default:
-		return fmt.Errorf("a %s of tekton.dev/%s: the proxy knows v1beta1 and v1", kind, version)
+// protobufCodec decodes the built-in types func's clients send as protobuf.
+var protobufCodec = protobuf.NewSerializer(clientgoscheme.Scheme, clientgoscheme.Scheme)
+
+// fromProtobuf decodes body, a Kubernetes protobuf envelope, into obj, and fails
+// unless it holds an object of obj's kind. What protobuf carries has no spelling
+// of its own (fields are numbered): the JSON sent on is obj's.
+func fromProtobuf(body []byte, obj runtime.Object) error {
+	gvks, _, err := clientgoscheme.Scheme.ObjectKinds(obj)
+	if err != nil || len(gvks) == 0 {
+		return fmt.Errorf("the proxy knows no kind for %T", obj)
 	}
+	want := gvks[0]
+	_, gvk, err := protobufCodec.Decode(body, &want, obj)
+	if err != nil {
+		return fmt.Errorf("the object is not protobuf: %w", err)
+	}
+	if *gvk != want {
+		return fmt.Errorf("a %s sent as a %s", gvk.Kind, want.Kind)
+	}
+	obj.GetObjectKind().SetGroupVersionKind(want)
+	return nil
 }
 
-// rewritePipeline returns, in tekton.dev/v1, the Pipeline func writes, owned by its
-// Function, with the Tekton Hub git-clone task replaced by the embedded one bound to
-// the optional credential workspaces, and fails on any other task Tekton would
-// resolve from outside the cluster.
+// decodeV1 strictly decodes body, a tekton.dev object of API version version, into
+// out. func v0.50 writes tekton.dev/v1 only (v0.44 wrote v1beta1, which the proxy
+// converted): any other version is refused, since no func the operator links
+// writes it.
+func decodeV1(kind, version string, body []byte, out any) error {
+	if version != "v1" {
+		return fmt.Errorf("a %s of tekton.dev/%s: func writes tekton.dev/v1", kind, version)
+	}
+	return strictly(body, out)
+}
+
+// rewritePipeline returns the Pipeline func writes, owned by its Function, with the
+// clone step of func's build task moved into a pipeline task of its own that runs
+// the embedded git-clone task bound to the optional credential workspaces (see
+// splitClone), and fails on anything else Tekton would resolve from outside the
+// cluster.
 func rewritePipeline(namespace, version string, body []byte) ([]byte, error) {
 	p := &pipelinev1.Pipeline{}
-	if err := toV1("Pipeline", version, body, &pipelinev1beta1.Pipeline{}, p); err != nil { //nolint:staticcheck // func v0.44 writes v1beta1
+	if err := decodeV1("Pipeline", version, body, p); err != nil {
 		return nil, err
 	}
 	p.APIVersion, p.Kind = pipelinev1.SchemeGroupVersion.String(), "Pipeline"
@@ -137,89 +158,19 @@ func rewritePipeline(namespace, version string, body []byte) ([]byte, error) {
 		return nil, err
 	}
 	owned(&p.ObjectMeta, reg)
-	if err := embedGitClone(&p.Spec); err != nil {
+	if err := splitClone(&p.Spec); err != nil {
 		return nil, err
 	}
 	return json.Marshal(p)
 }
 
-// embedGitClone puts the embedded git-clone task in place of func's hub reference.
-func embedGitClone(spec *pipelinev1.PipelineSpec) error {
-	if len(spec.Finally) > 0 {
-		return errors.New("a Pipeline with finally tasks: func v0.44's has none, check the pipeline after a func bump")
-	}
-	cloned := false
-	for i := range spec.Tasks {
-		t := &spec.Tasks[i]
-		switch {
-		case t.TaskRef == nil && t.TaskSpec != nil:
-			continue // func's own tasks, inline
-		case t.Name == cloneTaskName && isHubGitClone(t.TaskRef):
-			task, err := gitCloneTask()
-			if err != nil {
-				return err
-			}
-			t.TaskRef = nil
-			t.TaskSpec = &pipelinev1.EmbeddedTask{TaskSpec: task}
-			if img := GitCloneImage(); img != "" {
-				t.Params = append(t.Params, pipelinev1.Param{Name: gitCloneImageParam, Value: *pipelinev1.NewStructuredValues(img)})
-			}
-			t.Workspaces = append(t.Workspaces,
-				pipelinev1.WorkspacePipelineTaskBinding{Name: taskWorkspaceBasic, Workspace: PipelineWorkspaceHTTP},
-				pipelinev1.WorkspacePipelineTaskBinding{Name: taskWorkspaceSSH, Workspace: PipelineWorkspaceSSH},
-				pipelinev1.WorkspacePipelineTaskBinding{Name: taskWorkspaceCA, Workspace: PipelineWorkspaceCA})
-			cloned = true
-		default:
-			return fmt.Errorf("pipeline task %q refers to a task the cluster would resolve (%s): the operator embeds every task; check the pipeline after a func bump",
-				t.Name, describeRef(t.TaskRef))
-		}
-	}
-	if cloned {
-		for _, ws := range []string{PipelineWorkspaceHTTP, PipelineWorkspaceSSH, PipelineWorkspaceCA} {
-			spec.Workspaces = append(spec.Workspaces, pipelinev1.PipelineWorkspaceDeclaration{
-				Name: ws, Optional: true, Description: "func-operator: the build's git credentials Secret, bound only to the clone task"})
-		}
-	}
-	return nil
-}
-
-// isHubGitClone reports whether ref is func's Tekton Hub reference to git-clone.
-func isHubGitClone(ref *pipelinev1.TaskRef) bool {
-	if ref == nil || ref.Resolver != "hub" {
-		return false
-	}
-	for _, p := range ref.Params {
-		if p.Name == "name" && p.Value.StringVal == "git-clone" {
-			return true
-		}
-	}
-	return false
-}
-
-func describeRef(ref *pipelinev1.TaskRef) string {
-	switch {
-	case ref == nil:
-		return "no task at all"
-	case ref.Resolver != "":
-		return fmt.Sprintf("resolver %q", ref.Resolver)
-	default:
-		return fmt.Sprintf("%s %q", orTask(string(ref.Kind)), ref.Name)
-	}
-}
-
-func orTask(kind string) string {
-	if kind == "" {
-		return "Task"
-	}
-	return kind
-}
-
 // rewritePipelineRun returns, in tekton.dev/v1, the PipelineRun func creates: owned
 // by its Function, run as sa, with the build's git credentials Secret bound to the
-// clone task's workspaces. A run that asks for a pod template is refused.
+// clone task's workspaces, and the commit it builds as its commit parameter. A run
+// that asks for a pod template is refused.
 func rewritePipelineRun(namespace, version string, body []byte, sa string) ([]byte, error) {
 	run := &pipelinev1.PipelineRun{}
-	if err := toV1("PipelineRun", version, body, &pipelinev1beta1.PipelineRun{}, run); err != nil { //nolint:staticcheck // func v0.44 writes v1beta1
+	if err := decodeV1("PipelineRun", version, body, run); err != nil {
 		return nil, err
 	}
 	run.APIVersion, run.Kind = pipelinev1.SchemeGroupVersion.String(), "PipelineRun"
@@ -249,6 +200,13 @@ func rewritePipelineRun(namespace, version string, body []byte, sa string) ([]by
 	}
 	if reg.gitAuth != nil {
 		run.Spec.Workspaces = append(run.Spec.Workspaces, reg.gitAuth.bindings(reg.gitSecret)...)
+	}
+	// func v0.50 reads the commit from the function root's git repository, and the
+	// operator's root is an empty scratch directory: the operator knows the commit.
+	for i := range run.Spec.Params {
+		if run.Spec.Params[i].Name == commitParam && reg.revision != "" {
+			run.Spec.Params[i].Value = *pipelinev1.NewStructuredValues(reg.revision)
+		}
 	}
 	return json.Marshal(run)
 }

@@ -40,6 +40,11 @@ func TestRunPipeline_BuildObjects(t *testing.T) {
 		Labels: map[string]string{"functions.dev/function": "hello-fn"}, ID: "b1", Owner: owner,
 		GitCredentials: &GitCredentials{Username: "git", Password: token, CABundle: []byte("-----BEGIN CERTIFICATE-----\n")},
 	}
+	// The operator's deployerImage reaches every func-utils step: func v0.50 has one
+	// package variable per step.
+	const utils = "127.0.0.1:5000/func-utils@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	defer SetDeployerImage(DeployerImage())
+	SetDeployerImage(utils)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
@@ -122,12 +127,43 @@ func TestRunPipeline_BuildObjects(t *testing.T) {
 	if diff := cmp.Diff(wantBound, bound); diff != "" {
 		t.Errorf("fetch-sources workspaces (-want +got):\n%s", diff)
 	}
+	utilsSteps := 0
 	for _, task := range p.Spec.Tasks {
 		for _, w := range task.Workspaces {
 			if task.Name != cloneTaskName && strings.HasPrefix(w.Workspace, "git-") {
 				t.Errorf("task %s binds %s: only the clone task may see the git credentials", task.Name, w.Workspace)
 			}
 		}
+		if task.Name == cloneTaskName {
+			continue
+		}
+		// func v0.50's build task cloned in its first step, through the bundles
+		// resolver: that step is gone, and the task runs after the clone task.
+		if !slices.Contains(task.RunAfter, cloneTaskName) {
+			t.Errorf("task %s runs after %v, want after %s", task.Name, task.RunAfter, cloneTaskName)
+		}
+		for _, step := range task.TaskSpec.Steps {
+			if step.Name == "func-scaffold" || step.Name == "func-deploy" {
+				utilsSteps++
+			}
+			if (step.Name == "func-scaffold" || step.Name == "func-deploy") && step.Image != utils {
+				t.Errorf("task %s: step %s runs %s, want the operator's deployerImage", task.Name, step.Name, step.Image)
+			}
+			if step.Ref != nil || step.Name == "fetch-src" {
+				t.Errorf("task %s: step %s refers to %+v, want no StepAction (the clone moved to %s)", task.Name, step.Name, step.Ref, cloneTaskName)
+			}
+		}
+	}
+	if utilsSteps != 2 {
+		t.Errorf("%d func-scaffold and func-deploy steps seen, want 2", utilsSteps)
+	}
+	if names := taskNames(p.Spec.Tasks); !slices.Equal(names, []string{cloneTaskName, "build"}) {
+		t.Errorf("pipeline tasks = %v, want [%s build]", names, cloneTaskName)
+	}
+	// The build labels the image with the commit the operator builds: func would
+	// read it from the function root, which is an empty scratch directory.
+	if got := paramOf(run.Spec.Params, "commit"); got != req.Revision {
+		t.Errorf("the run's commit parameter = %q, want the build's revision %q", got, req.Revision)
 	}
 
 	// The run binds the credentials Secret (only the files each workspace needs), runs
@@ -252,6 +288,23 @@ func TestRunPipeline_SecondBuildUpdatesThePipeline(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+func taskNames(tasks []pipelinev1.PipelineTask) []string {
+	names := make([]string, 0, len(tasks))
+	for _, t := range tasks {
+		names = append(names, t.Name)
+	}
+	return names
+}
+
+func paramOf(params pipelinev1.Params, name string) string {
+	for _, p := range params {
+		if p.Name == name {
+			return p.Value.StringVal
+		}
+	}
+	return ""
+}
 
 func mustJSON(t *testing.T, v any) string {
 	t.Helper()

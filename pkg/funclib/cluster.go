@@ -57,7 +57,7 @@ func throughProxy() (*apiProxy, error) {
 	return p, nil
 }
 
-// UseCluster points the func library at the cluster of cfg. func v0.44 builds its
+// UseCluster points the func library at the cluster of cfg. func (v0.50 as v0.44) builds its
 // clients from KUBECONFIG (or the in-cluster config) and takes no rest.Config, so
 // this starts a loopback proxy that forwards func's requests with cfg, writes a
 // kubeconfig for the proxy (mode 0600, holding only the proxy's random token) into

@@ -1,6 +1,7 @@
 package funclib
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -8,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/google/go-cmp/cmp"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -288,21 +292,6 @@ func TestUseCluster_Proxy(t *testing.T) {
 		version, manifest  string
 		saPath, taskSAPath []string
 	}{{
-		version: "v1beta1",
-		manifest: `
-apiVersion: tekton.dev/v1beta1
-kind: PipelineRun
-metadata: {generateName: fn-run-, labels: {functions.dev/build-id: b1}}
-spec:
-  pipelineRef: {name: fn-pipeline}
-  serviceAccountName: default
-  taskRunSpecs:
-  - pipelineTaskName: build
-    taskServiceAccountName: admin
-`,
-		saPath:     []string{"spec", "taskRunTemplate", "serviceAccountName"},
-		taskSAPath: []string{"serviceAccountName"},
-	}, {
 		version: "v1",
 		manifest: `
 apiVersion: tekton.dev/v1
@@ -381,14 +370,17 @@ spec:
 		name, path, body string
 		want             int
 	}{{
-		name: "plain", path: "/apis/tekton.dev/v1beta1/namespaces/builds/pipelineruns", want: http.StatusCreated,
+		name: "plain", path: "/apis/tekton.dev/v1/namespaces/builds/pipelineruns", want: http.StatusCreated,
+		body: `{"apiVersion":"tekton.dev/v1","kind":"PipelineRun","metadata":{"generateName":"ok-","labels":{"functions.dev/build-id":"b1"}},"spec":{"pipelineRef":{"name":"p"}}}`,
+	}, {
+		name: "a v1beta1 PipelineRun (func v0.50 writes v1)", path: "/apis/tekton.dev/v1beta1/namespaces/builds/pipelineruns", want: http.StatusBadRequest,
 		body: `{"apiVersion":"tekton.dev/v1beta1","kind":"PipelineRun","metadata":{"generateName":"ok-","labels":{"functions.dev/build-id":"b1"}},"spec":{"pipelineRef":{"name":"p"}}}`,
 	}, {
-		name: "a build the operator does not run", path: "/apis/tekton.dev/v1beta1/namespaces/builds/pipelineruns", want: http.StatusBadRequest,
-		body: `{"apiVersion":"tekton.dev/v1beta1","kind":"PipelineRun","metadata":{"generateName":"ok-","labels":{"functions.dev/build-id":"b2"}},"spec":{"pipelineRef":{"name":"p"}}}`,
+		name: "a build the operator does not run", path: "/apis/tekton.dev/v1/namespaces/builds/pipelineruns", want: http.StatusBadRequest,
+		body: `{"apiVersion":"tekton.dev/v1","kind":"PipelineRun","metadata":{"generateName":"ok-","labels":{"functions.dev/build-id":"b2"}},"spec":{"pipelineRef":{"name":"p"}}}`,
 	}, {
-		name: "no build label", path: "/apis/tekton.dev/v1beta1/namespaces/builds/pipelineruns", want: http.StatusBadRequest,
-		body: `{"apiVersion":"tekton.dev/v1beta1","kind":"PipelineRun","metadata":{"generateName":"ok-"},"spec":{"pipelineRef":{"name":"p"}}}`,
+		name: "no build label", path: "/apis/tekton.dev/v1/namespaces/builds/pipelineruns", want: http.StatusBadRequest,
+		body: `{"apiVersion":"tekton.dev/v1","kind":"PipelineRun","metadata":{"generateName":"ok-"},"spec":{"pipelineRef":{"name":"p"}}}`,
 	}, {
 		name: "a build's Secret", path: "/api/v1/namespaces/builds/secrets", want: http.StatusCreated,
 		body: `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"fn-creds","labels":{"functions.dev/build-id":"b1"}},"stringData":{"a":"b"}}`,
@@ -405,11 +397,11 @@ spec:
 		name: "a RoleBinding", path: "/apis/rbac.authorization.k8s.io/v1/namespaces/builds/rolebindings", want: http.StatusForbidden,
 		body: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"rb"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"admin"},"subjects":[]}`,
 	}, {
-		name: "a key in another case", path: "/apis/tekton.dev/v1beta1/namespaces/builds/pipelineruns", want: http.StatusBadRequest,
-		body: `{"apiVersion":"tekton.dev/v1beta1","kind":"PipelineRun","metadata":{"generateName":"x-","labels":{"functions.dev/build-id":"b1"}},"spec":{"pipelineRef":{"name":"p"},"ServiceAccountName":"admin"}}`,
+		name: "a key in another case", path: "/apis/tekton.dev/v1/namespaces/builds/pipelineruns", want: http.StatusBadRequest,
+		body: `{"apiVersion":"tekton.dev/v1","kind":"PipelineRun","metadata":{"generateName":"x-","labels":{"functions.dev/build-id":"b1"}},"spec":{"pipelineRef":{"name":"p"},"ServiceAccountName":"admin"}}`,
 	}, {
-		name: "a key with a long s", path: "/apis/tekton.dev/v1beta1/namespaces/builds/pipelineruns", want: http.StatusBadRequest,
-		body: `{"apiVersion":"tekton.dev/v1beta1","kind":"PipelineRun","metadata":{"generateName":"x-"},"spec":{"pipelineRef":{"name":"p"},"ſerviceAccountName":"admin"}}`,
+		name: "a key with a long s", path: "/apis/tekton.dev/v1/namespaces/builds/pipelineruns", want: http.StatusBadRequest,
+		body: `{"apiVersion":"tekton.dev/v1","kind":"PipelineRun","metadata":{"generateName":"x-"},"spec":{"pipelineRef":{"name":"p"},"ſerviceAccountName":"admin"}}`,
 	}, {
 		name: "a key twice", path: "/apis/tekton.dev/v1/namespaces/builds/pipelineruns", want: http.StatusBadRequest,
 		body: `{"apiVersion":"tekton.dev/v1","kind":"PipelineRun","metadata":{"generateName":"x-"},"spec":{"pipelineRef":{"name":"p"}},"spec":{"pipelineRef":{"name":"q"}}}`,
@@ -417,8 +409,8 @@ spec:
 		name: "a pod template", path: "/apis/tekton.dev/v1/namespaces/builds/pipelineruns", want: http.StatusBadRequest,
 		body: `{"apiVersion":"tekton.dev/v1","kind":"PipelineRun","metadata":{"generateName":"x-"},"spec":{"pipelineRef":{"name":"p"},"taskRunTemplate":{"podTemplate":{"hostNetwork":true}}}}`,
 	}, {
-		name: "a POST to a named path", path: "/apis/tekton.dev/v1beta1/namespaces/builds/pipelineruns/named", want: http.StatusForbidden,
-		body: `{"apiVersion":"tekton.dev/v1beta1","kind":"PipelineRun","metadata":{"name":"named"},"spec":{"pipelineRef":{"name":"p"}}}`,
+		name: "a POST to a named path", path: "/apis/tekton.dev/v1/namespaces/builds/pipelineruns/named", want: http.StatusForbidden,
+		body: `{"apiVersion":"tekton.dev/v1","kind":"PipelineRun","metadata":{"name":"named"},"spec":{"pipelineRef":{"name":"p"}}}`,
 	}} {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, funcCfg.Host+tt.path, strings.NewReader(tt.body))
 		if err != nil {
@@ -433,6 +425,48 @@ spec:
 		if resp.StatusCode != tt.want {
 			t.Errorf("%s: %d, want %d", tt.name, resp.StatusCode, tt.want)
 		}
+	}
+
+	// client-go 0.35 sends built-in types as protobuf: a Secret of the build passes
+	// (func's own PVC and registry Secret in TestRunPipeline_BuildObjects are too),
+	// and its owner is set; another kind in a Secret's envelope is refused.
+	for _, tt := range []struct {
+		name string
+		obj  runtime.Object
+		want int
+	}{
+		{name: "a protobuf Secret of the build", want: http.StatusCreated,
+			obj: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "proto-creds", Labels: map[string]string{LabelBuildID: "b1"}}, StringData: map[string]string{"a": "b"}}},
+		{name: "a protobuf ConfigMap sent as a Secret", want: http.StatusBadRequest,
+			obj: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "proto-cm", Labels: map[string]string{LabelBuildID: "b1"}}}},
+	} {
+		var buf bytes.Buffer
+		gvks, _, err := clientgoscheme.Scheme.ObjectKinds(tt.obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tt.obj.GetObjectKind().SetGroupVersionKind(gvks[0])
+		if err := protobufCodec.Encode(tt.obj, &buf); err != nil {
+			t.Fatal(err)
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, funcCfg.Host+"/api/v1/namespaces/builds/secrets", &buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", runtime.ContentTypeProtobuf)
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != tt.want {
+			t.Errorf("%s: %d, want %d", tt.name, resp.StatusCode, tt.want)
+		}
+	}
+	if sec, err := admin.CoreV1().Secrets("builds").Get(ctx, "proto-creds", metav1.GetOptions{}); err != nil {
+		t.Errorf("the protobuf Secret: %v", err)
+	} else if diff := cmp.Diff([]metav1.OwnerReference{owner}, sec.OwnerReferences); diff != "" {
+		t.Errorf("the protobuf Secret's owners (-want +got):\n%s", diff)
 	}
 
 	// func may delete only a run of a build the operator runs: one created straight

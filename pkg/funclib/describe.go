@@ -45,7 +45,7 @@ type Describer struct {
 
 // NewDescriber returns a Describer over src.
 func NewDescriber(src InstanceSource) *Describer {
-	return &Describer{client: fn.New(fn.WithDescriber(describer{src: src}))}
+	return &Describer{client: fn.New(fn.WithDescribers(describer{src: src}))}
 }
 
 // Describe describes function name in namespace: ErrNotDeployed when it has no Service.

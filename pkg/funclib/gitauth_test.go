@@ -102,71 +102,134 @@ func TestGitSecretName(t *testing.T) {
 	}
 }
 
-// TestEmbedGitClone replaces func's Tekton Hub reference and refuses every other task
-// the cluster would resolve.
-func TestEmbedGitClone(t *testing.T) {
-	const hubClone = `
-- name: fetch-sources
-  taskRef: {resolver: hub, params: [{name: kind, value: task}, {name: name, value: git-clone}, {name: version, value: "0.4"}]}
-  workspaces: [{name: output, workspace: source-workspace}]`
-	const inline = `
+// buildTask is func v0.50's build task as its pack pipeline writes it, trimmed to
+// what splitClone reads: the clone step first, referring to the catalog's git-clone
+// StepAction through the bundles resolver.
+const buildTask = `
 - name: build
-  taskSpec: {steps: [{name: build, image: x, script: "true"}]}`
+  params:
+  - {name: GIT_REPOSITORY, value: $(params.gitRepository)}
+  - {name: GIT_REVISION, value: $(params.gitRevision)}
+  - {name: APP_IMAGE, value: $(params.imageName)}
+  workspaces:
+  - {name: source, workspace: source-workspace}
+  - {name: cache, workspace: cache-workspace}
+  taskSpec:
+    params: [{name: GIT_REPOSITORY}, {name: GIT_REVISION}, {name: APP_IMAGE}]
+    workspaces: [{name: source}, {name: cache, optional: true}]
+    steps:
+    - name: fetch-src
+      ref:
+        resolver: bundles
+        params:
+        - {name: bundle, value: "ghcr.io/tektoncd/catalog/upstream/stepactions/git-clone:09f70e6a6485a7d99b01d75610870b13222732e8"}
+        - {name: kind, value: StepAction}
+        - {name: name, value: git-clone}
+      when: [{input: "$(params.GIT_REPOSITORY)", operator: notin, values: [""]}]
+      params:
+      - {name: output-path, value: "$(workspaces.source.path)"}
+      - {name: url, value: "$(params.GIT_REPOSITORY)"}
+      - {name: revision, value: "$(params.GIT_REVISION)"}
+    - {name: func-scaffold, image: scaffold, command: [scaffold]}
+    - {name: create, image: builder, command: [/cnb/lifecycle/creator]}
+    - {name: func-deploy, image: deployer, command: [deploy]}`
+
+// TestSplitClone moves func's clone step into a pipeline task that runs the
+// embedded git-clone task, and refuses every other task or step the cluster would
+// resolve.
+func TestSplitClone(t *testing.T) {
 	for _, tt := range []struct {
 		name, tasks, finally, wantErr string
 	}{
-		{name: "func's pipeline", tasks: hubClone + inline},
-		{name: "another hub task", tasks: hubClone + `
+		{name: "func's pipeline", tasks: buildTask},
+		{name: "a hub task", tasks: buildTask + `
 - name: lint
   taskRef: {resolver: hub, params: [{name: name, value: golangci-lint}]}`, wantErr: `pipeline task "lint" refers to a task the cluster would resolve (resolver "hub")`},
-		{name: "a git resolver", tasks: `
-- name: fetch-sources
-  taskRef: {resolver: git, params: [{name: name, value: git-clone}]}`, wantErr: `(resolver "git")`},
 		{name: "a Task of the namespace", tasks: `
 - name: build
   taskRef: {name: buildah}`, wantErr: `(Task "buildah")`},
-		{name: "finally", tasks: inline, finally: inline, wantErr: "finally tasks"},
+		{name: "another StepAction", tasks: strings.Replace(buildTask, "- {name: func-scaffold, image: scaffold, command: [scaffold]}",
+			"- {name: func-scaffold, ref: {resolver: bundles, params: [{name: kind, value: StepAction}, {name: name, value: scaffold}]}}", 1),
+			wantErr: `step "func-scaffold" of pipeline task "build" refers to a StepAction the cluster would resolve (resolver "bundles")`},
+		{name: "a StepAction of the namespace", tasks: strings.Replace(buildTask, "- {name: func-scaffold, image: scaffold, command: [scaffold]}",
+			"- {name: func-scaffold, ref: {name: scaffold}}", 1), wantErr: `(StepAction "scaffold")`},
+		{name: "a clone parameter the task does not take", tasks: strings.Replace(buildTask, `- {name: url, value: "$(params.GIT_REPOSITORY)"}`,
+			`- {name: url, value: "$(params.GIT_REPOSITORY)"}
+      - {name: sslVerify, value: "false"}`, 1), wantErr: `parameter "sslVerify", which the operator's clone task does not take`},
+		{name: "a url that is no parameter", tasks: strings.Replace(buildTask, `value: "$(params.GIT_REPOSITORY)"}`, `value: "https://127.0.0.1/x.git"}`, 1),
+			wantErr: `"https://127.0.0.1/x.git" is not a reference to one of the task's parameters`},
+		{name: "a task named like the clone task", tasks: buildTask + `
+- name: fetch-sources
+  taskSpec: {steps: [{name: x, image: x}]}`, wantErr: `a task named "fetch-sources" already`},
+		{name: "finally", tasks: buildTask, finally: `
+- name: notify
+  taskSpec: {steps: [{name: x, image: x}]}`, wantErr: "finally tasks"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var spec pipelinev1.PipelineSpec
-			doc := "tasks:" + tt.tasks
+			doc := "workspaces: [{name: source-workspace}, {name: cache-workspace}]\ntasks:" + tt.tasks
 			if tt.finally != "" {
 				doc += "\nfinally:" + tt.finally
 			}
 			if err := yaml.UnmarshalStrict([]byte(doc), &spec); err != nil {
 				t.Fatal(err)
 			}
-			err := embedGitClone(&spec)
+			err := splitClone(&spec)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("embedGitClone = %v, want %q", err, tt.wantErr)
+					t.Fatalf("splitClone = %v, want %q", err, tt.wantErr)
 				}
 				return
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			clone := spec.Tasks[0]
-			if clone.TaskRef != nil || clone.TaskSpec == nil || clone.TaskSpec.Steps[0].Name != "clone" {
-				t.Fatalf("fetch-sources = %+v, want the embedded task", clone)
+			var want pipelinev1.PipelineSpec
+			if err := yaml.UnmarshalStrict([]byte(`
+tasks:
+- name: fetch-sources
+  params:
+  - {name: url, value: $(params.gitRepository)}
+  - {name: revision, value: $(params.gitRevision)}
+  - {name: gitInitImage, value: "ghcr.io/tektoncd-catalog/git-clone:v1.1.0"}
+  when: [{input: "$(params.gitRepository)", operator: notin, values: [""]}]
+  workspaces:
+  - {name: output, workspace: source-workspace}
+  - {name: basic-auth, workspace: git-basic-auth}
+  - {name: ssh-directory, workspace: git-ssh-directory}
+  - {name: ssl-ca-directory, workspace: git-ssl-ca-directory}
+- name: build
+  runAfter: [fetch-sources]
+  params:
+  - {name: GIT_REPOSITORY, value: $(params.gitRepository)}
+  - {name: GIT_REVISION, value: $(params.gitRevision)}
+  - {name: APP_IMAGE, value: $(params.imageName)}
+  workspaces:
+  - {name: source, workspace: source-workspace}
+  - {name: cache, workspace: cache-workspace}
+  taskSpec:
+    params: [{name: GIT_REPOSITORY}, {name: GIT_REVISION}, {name: APP_IMAGE}]
+    workspaces: [{name: source}, {name: cache, optional: true}]
+    steps:
+    - {name: func-scaffold, image: scaffold, command: [scaffold]}
+    - {name: create, image: builder, command: [/cnb/lifecycle/creator]}
+    - {name: func-deploy, image: deployer, command: [deploy]}
+workspaces:
+- {name: source-workspace}
+- {name: cache-workspace}
+- {name: git-basic-auth, optional: true, description: "func-operator: the build's git credentials Secret, bound only to the clone task"}
+- {name: git-ssh-directory, optional: true, description: "func-operator: the build's git credentials Secret, bound only to the clone task"}
+- {name: git-ssl-ca-directory, optional: true, description: "func-operator: the build's git credentials Secret, bound only to the clone task"}
+`), &want); err != nil {
+				t.Fatal(err)
 			}
-			var image string
-			for _, p := range clone.Params {
-				if p.Name == gitCloneImageParam {
-					image = p.Value.StringVal
-				}
+			task, err := gitCloneTask()
+			if err != nil {
+				t.Fatal(err)
 			}
-			if image != "ghcr.io/tektoncd-catalog/git-clone:v1.1.0" {
-				t.Errorf("clone image = %q, want the task's default", image)
-			}
-			var declared []string
-			for _, w := range spec.Workspaces {
-				if w.Optional {
-					declared = append(declared, w.Name)
-				}
-			}
-			if diff := cmp.Diff([]string{PipelineWorkspaceHTTP, PipelineWorkspaceSSH, PipelineWorkspaceCA}, declared); diff != "" {
-				t.Errorf("optional workspaces (-want +got):\n%s", diff)
+			want.Tasks[0].TaskSpec = &pipelinev1.EmbeddedTask{TaskSpec: task}
+			if diff := cmp.Diff(want, spec); diff != "" {
+				t.Errorf("the rewritten pipeline (-want +got):\n%s", diff)
 			}
 		})
 	}

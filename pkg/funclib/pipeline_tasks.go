@@ -10,8 +10,9 @@ import (
 )
 
 // gitCloneTaskYAML is the Tekton catalog's git-clone task, version 0.10, as copied
-// into tasks/git-clone.yaml: func v0.44's pipeline fetches its 0.4 through the hub
-// resolver, which needs Tekton Hub at every build and passes no credentials.
+// into tasks/git-clone.yaml: func v0.50's build task clones with the catalog's
+// git-clone StepAction through the bundles resolver, which needs a public registry
+// at every build and passes no credentials (see splitClone).
 //
 //go:embed tasks/git-clone.yaml
 var gitCloneTaskYAML []byte
@@ -24,6 +25,7 @@ const GitCloneTaskVersion = "0.10"
 // them (and to the CA workspace when it holds a CA), nothing else is.
 const (
 	cloneTaskName         = "fetch-sources"
+	taskWorkspaceOutput   = "output"
 	taskWorkspaceBasic    = "basic-auth"
 	taskWorkspaceSSH      = "ssh-directory"
 	taskWorkspaceCA       = "ssl-ca-directory"

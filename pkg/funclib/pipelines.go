@@ -14,10 +14,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"knative.dev/func/pkg/builders"
-	"knative.dev/func/pkg/builders/s2i"
-	"knative.dev/func/pkg/docker"
 	fn "knative.dev/func/pkg/functions"
+	"knative.dev/func/pkg/oci"
 	"knative.dev/func/pkg/pipelines/tekton"
+	"knative.dev/func/pkg/s2i"
 )
 
 // Builders the func pipelines know.
@@ -79,7 +79,7 @@ func RunPipeline(ctx context.Context, req BuildRequest) error {
 		req.Labels = map[string]string{}
 	}
 	req.Labels[LabelBuildID] = req.ID
-	reg := &registration{owner: req.Owner}
+	reg := &registration{owner: req.Owner, revision: req.Revision}
 	if req.GitCredentials != nil {
 		auth, err := newGitAuth(req.GitURL, req.GitCredentials)
 		if err != nil {
@@ -104,12 +104,12 @@ func RunPipeline(ctx context.Context, req BuildRequest) error {
 	defer func() { _ = os.RemoveAll(root) }()
 	f.Root = root
 
-	creds := func(ctx context.Context, image string) (docker.Credentials, error) {
+	creds := func(ctx context.Context, image string) (oci.Credentials, error) {
 		if req.Credentials == nil {
-			return docker.Credentials{}, nil
+			return oci.Credentials{}, nil
 		}
 		u, p, err := req.Credentials(ctx, image)
-		return docker.Credentials{Username: u, Password: p}, err
+		return oci.Credentials{Username: u, Password: p}, err
 	}
 	pp := tekton.NewPipelinesProvider(
 		tekton.WithCredentialsProvider(creds),
@@ -180,12 +180,15 @@ func TargetImage(m Metadata) (string, error) {
 
 var deployerMu sync.Mutex
 
-// SetDeployerImage pins the func-utils image the pipeline's scaffold and deploy steps
-// run. func keeps it in a package variable: call this once, before any build.
+// SetDeployerImage pins the func-utils image the pipeline's scaffold, s2i generate
+// and deploy steps run. func v0.50 keeps one package variable per step
+// (DeployerImage, ScaffoldImage, S2IImage; v0.44 had DeployerImage alone), each
+// defaulting to its FuncUtilImage: all three are set. Call this once, before any
+// build.
 func SetDeployerImage(image string) {
 	deployerMu.Lock()
 	defer deployerMu.Unlock()
-	tekton.DeployerImage = image
+	tekton.DeployerImage, tekton.ScaffoldImage, tekton.S2IImage = image, image, image
 }
 
 // DeployerImage returns the func-utils image the pipelines run.
@@ -238,7 +241,7 @@ func buildFunction(req BuildRequest) (fn.Function, error) {
 }
 
 // singleLines fails on the first field (by name) that holds a control character.
-// func v0.44 writes these values into its Pipeline and PipelineRun YAML templates
+// func (v0.50 as v0.44) writes these values into its Pipeline and PipelineRun YAML templates
 // unescaped: a line break would add fields of the value's choosing to the run (its
 // ServiceAccount, a pod template).
 func singleLines(fields map[string]string) error {

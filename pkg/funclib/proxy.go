@@ -11,6 +11,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -27,6 +28,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -87,15 +89,16 @@ func parseObjectPath(p string) (objectPath, bool) {
 	return o, true
 }
 
-// apiProxy is the func library's only way to the API server. func v0.44 builds its
-// clients from KUBECONFIG, so the operator hands it a kubeconfig that points at this
+// apiProxy is the func library's only way to the API server. func (v0.50 as v0.44)
+// builds its clients from KUBECONFIG, so the operator hands it a kubeconfig that points at this
 // loopback server instead of at the cluster: the kubeconfig holds a random token for
 // the proxy, never the operator's credentials, and the proxy forwards each request
 // with the operator's own rest.Config (so token rotation, exec plugins and client
 // certificates work as they do for the operator). On the way it makes func's
-// objects those of the operator's build (see rewrite): func v0.44 sets no
-// ServiceAccount (Tekton would run the build as the namespace's default), no owner,
-// and clones through Tekton Hub with no credentials.
+// objects those of the operator's build (see rewrite): func sets no ServiceAccount
+// (Tekton would run the build as the namespace's default) and no owner, and its
+// build task clones through a StepAction fetched from a public registry with no
+// credentials.
 type apiProxy struct {
 	token    string
 	caPEM    []byte
@@ -156,7 +159,7 @@ func startProxy(cfg *rest.Config, serviceAccount func() string) (*apiProxy, erro
 		Transport:     transport,
 		FlushInterval: -1, // watches stream
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			http.Error(w, "func-operator's API proxy cannot reach the API server: "+err.Error(), http.StatusBadGateway)
+			refuse(w, http.StatusBadGateway, "func-operator's API proxy cannot reach the API server: "+err.Error())
 		},
 	}
 	p.server = &http.Server{Handler: p.handler(rp), ReadHeaderTimeout: 30 * time.Second}
@@ -209,7 +212,7 @@ func (p *apiProxy) handler(next http.Handler) http.Handler {
 	want := []byte("Bearer " + p.token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			refuse(w, http.StatusUnauthorized, "Unauthorized")
 			return
 		}
 		r.Header.Del("Authorization")
@@ -219,7 +222,7 @@ func (p *apiProxy) handler(next http.Handler) http.Handler {
 			}
 		}
 		if path.Clean(r.URL.Path) != strings.TrimSuffix(r.URL.Path, "/") && r.URL.Path != "/" {
-			http.Error(w, "func-operator's API proxy: a path that is not clean", http.StatusBadRequest)
+			refuse(w, http.StatusBadRequest, "func-operator's API proxy: a path that is not clean")
 			return
 		}
 		if r.Method == http.MethodGet || r.Method == http.MethodHead || (r.Method == http.MethodPost && r.URL.Path == selfSubjectReview) {
@@ -232,13 +235,13 @@ func (p *apiProxy) handler(next http.Handler) http.Handler {
 			// func deletes the run it follows when its build is cancelled: a run of a
 			// build the operator runs, and no other.
 			if err := p.deletable(r.Context(), o); err != nil {
-				http.Error(w, "func-operator's API proxy: "+err.Error(), http.StatusForbidden)
+				refuse(w, http.StatusForbidden, "func-operator's API proxy: "+err.Error())
 				return
 			}
 		case ok && ((r.Method == http.MethodPost && o.name == "") ||
 			(r.Method == http.MethodPut && o.name != "" && (o.resource == resourcePipelines || o.resource == resourceSecrets))):
 			if err := p.rewrite(r, o); err != nil {
-				http.Error(w, "func-operator's API proxy: "+err.Error(), http.StatusBadRequest)
+				refuse(w, http.StatusBadRequest, "func-operator's API proxy: "+err.Error())
 				return
 			}
 		default:
@@ -247,11 +250,32 @@ func (p *apiProxy) handler(next http.Handler) http.Handler {
 			// Anything else (a POST to a named path, which creates a custom resource,
 			// a patch or an apply, which may create) could set another owner,
 			// ServiceAccount or task.
-			http.Error(w, fmt.Sprintf("func-operator's API proxy: func may not %s %s", r.Method, r.URL.Path), http.StatusForbidden)
+			refuse(w, http.StatusForbidden, fmt.Sprintf("func-operator's API proxy: func may not %s %s", r.Method, r.URL.Path))
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// refuse answers a request the proxy does not pass on with a metav1.Status, as the
+// API server answers, so that func's error (and so the build's message) says why
+// instead of client-go's "the server rejected our request for an unknown reason".
+func refuse(w http.ResponseWriter, code int, message string) {
+	reason := metav1.StatusReasonBadRequest
+	switch code {
+	case http.StatusUnauthorized:
+		reason = metav1.StatusReasonUnauthorized
+	case http.StatusForbidden:
+		reason = metav1.StatusReasonForbidden
+	case http.StatusBadGateway:
+		reason = metav1.StatusReasonServiceUnavailable
+	}
+	body, _ := json.Marshal(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status: metav1.StatusFailure, Message: message, Reason: reason, Code: int32(code)})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = w.Write(body)
 }
 
 // deletable fails unless PipelineRun o is of a build the operator runs.
@@ -269,15 +293,22 @@ func (p *apiProxy) deletable(ctx context.Context, o objectPath) error {
 
 // rewrite replaces the body of r, a write of build object o, by the object as the
 // operator runs it: owned by its Function (PipelineRuns, Pipelines, Secrets, PVCs),
-// converted to tekton.dev/v1 with the embedded git-clone task (Pipelines), run as
-// the build ServiceAccount with the git credentials bound (PipelineRuns). Tekton
-// objects go on to their tekton.dev/v1 path. The body is decoded strictly into the
+// cloning in a task of its own with the embedded git-clone task (Pipelines), run as
+// the build ServiceAccount with the git credentials bound and the commit it builds
+// (PipelineRuns). Tekton objects must be tekton.dev/v1, as func v0.50 writes them. The body is decoded strictly into the
 // API's own type (exact field names, no unknown or duplicate fields), so that no
 // spelling the proxy did not rewrite reaches the API server, whose decoders fold
 // case; what is sent on is the typed object, encoded again.
 func (p *apiProxy) rewrite(r *http.Request, o objectPath) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return fmt.Errorf("a %s sent as %q: only JSON is accepted", o.resource, ct)
+	ct := r.Header.Get("Content-Type")
+	proto := strings.HasPrefix(ct, runtime.ContentTypeProtobuf)
+	switch {
+	case ct == "" || strings.HasPrefix(ct, runtime.ContentTypeJSON):
+	case proto && !o.tekton:
+		// client-go 0.35 sends built-in types as protobuf: decoded into the API's
+		// type, and sent on as that object's JSON, like every other rewrite.
+	default:
+		return fmt.Errorf("a %s sent as %q: only JSON (and protobuf for built-in types) is accepted", o.resource, ct)
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBuildObjectBody+1))
 	_ = r.Body.Close()
@@ -294,15 +325,12 @@ func (p *apiProxy) rewrite(r *http.Request, o objectPath) error {
 	case resourcePipelines:
 		out, err = rewritePipeline(o.namespace, o.version, body)
 	default:
-		out, err = rewriteCore(o.namespace, o.resource, body)
+		out, err = rewriteCore(o.namespace, o.resource, body, proto)
 	}
 	if err != nil {
 		return err
 	}
-	if o.tekton && o.version != "v1" {
-		r.URL.Path = strings.Replace(r.URL.Path, "/tekton.dev/"+o.version+"/", "/tekton.dev/v1/", 1)
-		r.URL.RawPath = ""
-	}
+	r.Header.Set("Content-Type", runtime.ContentTypeJSON)
 	r.Body = io.NopCloser(bytes.NewReader(out))
 	r.ContentLength = int64(len(out))
 	r.Header.Set("Content-Length", strconv.Itoa(len(out)))

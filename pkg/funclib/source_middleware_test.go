@@ -9,11 +9,28 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	fn "knative.dev/func/pkg/functions"
+
+	"github.com/fnops/func-operator/pkg/middleware"
 )
 
-// sourceManagedRuntimes are the runtimes whose func v0.44.0 templates pin the
-// middleware in a file copied into the user's source.
-var sourceManagedRuntimes = []string{"node", "typescript", "python", "quarkus", "springboot"}
+// sourceManagedRuntimes are the runtimes whose middleware the linked func pins in a
+// file of the function's own source: read from the pins, checked against what
+// func v0.50.1 does (every runtime but the scaffolded go and python, and rust).
+func sourceManagedRuntimes(t *testing.T) []string {
+	t.Helper()
+	var rs []string
+	for _, r := range knownRuntimes() {
+		if pin, err := AvailableMiddleware(r, "http"); err == nil && pin.SourceManaged {
+			rs = append(rs, r)
+		}
+	}
+	if version() == measuredFunc {
+		if diff := cmp.Diff([]string{"node", "quarkus", "springboot", "typescript"}, rs); diff != "" {
+			t.Errorf("source-managed runtimes of func %s (-want +got):\n%s", version(), diff)
+		}
+	}
+	return rs
+}
 
 func TestSourceMiddlewareFiles(t *testing.T) {
 	tests := []struct {
@@ -22,10 +39,11 @@ func TestSourceMiddlewareFiles(t *testing.T) {
 	}{
 		{runtime: "node", want: []string{"package.json"}},
 		{runtime: "typescript", want: []string{"package.json"}},
-		{runtime: "python", want: []string{"requirements.txt"}},
 		{runtime: "quarkus", want: []string{"pom.xml"}},
 		{runtime: "springboot", want: []string{"pom.xml"}},
+		// Scaffolded: a rebuild decides the middleware, the image tells it.
 		{runtime: "go", want: nil},
+		{runtime: "python", want: nil},
 		{runtime: "rust", want: nil},
 		{runtime: "cobol", want: nil},
 		{runtime: "", want: nil},
@@ -80,9 +98,10 @@ func templateSource(t *testing.T, runtime, invoke string) (MiddlewarePin, string
 	return pin, files[0], data
 }
 
-// A freshly created function pins what its template pins.
+// A freshly created function pins what func reports for its template (as written
+// there: "^3.0.2" where func reports 3.0.2), and compares up to date.
 func TestSourceMiddleware_Templates(t *testing.T) {
-	for _, runtime := range sourceManagedRuntimes {
+	for _, runtime := range sourceManagedRuntimes(t) {
 		for _, invoke := range []string{"", "http", "cloudevent"} {
 			t.Run(runtime+"/"+invoke, func(t *testing.T) {
 				pin, name, data := templateSource(t, runtime, invoke)
@@ -90,8 +109,11 @@ func TestSourceMiddleware_Templates(t *testing.T) {
 				if err != nil {
 					t.Fatalf("SourceMiddleware(%q, %q) of %s: %v", runtime, invoke, pin.Template, err)
 				}
-				if diff := cmp.Diff(pin.Version, got); diff != "" {
-					t.Errorf("SourceMiddleware(%q, %q) of %s (-want +got):\n%s", runtime, invoke, pin.Template, diff)
+				if !strings.Contains(got, pin.Version) {
+					t.Errorf("SourceMiddleware(%q, %q) of %s = %q, func reports %q", runtime, invoke, pin.Template, got, pin.Version)
+				}
+				if c, err := middleware.Compare(got, pin.Version); err != nil || c != middleware.UpToDate {
+					t.Errorf("Compare(%q, %q) = %s, %v; want UpToDate", got, pin.Version, c, err)
 				}
 			})
 		}
@@ -105,32 +127,34 @@ func TestSourceMiddleware_ModifiedTemplates(t *testing.T) {
 	pinText := map[string]func(version string) string{
 		"node":       func(v string) string { return `"faas-js-runtime": "` + v + `"` },
 		"typescript": func(v string) string { return `"faas-js-runtime": "` + v + `"` },
-		"python":     func(v string) string { return "parliament-functions==" + v },
 		"quarkus":    func(v string) string { return "<quarkus.platform.version>" + v + "</quarkus.platform.version>" },
 		"springboot": func(v string) string { return "<spring-cloud.version>" + v + "</spring-cloud.version>" },
 	}
 	tests := []struct {
-		runtime string
-		written string // replaces the template's pin text
-		want    string
+		runtime  string
+		written  string // replaces the template's pin text
+		want     string
+		outdated bool // against what the linked func builds
 	}{
-		{runtime: "node", written: `"faas-js-runtime": "^2.3.0"`, want: "^2.3.0"},
-		{runtime: "node", written: `"faas-js-runtime": "2.3.0"`, want: "2.3.0"},
-		{runtime: "node", written: `"faas-js-runtime": " ~2.4.1 "`, want: "~2.4.1"},
-		{runtime: "typescript", written: `"faas-js-runtime": "^2.3.0"`, want: "^2.3.0"},
-		{runtime: "python", written: "parliament-functions==0.0.9", want: "0.0.9"},
-		{runtime: "python", written: "parliament-functions>=0.1.0", want: ">=0.1.0"},
-		{runtime: "python", written: "parliament-functions ~= 0.0.9  # pinned by hand", want: "~=0.0.9"},
-		{runtime: "python", written: "Parliament_Functions===0.0.9", want: "0.0.9"},
-		{runtime: "quarkus", written: "<quarkus.platform.version>3.10.0</quarkus.platform.version>", want: "3.10.0"},
-		{runtime: "quarkus", written: "<quarkus.platform.version>\n  3.10.0\n</quarkus.platform.version>", want: "3.10.0"},
-		{runtime: "springboot", written: "<spring-cloud.version>2023.0.3</spring-cloud.version>", want: "2023.0.3"},
+		// func v0.44.0's template pins.
+		{runtime: "node", written: `"faas-js-runtime": "^2.4.0"`, want: "^2.4.0", outdated: true},
+		{runtime: "node", written: `"faas-js-runtime": "2.3.0"`, want: "2.3.0", outdated: true},
+		{runtime: "node", written: `"faas-js-runtime": " ~2.4.1 "`, want: "~2.4.1", outdated: true},
+		{runtime: "node", written: `"faas-js-runtime": "^99.0.0"`, want: "^99.0.0"},
+		{runtime: "typescript", written: `"faas-js-runtime": "2.4.0"`, want: "2.4.0", outdated: true},
+		{runtime: "quarkus", written: "<quarkus.platform.version>3.17.8</quarkus.platform.version>", want: "3.17.8", outdated: true},
+		{runtime: "quarkus", written: "<quarkus.platform.version>\n  3.10.0\n</quarkus.platform.version>", want: "3.10.0", outdated: true},
+		{runtime: "springboot", written: "<spring-cloud.version>2024.0.0</spring-cloud.version>", want: "2024.0.0", outdated: true},
 	}
 	for _, tt := range tests {
 		for _, invoke := range []string{"http", "cloudevent"} {
 			t.Run(tt.runtime+"/"+invoke+"/"+tt.want, func(t *testing.T) {
 				pin, name, data := templateSource(t, tt.runtime, invoke)
-				old := []byte(pinText[tt.runtime](pin.Version))
+				asWritten, err := SourceMiddleware(tt.runtime, invoke, map[string][]byte{name: data})
+				if err != nil {
+					t.Fatal(err)
+				}
+				old := []byte(pinText[tt.runtime](asWritten))
 				if !bytes.Contains(data, old) {
 					t.Fatalf("%s does not contain %q", pin.Template, old)
 				}
@@ -142,8 +166,181 @@ func TestSourceMiddleware_ModifiedTemplates(t *testing.T) {
 				if diff := cmp.Diff(tt.want, got); diff != "" {
 					t.Errorf("SourceMiddleware(%q, %q) with %q (-want +got):\n%s", tt.runtime, invoke, tt.written, diff)
 				}
+				c, err := middleware.Compare(got, pin.Version)
+				if err != nil || (c == middleware.Outdated) != tt.outdated {
+					t.Errorf("Compare(%q, %q) = %s, %v; want outdated %v", got, pin.Version, c, err, tt.outdated)
+				}
 			})
 		}
+	}
+}
+
+// pythonTemplate returns the files a python function created by the linked func
+// starts with, from the module source (the embedded templates hold the same).
+func pythonTemplate(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	for _, name := range []string{pyprojectFile, requirementsFile, procfileFile, "function/func.py"} {
+		data, err := fs.ReadFile(fn.EmbeddedTemplatesFS, "python/"+dir+"/"+name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = data
+	}
+	if _, ok := files[pyprojectFile]; !ok {
+		t.Fatalf("python/%s has no %s", dir, pyprojectFile)
+	}
+	return files
+}
+
+// A python function of the current layout pins no middleware: func's scaffolding
+// brings func-python. A func-python requirement the function adds itself is read.
+func TestSourceMiddleware_Python(t *testing.T) {
+	for invoke, dir := range templateDirs {
+		t.Run(invoke, func(t *testing.T) {
+			pin, err := AvailableMiddleware("python", invoke)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pin.SourceManaged || pin.Module != "func-python" {
+				t.Fatalf("python pin %+v", pin)
+			}
+			files := pythonTemplate(t, dir)
+			_, err = SourceMiddleware("python", invoke, files)
+			if err == nil || errors.Is(err, ErrLegacyMiddleware) {
+				t.Fatalf("SourceMiddleware of the python %s template: %v, want an error", dir, err)
+			}
+			for _, s := range []string{"python functions do not pin", "func-python", "scaffolding brings " + pin.Version} {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not contain %q", err, s)
+				}
+			}
+
+			pyproject := string(files[pyprojectFile])
+			withDep := strings.Replace(pyproject, `"httpx",`, `"httpx", "func-python==0.7.0",`, 1)
+			if withDep == pyproject {
+				t.Fatalf("python/%s/%s has no httpx dependency to add func-python after:\n%s", dir, pyprojectFile, pyproject)
+			}
+			for _, tt := range []struct {
+				name    string
+				files   map[string][]byte
+				want    string
+				wantErr string
+			}{
+				{name: "pyproject.toml", files: map[string][]byte{pyprojectFile: []byte(withDep)}, want: "0.7.0"},
+				{name: "requirements.txt", files: map[string][]byte{pyprojectFile: files[pyprojectFile], requirementsFile: []byte("func-python>=0.8\n")}, want: ">=0.8"},
+				{name: "pyproject.toml first", files: map[string][]byte{pyprojectFile: []byte(withDep), requirementsFile: []byte("func-python>=0.8\n")}, want: "0.7.0"},
+				{name: "requirements.txt only", files: map[string][]byte{requirementsFile: []byte("func-python==0.8.1\n")}, want: "0.8.1"},
+				{name: "malformed pyproject.toml", files: map[string][]byte{pyprojectFile: []byte("[project\n")}, wantErr: "function's pyproject.toml: not valid TOML"},
+				{name: "unversioned", files: map[string][]byte{requirementsFile: []byte("func-python\n")}, wantErr: "function's requirements.txt: func-python is required without a version"},
+			} {
+				t.Run(tt.name, func(t *testing.T) {
+					got, err := SourceMiddleware("python", invoke, tt.files)
+					checkReadErr(t, err, tt.wantErr)
+					if diff := cmp.Diff(tt.want, got); diff != "" {
+						t.Errorf("(-want +got):\n%s", diff)
+					}
+				})
+			}
+		})
+	}
+}
+
+// parliamentSources are the files of a parliament function in the layout func
+// v0.44.0's python templates created (a Procfile running parliament, requirements.txt
+// pinning parliament-functions, func.py importing it), by template directory.
+var parliamentSources = map[string]map[string]string{
+	"http": {
+		procfileFile:     "web: python -m parliament .\n",
+		requirementsFile: "parliament-functions==0.1.0\n",
+		"func.py":        "from parliament import Context\n\n\ndef main(context: Context):\n    return \"ok\", 200\n",
+	},
+	"cloudevents": {
+		procfileFile:     "web: python -m parliament .\n",
+		requirementsFile: "parliament-functions==0.1.0\n",
+		"func.py":        "from parliament import Context, event\n\n\n@event\ndef main(context: Context):\n    return {}\n",
+	},
+}
+
+// A parliament function, as func v0.44.0's python templates created it, is
+// recognised: *LegacyMiddlewareError, with the version its requirements.txt pins.
+func TestSourceMiddleware_Parliament(t *testing.T) {
+	for invoke, dir := range templateDirs {
+		t.Run(invoke, func(t *testing.T) {
+			pin, err := AvailableMiddleware("python", invoke)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files := map[string][]byte{}
+			for name, data := range parliamentSources[dir] {
+				files[name] = []byte(data)
+			}
+			if len(files) != 3 {
+				t.Fatalf("no parliament sources for %s", dir)
+			}
+			v, err := SourceMiddleware("python", invoke, files)
+			if v != "" {
+				t.Errorf("version %q with a legacy function, want none", v)
+			}
+			if !errors.Is(err, ErrLegacyMiddleware) {
+				t.Fatalf("error %v, want ErrLegacyMiddleware", err)
+			}
+			var legacy *LegacyMiddlewareError
+			if !errors.As(err, &legacy) {
+				t.Fatalf("error %T is no *LegacyMiddlewareError", err)
+			}
+			want := &LegacyMiddlewareError{Module: "parliament-functions", Version: "0.1.0", File: procfileFile, Pin: pin}
+			if diff := cmp.Diff(want, legacy); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			for _, s := range []string{"legacy parliament function", "parliament-functions 0.1.0", "rebuild keeps", "outdated against func-python " + pin.Version, "another module", "migrating"} {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not contain %q", err, s)
+				}
+			}
+		})
+	}
+}
+
+// How a parliament function is told from one of the current layout: func's rule
+// (Procfile, .py import), and requirements.txt without pyproject.toml.
+func TestSourceMiddleware_ParliamentSignals(t *testing.T) {
+	pyproject := []byte("[project]\nname = \"function\"\ndependencies = [\"httpx\"]\n")
+	tests := []struct {
+		name        string
+		files       map[string][]byte
+		wantFile    string // "" means not legacy
+		wantVersion string
+	}{
+		{name: "Procfile", files: map[string][]byte{procfileFile: []byte("web: python3.11 -m parliament .\n")}, wantFile: procfileFile},
+		{name: "Procfile, version from requirements.txt", files: map[string][]byte{procfileFile: []byte("web: python -m parliament .\n"), requirementsFile: []byte("parliament-functions==0.0.9\n")}, wantFile: procfileFile, wantVersion: "0.0.9"},
+		{name: "import", files: map[string][]byte{"main.py": []byte("import os\nfrom parliament import Context\n")}, wantFile: "main.py"},
+		{name: "requirements.txt alone", files: map[string][]byte{requirementsFile: []byte("parliament-functions>=0.1.0\n")}, wantFile: requirementsFile, wantVersion: ">=0.1.0"},
+		{name: "requirements.txt, unusable version", files: map[string][]byte{requirementsFile: []byte("parliament-functions>=0.1,<0.2\n")}, wantFile: requirementsFile},
+		// func scaffolds this one: it is of the current layout.
+		{name: "requirements.txt with pyproject.toml", files: map[string][]byte{requirementsFile: []byte("parliament-functions==0.1.0\n"), pyprojectFile: pyproject}},
+		{name: "other Procfile", files: map[string][]byte{procfileFile: []byte("web: gunicorn app:app\n"), pyprojectFile: pyproject}},
+		{name: "other import", files: map[string][]byte{"func.py": []byte("import parliamentarian\n# from parliament import x\n"), pyprojectFile: pyproject}},
+		{name: "import in a subdirectory", files: map[string][]byte{"function/func.py": []byte("from parliament import Context\n"), pyprojectFile: pyproject}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := SourceMiddleware("python", "http", tt.files)
+			var legacy *LegacyMiddlewareError
+			isLegacy := errors.As(err, &legacy)
+			if isLegacy != (tt.wantFile != "") {
+				t.Fatalf("error %v, legacy %v; want legacy %v", err, isLegacy, tt.wantFile != "")
+			}
+			if !isLegacy {
+				return
+			}
+			if legacy.File != tt.wantFile || legacy.Version != tt.wantVersion {
+				t.Errorf("got file %q version %q, want %q %q", legacy.File, legacy.Version, tt.wantFile, tt.wantVersion)
+			}
+		})
 	}
 }
 
@@ -151,7 +348,7 @@ func TestSourceMiddleware_Errors(t *testing.T) {
 	pom := func(props string) []byte {
 		return []byte("<project><properties>" + props + "</properties></project>")
 	}
-	long := "parliament-functions[" + strings.Repeat("x", 500)
+	long := "func-python[" + strings.Repeat("x", 500)
 	tests := []struct {
 		name, runtime, invoke string
 		files                 map[string][]byte
@@ -162,7 +359,6 @@ func TestSourceMiddleware_Errors(t *testing.T) {
 		// Missing file.
 		{name: "node, no files", runtime: "node", files: nil, wantInErr: []string{"no package.json", "faas-js-runtime"}},
 		{name: "typescript, other files only", runtime: "typescript", invoke: "cloudevent", files: map[string][]byte{"pom.xml": pom("")}, wantInErr: []string{"no package.json"}},
-		{name: "python, no requirements.txt", runtime: "python", files: map[string][]byte{}, wantInErr: []string{"no requirements.txt", "parliament-functions"}},
 		{name: "quarkus, no pom.xml", runtime: "quarkus", files: map[string][]byte{"package.json": []byte("{}")}, wantInErr: []string{"no pom.xml", "io.quarkus.platform"}},
 		{name: "springboot, no pom.xml", runtime: "springboot", wantInErr: []string{"no pom.xml", "spring-cloud"}},
 		// Unparsable.
@@ -172,6 +368,7 @@ func TestSourceMiddleware_Errors(t *testing.T) {
 		{name: "quarkus, garbage", runtime: "quarkus", files: map[string][]byte{"pom.xml": []byte("<project><properties>")}, wantInErr: []string{"pom.xml", "EOF"}},
 		{name: "springboot, not XML", runtime: "springboot", files: map[string][]byte{"pom.xml": []byte("plugins { id 'java' }")}, wantInErr: []string{"pom.xml"}},
 		{name: "python, long malformed line is cut", runtime: "python", files: map[string][]byte{"requirements.txt": []byte(long)}, wantInErr: []string{"requirements.txt", "malformed requirement", "..."}, wantNotInErr: []string{strings.Repeat("x", maxExcerpt+1)}},
+		{name: "python, pyproject.toml not TOML", runtime: "python", files: map[string][]byte{"pyproject.toml": []byte("[project]\ndependencies = [\"secret-ish\"\n")}, wantInErr: []string{"pyproject.toml", "not valid TOML"}, wantNotInErr: []string{"secret-ish"}},
 		// Dependency or property absent, or unusable.
 		{name: "node, dependency absent", runtime: "node", files: map[string][]byte{"package.json": []byte(`{"dependencies": {"express": "^4"}}`)}, wantInErr: []string{"package.json", "no dependency on faas-js-runtime"}},
 		// The templates list faas-js-runtime under dependencies only.
@@ -181,12 +378,12 @@ func TestSourceMiddleware_Errors(t *testing.T) {
 		{name: "springboot, property absent", runtime: "springboot", invoke: "cloudevent", files: map[string][]byte{"pom.xml": pom("<quarkus.platform.version>3.17.8</quarkus.platform.version>")}, wantInErr: []string{"pom.xml", "no property spring-cloud.version"}},
 		{name: "quarkus, property a reference", runtime: "quarkus", files: map[string][]byte{"pom.xml": pom("<quarkus.platform.version>${quarkus.version}</quarkus.platform.version>")}, wantInErr: []string{"pom.xml", "quarkus.platform.version", "${quarkus.version}", "reference"}},
 		{name: "springboot, property empty", runtime: "springboot", files: map[string][]byte{"pom.xml": pom("<spring-cloud.version> </spring-cloud.version>")}, wantInErr: []string{"pom.xml", "spring-cloud.version", "empty"}},
-		{name: "python, requirement absent", runtime: "python", files: map[string][]byte{"requirements.txt": []byte("flask==3.0.0\n# parliament-functions==0.1.0\n")}, wantInErr: []string{"requirements.txt", "no requirement on parliament-functions"}},
-		{name: "python, no version", runtime: "python", files: map[string][]byte{"requirements.txt": []byte("parliament-functions\n")}, wantInErr: []string{"requirements.txt", "without a version"}},
-		{name: "python, two specifiers", runtime: "python", files: map[string][]byte{"requirements.txt": []byte("parliament-functions>=0.0.9,<0.2\n")}, wantInErr: []string{"requirements.txt", "more than one version specifier"}},
+		{name: "python, two specifiers", runtime: "python", files: map[string][]byte{"requirements.txt": []byte("func-python>=0.7,<0.9\n")}, wantInErr: []string{"requirements.txt", "more than one version specifier"}},
 		// Runtimes without middleware in the source.
 		{name: "go", runtime: "go", wantInErr: []string{"go functions", "knative.dev/func-go", "not pin", "build"}},
 		{name: "go, with files", runtime: "go", invoke: "cloudevent", files: map[string][]byte{"go.mod": []byte("module f\n")}, wantInErr: []string{"go functions", "not pin"}},
+		{name: "python, no files", runtime: "python", wantInErr: []string{"python functions", "func-python", "not pin", "build"}},
+		{name: "python, requirement absent", runtime: "python", files: map[string][]byte{"requirements.txt": []byte("flask==3.0.0\n# func-python==0.8.1\n"), "pyproject.toml": []byte("[project]\n")}, wantInErr: []string{"python functions", "not pin"}},
 		{name: "rust", runtime: "rust", wantNoMW: true, wantInErr: []string{"rust"}},
 		{name: "rust cloudevent", runtime: "rust", invoke: "cloudevent", wantNoMW: true},
 		// Unknown input.
@@ -205,6 +402,9 @@ func TestSourceMiddleware_Errors(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.wantNoMW, errors.Is(err, ErrNoMiddleware)); diff != "" {
 				t.Errorf("errors.Is(%q, ErrNoMiddleware) (-want +got):\n%s", err, diff)
+			}
+			if errors.Is(err, ErrLegacyMiddleware) {
+				t.Errorf("error %q is ErrLegacyMiddleware", err)
 			}
 			for _, s := range tt.wantInErr {
 				if !strings.Contains(err.Error(), s) {

@@ -30,6 +30,9 @@ var rangeOperators = []string{"===", "==", "~=", ">=", "^", "~", "="}
 // two-part versions ("3.17" → 3.17.0). An older available never counts as an update
 // (current newer than available → UpToDate). Pre-releases order below their release (semver rules).
 // current == "" → Unknown, nil error. An unparsable current or available → Unknown and an error saying which and why.
+// Both must be versions of one module: Compare knows no module names, so a version of
+// another module (python's legacy parliament-functions against func-python, see
+// funclib.LegacyMiddlewareError) must not be passed to it.
 func Compare(current, available string) (Comparison, error) {
 	if current == "" {
 		return Unknown, nil

@@ -44,6 +44,14 @@ func TestCompare(t *testing.T) {
 		{name: "maven release train older", current: "2023.0.3", available: "2024.0.0", want: Outdated},
 		{name: "surrounding space", current: " v1.0.0 ", available: "1.0.0\n", want: UpToDate},
 
+		// func v0.44.0's middleware against func v0.50.1's (fn.LatestMiddlewareVersions).
+		{name: "func-go of v0.44.0 against v0.50.1", current: "v0.21.3", available: "v0.22.0", want: Outdated},
+		{name: "faas-js-runtime range of v0.44.0 against v0.50.1", current: "^2.4.0", available: "3.0.2", want: Outdated},
+		{name: "faas-js-runtime range of v0.50.1 against its own", current: "^3.0.2", available: "3.0.2", want: UpToDate},
+		{name: "func-python label", current: "0.8.1", available: "0.8.1", want: UpToDate},
+		{name: "quarkus of v0.44.0 against v0.50.1", current: "3.17.8", available: "3.37.1", want: Outdated},
+		{name: "spring-cloud of v0.44.0 against v0.50.1", current: "2024.0.0", available: "2025.0.1", want: Outdated},
+
 		{name: "empty current is unknown without error", current: "", available: "v1.0.0", want: Unknown},
 		{name: "empty current is unknown even with bad available", current: "", available: "banana", want: Unknown},
 

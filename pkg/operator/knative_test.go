@@ -85,7 +85,7 @@ func TestOperator_KnativeServiceIsWatched(t *testing.T) {
 	eventually(t, 20*time.Second, condition(ns, "fn", v1alpha1.FunctionConditionServiceReady, corev1.ConditionTrue, v1alpha1.ReasonServiceReady))
 	eventually(t, 20*time.Second, func() string {
 		fn := getFunction(t, ns, "fn")
-		if fn.Status.Service == nil || !fn.Status.Service.Ready || fn.Status.Service.URL != "http://hello."+ns+".example.com" {
+		if fn.Status.Service == nil || !fn.Status.Service.Ready.IsTrue() || fn.Status.Service.URL != "http://hello."+ns+".example.com" {
 			return fmt.Sprintf("status.service = %+v", fn.Status.Service)
 		}
 		return ""

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
+
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -26,7 +28,8 @@ func scrape(t *testing.T, addr string) map[string]*dto.MetricFamily {
 		t.Fatalf("scraping metrics: %v", err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	families, err := (&expfmt.TextParser{}).TextToMetricFamilies(resp.Body)
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(resp.Body)
 	if err != nil {
 		t.Fatalf("parsing metrics: %v", err)
 	}

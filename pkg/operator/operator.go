@@ -239,17 +239,20 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 		Inspector: inspector,
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
-		Recorder:  function.CappedRecorder(mgr.GetEventRecorderFor("func-operator"), func() int { return store.Load().EventMessageMaxBytes }),
-		Config:    store,
-		Fetcher:   fetcher,
-		Lanes:     &function.Lanes{Workers: o.Concurrency},
-		Tekton:    tekton,
-		Queue:     queue,
-		Launcher:  launcher,
-		Access:    &function.NamespaceAccess{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()},
-		WorkDir:   o.WorkDir,
-		Metrics:   m,
-		Wakeups:   wakeups,
+		// core/v1 Events, as before controller-runtime 0.23 deprecated this recorder: the
+		// events.k8s.io/v1 one (GetEventRecorder) takes other RBAC and another Eventf.
+		Recorder: function.CappedRecorder(mgr.GetEventRecorderFor("func-operator"), func() int { return store.Load().EventMessageMaxBytes }), //nolint:staticcheck // see above
+
+		Config:   store,
+		Fetcher:  fetcher,
+		Lanes:    &function.Lanes{Workers: o.Concurrency},
+		Tekton:   tekton,
+		Queue:    queue,
+		Launcher: launcher,
+		Access:   &function.NamespaceAccess{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()},
+		WorkDir:  o.WorkDir,
+		Metrics:  m,
+		Wakeups:  wakeups,
 
 		Repositories:  function.NewRepositories(),
 		WatchSelected: watchSelected,
@@ -274,7 +277,7 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 	}
 	watcher := &config.Watcher{
 		Client:    mgr.GetClient(),
-		Recorder:  mgr.GetEventRecorderFor("func-operator"),
+		Recorder:  mgr.GetEventRecorderFor("func-operator"), //nolint:staticcheck // core/v1 Events, as the Function controller's
 		Namespace: o.SystemNamespace,
 		Store:     store,
 		OnChange:  onConfigChange(r, queue, guard, restConfig, own),

@@ -13,9 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/fnops/func-operator/pkg/funclib"
+
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"knative.dev/pkg/apis"
@@ -230,8 +233,8 @@ func TestOperator_RebuildOutdatedFunction(t *testing.T) {
 			t.Errorf("PipelineRun param %s = %q, want %q", k, got, v)
 		}
 	}
-	if pr.Spec.PipelineRef == nil || pr.Spec.PipelineRef.Name != "hello-pack-git-pipeline" {
-		t.Errorf("pipelineRef = %+v, want the pack pipeline", pr.Spec.PipelineRef)
+	if p := buildPipeline(t, ns, "hello"); pr.Spec.PipelineRef == nil || pr.Spec.PipelineRef.Name != p.Name || !strings.HasSuffix(p.Name, "-pack-git") {
+		t.Errorf("pipelineRef = %+v, want the function's pack pipeline %s", pr.Spec.PipelineRef, p.Name)
 	}
 
 	available := availableGoMiddleware(t)
@@ -258,10 +261,7 @@ func TestOperator_RebuildOutdatedFunction(t *testing.T) {
 
 	// The pipeline's objects carry the build's labels; the PipelineRun runs as the
 	// namespace's build ServiceAccount, which no ordinary pod uses.
-	secret := &corev1.Secret{}
-	if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "hello-pack-git-pipeline-secret"}, secret); err != nil {
-		t.Fatalf("the pipeline's registry Secret: %v", err)
-	}
+	secret := registrySecretOfBuild(t, ns, "hello")
 	if secret.Labels[resources.LabelBuildID] != b.ID {
 		t.Errorf("pipeline Secret labels = %v", secret.Labels)
 	}
@@ -562,24 +562,27 @@ func TestOperator_FunctionDeletedMidBuild(t *testing.T) {
 	eventually(t, 60*time.Second, rebuilt(t, ns, "second"))
 
 	// Nothing of the deleted Function's builds is left; the other's objects stay.
-	for _, obj := range []client.Object{
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "first-pack-git-pipeline-secret"}},
-		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "first-pack-git-pipeline-pvc"}},
-		&pipelinev1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "first-pack-git-pipeline"}},
-	} {
+	// func names them after a hash of the function's name: they are found by label.
+	for _, list := range []client.ObjectList{&corev1.SecretList{}, &corev1.PersistentVolumeClaimList{}, &pipelinev1.PipelineList{}} {
 		eventually(t, 30*time.Second, func() string {
-			err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: obj.GetName()}, obj)
-			// A PVC keeps its kubernetes.io/pvc-protection finalizer here: no
-			// controller-manager runs to remove it, so deleted means being deleted.
-			if !apierrors.IsNotFound(err) && (err != nil || obj.GetDeletionTimestamp() == nil) {
-				return fmt.Sprintf("%T %s of the deleted Function: %v", obj, obj.GetName(), err)
+			if err := k8sClient.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{resources.LabelFunction: "first"}); err != nil {
+				return err.Error()
+			}
+			items, err := meta.ExtractList(list)
+			if err != nil {
+				return err.Error()
+			}
+			for _, it := range items {
+				// A PVC keeps its kubernetes.io/pvc-protection finalizer here: no
+				// controller-manager runs to remove it, so deleted means being deleted.
+				if o := it.(client.Object); o.GetDeletionTimestamp() == nil {
+					return fmt.Sprintf("%T %s of the deleted Function", o, o.GetName())
+				}
 			}
 			return ""
 		})
 	}
-	if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "second-pack-git-pipeline-secret"}, &corev1.Secret{}); err != nil {
-		t.Errorf("the other Function's pipeline Secret: %v", err)
-	}
+	registrySecretOfBuild(t, ns, "second") // the other Function's stays
 	// The deleted Function is not reconciled back to life: no new build appears.
 	time.Sleep(time.Second)
 	for _, pr := range pipelineRuns(t, ns) {
@@ -614,10 +617,7 @@ func TestOperator_RebuildWithPrivateRegistry(t *testing.T) {
 	eventually(t, 60*time.Second, rebuilt(t, ns, "hello"))
 
 	// The pipeline pushes with the Function's registry credentials...
-	secret := &corev1.Secret{}
-	if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "hello-pack-git-pipeline-secret"}, secret); err != nil {
-		t.Fatal(err)
-	}
+	secret := registrySecretOfBuild(t, ns, "hello")
 	content := string(secret.Data["config.json"]) // func writes an Opaque Secret with a Docker config.json
 	if !strings.Contains(content, reg.Host) || !strings.Contains(content, password) && !strings.Contains(content, base64Auth(user, password)) {
 		t.Errorf("the pipeline's registry Secret does not hold the credentials for %s", reg.Host)
@@ -631,10 +631,7 @@ func TestOperator_RebuildWithPrivateRegistry(t *testing.T) {
 		t.Errorf("imagePullSecrets of the function's ServiceAccount = %v, want the registry Secret", sa.ImagePullSecrets)
 	}
 	// ...and the pipeline's steps run the pinned func-utils image.
-	pipeline := &pipelinev1.Pipeline{}
-	if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "hello-pack-git-pipeline"}, pipeline); err != nil {
-		t.Fatal(err)
-	}
+	pipeline := buildPipeline(t, ns, "hello")
 	deployImages := map[string]string{}
 	for _, task := range pipeline.Spec.Tasks {
 		if task.TaskSpec != nil {
@@ -643,7 +640,7 @@ func TestOperator_RebuildWithPrivateRegistry(t *testing.T) {
 			}
 		}
 	}
-	if got := deployImages["deploy/func-deploy"]; got != pinnedDeployer {
+	if got := deployImages["build/func-deploy"]; got != pinnedDeployer {
 		t.Errorf("the deploy step runs %q, want the pinned %q (steps: %v)", got, pinnedDeployer, deployImages)
 	}
 
@@ -662,6 +659,40 @@ func TestOperator_RebuildWithPrivateRegistry(t *testing.T) {
 			}
 		}
 	}
+}
+
+// buildPipeline returns the Pipeline of function's builds (func names it after a
+// hash of the function's name; the operator's label names the Function).
+func buildPipeline(t *testing.T, ns, function string) *pipelinev1.Pipeline {
+	t.Helper()
+	var list pipelinev1.PipelineList
+	if err := k8sClient.List(context.Background(), &list, client.InNamespace(ns), client.MatchingLabels{resources.LabelFunction: function}); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 {
+		t.Fatalf("%d Pipelines of function %s, want 1", len(list.Items), function)
+	}
+	return &list.Items[0]
+}
+
+// registrySecretOfBuild returns the registry Secret func wrote for function's builds:
+// the one Secret of its builds that does not hold git credentials.
+func registrySecretOfBuild(t *testing.T, ns, function string) *corev1.Secret {
+	t.Helper()
+	var list corev1.SecretList
+	if err := k8sClient.List(context.Background(), &list, client.InNamespace(ns), client.MatchingLabels{resources.LabelFunction: function}); err != nil {
+		t.Fatal(err)
+	}
+	var found []corev1.Secret
+	for _, s := range list.Items {
+		if s.Labels[funclib.LabelGitCredentials] == "" {
+			found = append(found, s)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d registry Secrets of function %s's builds, want 1", len(found), function)
+	}
+	return &found[0]
 }
 
 func base64Auth(user, password string) string {

@@ -26,8 +26,17 @@ import (
 
 const (
 	// LabelMiddlewareVersion is the OCI config label in which func (>= v0.48)
-	// records the middleware version of the image it builds.
+	// records the middleware version of the image it builds
+	// (fn.MiddlewareVersionLabelKey; this package may not import func, a test
+	// asserts it is funclib.MiddlewareVersionLabel).
 	LabelMiddlewareVersion = "middleware-version"
+	// LabelRevision is the OCI config label in which func (>= v0.48) records the
+	// git commit it built the image from (fn.CommitLabelKey; a test asserts it is
+	// funclib.RevisionLabel).
+	LabelRevision = "org.opencontainers.image.revision"
+	// unknownLabelVersion is what func's scaffold step labels an image with when
+	// it could not tell the middleware version (cmd/func-util): no version.
+	unknownLabelVersion = "<unknown>"
 	// FuncGoModule is the Go middleware module of Knative Functions.
 	FuncGoModule = "knative.dev/func-go"
 
@@ -57,6 +66,9 @@ const (
 	// maxVersion is the longest middleware version taken from an image: it goes
 	// into the status and the result cache.
 	maxVersion = 128
+	// maxRevision is the longest revision label taken from an image (a git object
+	// name is 40 or 64 hex digits); a longer one is left out.
+	maxRevision = 128
 )
 
 // Middleware is what an image says about the middleware it was built with.
@@ -67,6 +79,11 @@ type Middleware struct {
 	// as upstream func >= v0.48 writes), "buildinfo" (knative.dev/func-go version read
 	// from a Go binary's build info in the layers), or "" (unknown).
 	Source string
+	// Revision is the git commit the image was built from, from the OCI config
+	// label org.opencontainers.image.revision (func >= v0.48 writes it when the
+	// source is a git repository); "" when the image has none, or one longer than
+	// maxRevision or with other than printable ASCII.
+	Revision string
 }
 
 // Inspector reads images; safe for concurrent use. Results are cached by digest: each digest is inspected once.
@@ -153,6 +170,14 @@ func (i *Inspector) stats() (inspections, cacheHits int64) {
 // Inspect resolves ref (tag or digest) and returns the middleware. For a ref by digest whose digest is cached,
 // it makes NO registry request at all. For a tag it needs one request to resolve the digest (HEAD/GET manifest), then the cache.
 // Multi-arch indexes: pick linux/amd64 (fall back to the first manifest) and say which in errors.
+//
+// The label middleware-version answers first (no layer is read then); an empty
+// one, or func's "<unknown>", counts as none, and the layers' Go build info is read.
+// A label is as func wrote it: what its scaffolding brought (func-go for go,
+// func-python for python), but for runtimes without scaffolding (node, typescript,
+// quarkus, springboot) and for legacy parliament python functions func v0.50.1
+// labels the version of its own template, not the function's, so such labels say
+// nothing of what the image runs. Revision is read from the config either way.
 //
 // kc may be nil for anonymous access. An image without a label and without a
 // Go executable depending on knative.dev/func-go gives a Middleware with an
@@ -417,7 +442,8 @@ func (i *Inspector) inspect(ctx context.Context, p *remote.Puller, repo name.Rep
 	if err != nil {
 		return Middleware{}, ec.classify(err, ReasonBadManifest, "config of "+what)
 	}
-	if v := strings.TrimSpace(cf.Config.Labels[LabelMiddlewareVersion]); v != "" {
+	m.Revision = revisionLabel(cf.Config.Labels[LabelRevision])
+	if v := strings.TrimSpace(cf.Config.Labels[LabelMiddlewareVersion]); v != "" && v != unknownLabelVersion {
 		if len(v) > maxVersion {
 			return Middleware{}, ec.invalid(ReasonBadManifest, nil, "the %s label of %s is %d bytes long: not a version", LabelMiddlewareVersion, what, len(v))
 		}
@@ -436,6 +462,21 @@ func (i *Inspector) inspect(ctx context.Context, p *remote.Puller, repo name.Rep
 		m.Version, m.Source = v, SourceBuildInfo
 	}
 	return m, nil
+}
+
+// revisionLabel returns the revision label's value when it is one: short, printable
+// ASCII without spaces.
+func revisionLabel(v string) string {
+	v = strings.TrimSpace(v)
+	if len(v) > maxRevision {
+		return ""
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] <= ' ' || v[i] > '~' {
+			return ""
+		}
+	}
+	return v
 }
 
 // pickImage chooses the linux/amd64 image of an index, else its first image

@@ -57,7 +57,7 @@ func ApplyObjects(ctx context.Context, cfg *rest.Config, objs ...*unstructured.U
 		return fmt.Errorf("creating a client: %w", err)
 	}
 	for _, o := range objs {
-		if err := c.Patch(ctx, o.DeepCopy(), client.Apply, client.FieldOwner("func-operator-dev"), client.ForceOwnership); err != nil {
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner("func-operator-dev"), client.ForceOwnership); err != nil {
 			return fmt.Errorf("applying %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
 		}
 	}

@@ -32,6 +32,8 @@ type Environment struct {
 	// certDir keeps the API server's serving certificates across a restart, so that
 	// clients made before it trust the restarted one.
 	certDir string
+	// assets is the directory of the binaries it runs.
+	assets string
 }
 
 // RepoRoot returns the root of the func-operator checkout.
@@ -49,6 +51,16 @@ func Start(extraCRDs ...string) (*Environment, error) {
 	if assets == "" {
 		return nil, fmt.Errorf("%s is not set: run `make test`, or export %s=$(hack/control-plane.sh)", AssetsEnv, AssetsEnv)
 	}
+	return StartFrom(assets, extraCRDs...)
+}
+
+// StartFrom is Start with the binaries of the directory assets (a folder that
+// hack/control-plane.sh printed, e.g. of another Kubernetes version) instead of
+// $KUBEBUILDER_ASSETS'.
+func StartFrom(assets string, extraCRDs ...string) (*Environment, error) {
+	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
+		return nil, fmt.Errorf("no control plane in %s (build one with hack/control-plane.sh): %w", assets, err)
+	}
 	root := RepoRoot()
 	crds := []string{filepath.Join(root, "config", "300-function.yaml")}
 	var unconverted []string
@@ -62,10 +74,12 @@ func Start(extraCRDs ...string) (*Environment, error) {
 		}
 		crds = append(crds, p)
 	}
-	// Tekton's CRDs convert between v1beta1 and v1 through the Tekton webhook, which
-	// does not run here: without a webhook only the storage version (v1) could be
-	// served, and func v0.44 creates v1beta1 Pipelines and PipelineRuns. With the
-	// conversion strategy None the API server serves both versions of one stored
+	// Tekton's CRDs convert between their versions (v1beta1 and v1; v1alpha1 and
+	// v1beta1 for StepActions and ResolutionRequests) through the Tekton webhook,
+	// which does not run here: without a webhook only each storage version could be
+	// served. func v0.50.1 and the operator write tekton.dev/v1, the storage version,
+	// but a client may still read or write another served version. With the
+	// conversion strategy None the API server serves every version of one stored
 	// object, changing only apiVersion — enough for the fields func and the operator use.
 	extra, err := crdsWithoutConversion(unconverted...)
 	if err != nil {
@@ -82,13 +96,19 @@ func Start(extraCRDs ...string) (*Environment, error) {
 		ErrorIfCRDPathMissing: true,
 	}
 	// A stop that takes longer than apiServerStopTimeout (open watches) ends in SIGKILL.
-	env.ControlPlane.APIServer = &envtest.APIServer{CertDir: certDir, StopTimeout: apiServerStopTimeout}
+	// The binaries' paths are explicit: envtest would otherwise take them from
+	// $KUBEBUILDER_ASSETS before BinaryAssetsDirectory, whatever StartFrom was given.
+	env.ControlPlane.APIServer = &envtest.APIServer{
+		CertDir: certDir, StopTimeout: apiServerStopTimeout, Path: filepath.Join(assets, "kube-apiserver"),
+	}
+	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(assets, "etcd")}
+	env.ControlPlane.KubectlPath = filepath.Join(assets, "kubectl")
 	cfg, err := env.Start()
 	if err != nil {
 		_ = os.RemoveAll(certDir)
 		return nil, fmt.Errorf("starting the control plane from %s: %w", assets, err)
 	}
-	return &Environment{env: env, Config: cfg, certDir: certDir}, nil
+	return &Environment{env: env, Config: cfg, certDir: certDir, assets: assets}, nil
 }
 
 // apiServerStopTimeout is how long kube-apiserver may take to stop on SIGTERM before
@@ -175,12 +195,31 @@ func StartT(t testing.TB, extraCRDs ...string) *Environment {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stopAtCleanup(t, env)
+	return env
+}
+
+// StartFromT is StartT with the binaries of the directory assets (StartFrom).
+func StartFromT(t testing.TB, assets string, extraCRDs ...string) *Environment {
+	t.Helper()
+	env, err := StartFrom(assets, extraCRDs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopAtCleanup(t, env)
+	return env
+}
+
+// Assets returns the directory of the binaries the control plane runs.
+func (e *Environment) Assets() string { return e.assets }
+
+// stopAtCleanup stops env when the test ends.
+func stopAtCleanup(t testing.TB, env *Environment) {
 	t.Cleanup(func() {
 		if err := env.Stop(); err != nil {
 			t.Error(err)
 		}
 	})
-	return env
 }
 
 // InstallCRDs installs, into a running control plane, the CRDs of the directories

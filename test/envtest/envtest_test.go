@@ -76,8 +76,9 @@ spec:
 			t.Errorf("creating %s %s: %v", u.GetAPIVersion(), u.GetKind(), err)
 		}
 	}
-	// func v0.44 creates v1beta1 PipelineRuns; the operator reads them as v1 (the
-	// conversion strategy is None here, as no Tekton webhook runs).
+	// A v1beta1 PipelineRun (as func before v0.45 created them) reads as v1, the
+	// version func v0.50.1 and the operator use (the conversion strategy is None
+	// here, as no Tekton webhook runs).
 	v1 := &unstructured.Unstructured{}
 	v1.SetAPIVersion("tekton.dev/v1")
 	v1.SetKind("PipelineRun")

@@ -18,8 +18,9 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// ControllerManagerBinary is the kube-controller-manager of $KUBEBUILDER_ASSETS, which
-// hack/control-plane.sh builds with the rest of the control plane.
+// ControllerManagerBinary is the kube-controller-manager of the control plane's
+// binaries ($KUBEBUILDER_ASSETS, or StartFrom's), which hack/control-plane.sh builds
+// with the rest of the control plane.
 const ControllerManagerBinary = "kube-controller-manager"
 
 // GarbageCollectorResync is how often the garbage collector asks discovery for the
@@ -37,9 +38,11 @@ const (
 	// before it is killed.
 	gcStopTimeout = 10 * time.Second
 	// gcReadyLine is what kube-controller-manager logs (at any -v) once the garbage
-	// collector watches every resource discovery listed at its start. Its workers
+	// collector watches every resource discovery listed at its start, matched
+	// without case: "All resource monitors have synced" up to Kubernetes 1.31,
+	// "Garbage collector: all resource monitors have synced" in 1.35. Its workers
 	// resume a few milliseconds later, with whatever the watches saw queued.
-	gcReadyLine = "All resource monitors have synced"
+	gcReadyLine = "all resource monitors have synced"
 	// gcLogTail is how many lines of its log an error or a failed test shows.
 	gcLogTail = 60
 )
@@ -107,7 +110,7 @@ func (e *Environment) StartGarbageCollectorT(t testing.TB) (stop func() error) {
 // startGarbageCollector starts kube-controller-manager with its kubeconfig and log in
 // dir, which stop removes.
 func (e *Environment) startGarbageCollector(dir string) (*garbageCollector, error) {
-	bin := filepath.Join(os.Getenv(AssetsEnv), ControllerManagerBinary)
+	bin := filepath.Join(e.assets, ControllerManagerBinary)
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("the garbage collector needs %s: rebuild the control plane with hack/control-plane.sh: %w", ControllerManagerBinary, err)
 	}
@@ -176,7 +179,7 @@ func (gc *garbageCollector) waitReady(timeout time.Duration) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if content, err := os.ReadFile(gc.logPath); err == nil && bytes.Contains(content, []byte(gcReadyLine)) {
+		if content, err := os.ReadFile(gc.logPath); err == nil && bytes.Contains(bytes.ToLower(content), []byte(gcReadyLine)) {
 			return nil
 		}
 		select {

@@ -19,8 +19,10 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -44,11 +46,28 @@ func koBinary(t *testing.T) string {
 	return strings.TrimSpace(string(out))
 }
 
+// MinAssetsEnv names the control plane (a folder hack/control-plane.sh printed) of
+// the oldest Kubernetes the README supports, minKubernetes; `make test` sets it
+// (make control-plane-min). TestKoApply installs config/ on it too.
+const MinAssetsEnv = "FUNC_OPERATOR_KUBEBUILDER_ASSETS_MIN"
+
+// minKubernetes is the oldest Kubernetes minor version the README supports
+// ("Kubernetes 1.30 or later").
+const minKubernetes = "1.30"
+
+// requireAllEnvs are the variables `make test` (and so CI) sets to say that every part
+// of the tests must run: with one of them set, a missing MinAssetsEnv fails the test
+// instead of skipping its minimum-version half.
+var requireAllEnvs = []string{"FUNC_OPERATOR_REQUIRE_ALL", "FUNC_OPERATOR_REQUIRE_SSHD"}
+
 // TestKoApply resolves config/ with ko against an in-process registry, with a base
-// image made here (no internet), and applies the result to a real API server.
+// image made here (no internet), and applies the result to a real API server: the
+// control plane of $KUBEBUILDER_ASSETS (the Kubernetes client-go targets), and that
+// of $FUNC_OPERATOR_KUBEBUILDER_ASSETS_MIN (the oldest Kubernetes the README
+// supports, minKubernetes), each a subtest.
 func TestKoApply(t *testing.T) {
 	reg := registrytest.Start(t)
-	base, err := reg.PushImage(reg.Host+"/base:latest", "")
+	base, err := reg.PushImage(reg.Host+"/base:latest", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,13 +96,57 @@ func TestKoApply(t *testing.T) {
 	for _, o := range objs {
 		kinds[o.GetKind()]++
 	}
-	for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "CustomResourceDefinition", "ConfigMap", "Deployment", "Service"} {
+	for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "CustomResourceDefinition", "ConfigMap", "Deployment", "Service", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
 		if kinds[k] == 0 {
 			t.Errorf("ko resolved no %s (kinds: %v)", k, kinds)
 		}
 	}
 
-	env := envtest.StartT(t)
+	t.Run("current", func(t *testing.T) {
+		env := envtest.StartT(t)
+		t.Logf("Kubernetes %s (%s)", serverVersion(t, env), env.Assets())
+		checkInstall(ctx, t, env, objs, reg)
+	})
+	t.Run("minimum", func(t *testing.T) {
+		assets := os.Getenv(MinAssetsEnv)
+		if assets == "" {
+			for _, e := range requireAllEnvs {
+				if os.Getenv(e) != "" {
+					t.Fatalf("%s is not set (and %s is): run `make test`, or export %s=$(K8S_VERSION=v1.30.14 ETCD_VERSION=v3.5.21 hack/control-plane.sh)", MinAssetsEnv, e, MinAssetsEnv)
+				}
+			}
+			t.Skipf("%s is not set: no control plane of Kubernetes %s (make control-plane-min)", MinAssetsEnv, minKubernetes)
+		}
+		env := envtest.StartFromT(t, assets)
+		v := serverVersion(t, env)
+		t.Logf("Kubernetes %s (%s)", v, env.Assets())
+		if !strings.HasPrefix(v, "v"+minKubernetes+".") {
+			t.Fatalf("%s runs Kubernetes %s, want the minimum the README supports, %s", MinAssetsEnv, v, minKubernetes)
+		}
+		checkInstall(ctx, t, env, objs, reg)
+	})
+}
+
+// serverVersion returns the API server's version (its gitVersion).
+func serverVersion(t *testing.T, env *envtest.Environment) string {
+	t.Helper()
+	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := dc.ServerVersion()
+	if err != nil {
+		t.Fatalf("the API server's version: %v", err)
+	}
+	return v.GitVersion
+}
+
+// checkInstall applies objs (config/ as ko resolved it) to the control plane of env
+// and checks what a cluster admin would: the objects are accepted, the CRD is
+// established, the RBAC references resolve, onboarding a namespace works, the
+// ConfigMap as shipped is valid and the Deployment runs the image ko pushed to reg.
+func checkInstall(ctx context.Context, t *testing.T, env *envtest.Environment, objs []*unstructured.Unstructured, reg *registrytest.Registry) {
+	t.Helper()
 	if err := envtest.ApplyObjects(ctx, env.Config, objs...); err != nil {
 		t.Fatalf("applying the resolved config/: %v", err)
 	}

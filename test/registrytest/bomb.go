@@ -63,6 +63,15 @@ func (r *Registry) PushPaddedFuncGoELF(t testing.TB, repo string, padMiB int) st
 	return r.pushPaddedELF(t, repo, "func-go", funcGoELF, padMiB)
 }
 
+// PushFuncGoELF pushes an image holding a Go function executable whose build info
+// requires knative.dev/func-go version, with no labels: a function as func built it
+// before func wrote the middleware-version label (v0.44.0 built func-go v0.21.3).
+// The version must be in the module cache or reachable through GOPROXY.
+func (r *Registry) PushFuncGoELF(t testing.TB, repo, version string) string {
+	t.Helper()
+	return r.pushPaddedELF(t, repo, "func-go-"+version, func() ([]byte, error) { return funcGoELFOf(version) }, 0)
+}
+
 // pushPaddedELF pushes the executable build returns (kind names it), padded with padMiB MiB.
 func (r *Registry) pushPaddedELF(t testing.TB, repo, kind string, build func() ([]byte, error), padMiB int) string {
 	t.Helper()

@@ -11,7 +11,7 @@ import (
 // FuncGoVersion is the knative.dev/func-go version the build info of
 // PushPaddedFuncGoELF's executable records (it must be in the module cache, or
 // reachable through GOPROXY, to build it).
-const FuncGoVersion = "v0.21.3"
+const FuncGoVersion = "v0.22.0"
 
 // Sources of the executables, built once per test binary.
 const (
@@ -40,8 +40,20 @@ var (
 	// helloELF is a linux/amd64 Go executable whose build info names no dependency.
 	helloELF = sync.OnceValues(func() ([]byte, error) { return buildGo("", helloMain) })
 	// funcGoELF is a linux/amd64 Go function executable requiring knative.dev/func-go FuncGoVersion.
-	funcGoELF = sync.OnceValues(func() ([]byte, error) { return buildGo("require knative.dev/func-go "+FuncGoVersion+"\n", funcGoMain) })
+	funcGoELF = sync.OnceValues(func() ([]byte, error) { return funcGoELFOf(FuncGoVersion) })
 )
+
+// funcGoELFs are Go function executables by the knative.dev/func-go version their
+// build info requires, each built once per test binary.
+var funcGoELFs sync.Map // version -> func() ([]byte, error)
+
+// funcGoELFOf returns a Go function executable requiring knative.dev/func-go version.
+func funcGoELFOf(version string) ([]byte, error) {
+	build, _ := funcGoELFs.LoadOrStore(version, sync.OnceValues(func() ([]byte, error) {
+		return buildGo("require knative.dev/func-go "+version+"\n", funcGoMain)
+	}))
+	return build.(func() ([]byte, error))()
+}
 
 // buildGo builds mainGo in a throw-away module whose go.mod carries require, stripped
 // of symbols (its build info stays), and returns the executable.

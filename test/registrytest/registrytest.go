@@ -140,10 +140,15 @@ func (r *Registry) DockerConfigJSONFor(host string) []byte {
 	return []byte(`{"auths":{"` + host + `":{"auth":"` + auth + `"}}}`)
 }
 
-// PushImage pushes a linux/amd64 image to ref with the middleware-version label
-// (none when label is empty) and returns its reference by digest. Unlike Push it
-// reports errors instead of failing a test, for use off the test goroutine.
-func (r *Registry) PushImage(ref, label string) (string, error) {
+// RevisionLabel is the image config label func's builds write the git commit of the
+// function's source to (func v0.50: `org.opencontainers.image.revision`).
+const RevisionLabel = "org.opencontainers.image.revision"
+
+// PushImage pushes a linux/amd64 image to ref with the config labels given (besides
+// org.opencontainers.image.title, always set to the repository), e.g.
+// MiddlewareLabel and RevisionLabel, and returns its reference by digest. Unlike Push
+// it reports errors instead of failing a test, for use off the test goroutine.
+func (r *Registry) PushImage(ref string, labels map[string]string) (string, error) {
 	parsed, err := name.ParseReference(ref)
 	if err != nil {
 		return "", fmt.Errorf("parsing image reference %q: %w", ref, err)
@@ -155,8 +160,8 @@ func (r *Registry) PushImage(ref, label string) (string, error) {
 	cfg = cfg.DeepCopy()
 	cfg.OS, cfg.Architecture = "linux", "amd64"
 	cfg.Config.Labels = map[string]string{"org.opencontainers.image.title": parsed.Context().RepositoryStr()}
-	if label != "" {
-		cfg.Config.Labels[MiddlewareLabel] = label
+	for k, v := range labels {
+		cfg.Config.Labels[k] = v
 	}
 	img, err := mutate.ConfigFile(empty.Image, cfg)
 	if err != nil {

@@ -5,6 +5,7 @@ package scale
 import (
 	"bufio"
 	"fmt"
+	"github.com/prometheus/common/model"
 	"math"
 	"net/http"
 	"os"
@@ -30,7 +31,7 @@ func scrape(client *http.Client, url string) (families, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
-	var p expfmt.TextParser
+	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(resp.Body)
 	if err != nil {
 		return nil, fmt.Errorf("parsing the metrics of %s: %w", url, err)

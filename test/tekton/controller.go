@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,10 +45,14 @@ const tektonModule = "github.com/tektoncd/pipeline"
 var featureFlags = map[string]string{
 	// envtest runs no StatefulSet controller, so an affinity assistant (a
 	// StatefulSet per PipelineRun with a PVC workspace, as func's) would never
-	// start. coschedule other than "workspaces" needs the deprecated flag set too.
-	"coschedule":                 "disabled",
-	"disable-affinity-assistant": "true",
+	// start. (Tekton v1 dropped the older disable-affinity-assistant flag.)
+	"coschedule": "disabled",
 }
+
+// releaseEnvSkipped are the variables of the release's controller container that
+// are not set here, and why: they name files of volumes the release mounts
+// (config-registry-cert, the image's CA bundle), which do not exist here.
+var releaseEnvSkipped = map[string]bool{"SSL_CERT_FILE": true, "SSL_CERT_DIR": true}
 
 // stopTimeout is how long the controller may take to stop on SIGTERM before it
 // is killed.
@@ -78,13 +83,15 @@ type Controller struct {
 }
 
 // StartController starts the Tekton controller of $FUNC_OPERATOR_TEKTON_CONTROLLER
-// against the API server of cfg, as Tekton's release (config/controller.yaml) runs
-// it, and returns once its reconcilers run. It first creates the namespace
-// tekton-pipelines and the controller's ConfigMaps there: those of Tekton's
-// config/config-*.yaml, with the affinity assistant off (see featureFlags). The
-// controller logs to tekton-controller.log in logDir, or in a directory of its own
-// that Stop removes when logDir is empty; it runs without leader election
-// (-disable-ha), one replica.
+// against the API server of cfg, as Tekton's release runs it (the arguments and
+// environment of the container of config/controller.yaml, read from the module
+// go.mod pins; see releaseCommand), and returns once its reconcilers run. It first
+// creates the namespace tekton-pipelines and the controller's ConfigMaps there:
+// those of Tekton's config/config-*.yaml, with the affinity assistant off (see
+// featureFlags). No resolvers deployment runs: a remote reference (hub, bundles,
+// git…) stays unresolved. The controller logs to tekton-controller.log in logDir, or
+// in a directory of its own that Stop removes when logDir is empty; it runs without
+// leader election (-disable-ha), one replica.
 //
 // It serves its metrics (on 127.0.0.1), probes and profiling on ports free when it
 // starts, so that the controllers of test processes running at once do not clash.
@@ -135,26 +142,19 @@ func StartController(cfg *rest.Config, logDir string) (*Controller, error) {
 	// The child has its own descriptor once started; ours is closed either way.
 	defer func() { _ = logFile.Close() }()
 
-	// The image flags are required; no container runs, so any names do.
-	args := []string{"-kubeconfig", kubeconfig, "-disable-ha"}
-	for _, flagName := range []string{"entrypoint-image", "nop-image", "sidecarlogresults-image", "workingdirinit-image", "shell-image", "shell-image-win"} {
-		args = append(args, "-"+flagName, "tekton-test.invalid/"+flagName+":simulated")
+	release, err := releaseCommand()
+	if err != nil {
+		c.cleanup()
+		return nil, err
 	}
+	args := append([]string{"-kubeconfig", kubeconfig, "-disable-ha"}, release.args...)
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.Env = append(os.Environ(),
-		// As config/controller.yaml sets them.
-		"SYSTEM_NAMESPACE="+SystemNamespace,
-		"CONFIG_DEFAULTS_NAME=config-defaults",
-		"CONFIG_LOGGING_NAME=config-logging",
-		"CONFIG_OBSERVABILITY_NAME=config-observability",
-		"CONFIG_FEATURE_FLAGS_NAME=feature-flags",
-		"CONFIG_LEADERELECTION_NAME=config-leader-election-controller",
-		"CONFIG_SPIRE=config-spire",
-		"METRICS_DOMAIN=tekton.dev/pipeline",
-		// Ports: knative.dev/pkg metrics/config.go (prometheusPort, prometheusHost),
-		// Tekton's cmd/controller/main.go (PROBES_PORT) and knative.dev/pkg
-		// profiling/server.go (PROFILING_PORT).
+	cmd.Env = append(os.Environ(), release.env...)
+	cmd.Env = append(cmd.Env,
+		// Ports: knative.dev/pkg observability/metrics/prometheus (METRICS_PROMETHEUS_PORT,
+		// METRICS_PROMETHEUS_HOST), Tekton's cmd/controller/main.go (PROBES_PORT) and
+		// knative.dev/pkg observability/runtime (PROFILING_PORT).
 		"METRICS_PROMETHEUS_PORT="+strconv.Itoa(c.MetricsPort),
 		"METRICS_PROMETHEUS_HOST=127.0.0.1",
 		"PROBES_PORT="+strconv.Itoa(c.ProbesPort),
@@ -391,3 +391,81 @@ func moduleDir(module string) (string, error) {
 	}
 	return dir, nil
 }
+
+// releaseRun is how Tekton's release runs the controller: its container's arguments
+// and environment.
+type releaseRun struct {
+	args, env []string
+}
+
+// imageFlagValue is what every image flag of the controller is given: no container
+// runs, so any names do (the flags are required).
+func imageFlagValue(flagName string) string {
+	return "tekton-test.invalid/" + flagName + ":simulated"
+}
+
+// releaseCommand reads the controller's container from Tekton's config/controller.yaml
+// (the module go.mod pins) and returns its arguments, with every image flag
+// (-entrypoint-image, -nop-image, ..., -shell-image-win) given imageFlagValue, and
+// its environment: the literal values (e.g. KUBERNETES_MIN_VERSION, the lowest
+// Kubernetes the release accepts, and the ConfigMaps' names) but releaseEnvSkipped,
+// and SYSTEM_NAMESPACE, which the release takes from the Pod's namespace.
+var releaseCommand = sync.OnceValues(func() (releaseRun, error) {
+	dir, err := moduleDir(tektonModule)
+	if err != nil {
+		return releaseRun{}, err
+	}
+	file := filepath.Join(dir, "config", "controller.yaml")
+	objs, err := envtest.Read(file)
+	if err != nil {
+		return releaseRun{}, err
+	}
+	var ctr *corev1.Container
+	for _, o := range objs {
+		if o.GetKind() != "Deployment" || o.GetName() != "tekton-pipelines-controller" {
+			continue
+		}
+		d := &appsv1.Deployment{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, d); err != nil {
+			return releaseRun{}, fmt.Errorf("decoding the controller's Deployment of %s: %w", file, err)
+		}
+		if d.Namespace != SystemNamespace {
+			return releaseRun{}, fmt.Errorf("%s: the controller runs in namespace %q, not %s", file, d.Namespace, SystemNamespace)
+		}
+		for i := range d.Spec.Template.Spec.Containers {
+			if d.Spec.Template.Spec.Containers[i].Name == "tekton-pipelines-controller" {
+				ctr = &d.Spec.Template.Spec.Containers[i]
+			}
+		}
+	}
+	if ctr == nil {
+		return releaseRun{}, fmt.Errorf("%s: no container tekton-pipelines-controller in Deployment tekton-pipelines-controller", file)
+	}
+	var run releaseRun
+	images := 0
+	for i := 0; i < len(ctr.Args); i++ {
+		arg := ctr.Args[i]
+		run.args = append(run.args, arg)
+		flagName := strings.TrimLeft(arg, "-")
+		if strings.HasPrefix(arg, "-") && (strings.HasSuffix(flagName, "-image") || strings.HasSuffix(flagName, "-image-win")) && i+1 < len(ctr.Args) {
+			run.args = append(run.args, imageFlagValue(flagName))
+			images++
+			i++
+		}
+	}
+	if images == 0 {
+		return releaseRun{}, fmt.Errorf("%s: no image flags in the controller's arguments %v", file, ctr.Args)
+	}
+	for _, e := range ctr.Env {
+		switch {
+		case e.Name == "SYSTEM_NAMESPACE":
+			run.env = append(run.env, e.Name+"="+SystemNamespace)
+		case releaseEnvSkipped[e.Name]:
+		case e.ValueFrom != nil:
+			return releaseRun{}, fmt.Errorf("%s: the controller's variable %s comes from %+v, which StartController does not know", file, e.Name, e.ValueFrom)
+		default:
+			run.env = append(run.env, e.Name+"="+e.Value)
+		}
+	}
+	return run, nil
+})

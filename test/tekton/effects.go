@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -18,20 +19,33 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// The pipeline tasks of func's pipelines whose containers' effects the kubelet
-// simulation plays, the step a failing Outcome fails by default, and the result
-// and parameter that carry the image from one to the other.
+// The pipeline tasks of func v0.50.1's pipelines as the operator runs them, and the
+// steps of the build task whose containers' effects the kubelet simulation plays.
+//
+// func v0.50.1's pack and s2i pipelines (knative.dev/func pkg/pipelines/tekton,
+// templates_pack.go, templates_s2i.go) have one inline task, build, whose first step
+// fetch-src clones the source through a StepAction of the bundles resolver. The
+// operator removes that step and runs the Tekton catalog's git-clone task as a
+// pipeline task of its own, fetch-sources, before build. The build task has no
+// results and no deploy task follows it: its steps are
+//
+//   - pack (task-buildpack.yaml.tmpl): func-scaffold, prepare, create, results,
+//     func-deploy;
+//   - s2i (task-s2i.yaml.tmpl): func-scaffold, generate, build, func-deploy.
+//
+// create (pack's lifecycle creator) and build (s2i's buildah) build and push the
+// image; func-deploy deploys it.
 const (
-	buildTask         = "build"
-	buildStep         = "build"
-	deployTask        = "deploy"
-	imageDigestResult = "IMAGE_DIGEST"
-	deployImageParam  = "image"
+	fetchTask     = "fetch-sources"
+	buildTask     = "build"
+	packBuildStep = "create"
+	s2iBuildStep  = "build"
+	deployStep    = "func-deploy"
 )
 
-// Tasks are the pipeline tasks of func's pipelines (knative.dev/func
-// pkg/pipelines/tekton templates), in the order they run.
-var Tasks = []string{"fetch-sources", "scaffold", buildTask, deployTask}
+// Tasks are the pipeline tasks of func's pipelines as the operator runs them, in the
+// order they run.
+var Tasks = []string{fetchTask, buildTask}
 
 // FunctionLabel is the PipelineRun label func writes the function's name to, which
 // is the name of its Knative Service.
@@ -40,57 +54,106 @@ const FunctionLabel = "function.knative.dev/name"
 // ImageParam is the PipelineRun parameter func writes the image to build to.
 const ImageParam = "imageName"
 
+// CommitParam is the PipelineRun parameter func writes the commit of the source to
+// (empty when unknown); the build labels the image with it.
+const CommitParam = "commit"
+
+// Image config labels func v0.50.1's builds write: the middleware version (from the
+// middleware-version file the scaffold step writes) and the commit (COMMIT).
+const (
+	MiddlewareLabel = "middleware-version"
+	RevisionLabel   = "org.opencontainers.image.revision"
+)
+
 // startedAtFormat is how Tekton's entrypoint writes a step's StartedAt (timeFormat
 // of github.com/tektoncd/pipeline/pkg/entrypoint).
 const startedAtFormat = "2006-01-02T15:04:05.000Z07:00"
 
-// effects plays what the containers of a succeeding pipeline task of func's
-// pipelines do besides exiting 0, and returns the results they write:
-//
-//   - build (func-buildpacks, func-s2i) builds and pushes the image of the run's
-//     imageName parameter, and writes its digest as IMAGE_DIGEST: a simulation
-//     pushes an image to Options.Registry, labelled with the Outcome's
-//     MiddlewareVersion.
-//   - deploy (func-deploy: `func deploy` in the func-utils image) points the
-//     function's Knative Service at the image of its image parameter
-//     ($(params.imageName)@$(tasks.build.results.IMAGE_DIGEST)), with the Pod's
-//     ServiceAccount's rights: a simulation updates the Service named by the run's
-//     function.knative.dev/name label, impersonating that ServiceAccount.
-//
-// An error fails the task's last step, as the container would exit 1.
-func (k *Kubelet) effects(ctx context.Context, pod *corev1.Pod, pr *pipelinev1.PipelineRun, r *run, task string, tr *pipelinev1.TaskRun) (map[string]string, error) {
-	if pr == nil || r == nil {
-		return nil, nil
-	}
-	switch task {
-	case buildTask:
-		digest, err := k.build(pr, r.outcome.MiddlewareVersion)
-		if err != nil {
-			return nil, err
+// buildStepIndex returns the index, in steps (container names), of the step of the
+// build task that builds and pushes the image: create (pack), else build (s2i), else
+// the task's last step.
+func buildStepIndex(steps []string) int {
+	for _, s := range []string{packBuildStep, s2iBuildStep} {
+		if i := slices.Index(steps, stepPrefix+s); i >= 0 {
+			return i
 		}
-		return map[string]string{imageDigestResult: digest}, nil
-	case deployTask:
-		return nil, k.deploy(ctx, pod, pr, tr)
 	}
-	return nil, nil
+	return len(steps) - 1
 }
 
-// build simulates the build task's containers: it pushes the image and returns
-// its digest.
-func (k *Kubelet) build(pr *pipelinev1.PipelineRun, label string) (string, error) {
-	image := ""
-	for _, p := range pr.Spec.Params {
-		if p.Name == ImageParam {
-			image = p.Value.StringVal
+// effects plays, in order, what the step containers of a pipeline task of func's
+// pipelines do besides exiting, up to the step before failAt (every step when
+// failAt < 0). It returns the index of the step that fails: failAt, or the step
+// whose effect failed (its container would exit 1), or -1. No container runs: these
+// are simulations.
+//
+// Only the build task's steps have effects here:
+//
+//   - the building step (create for pack, build for s2i; buildStepIndex) builds and
+//     pushes the image of the run's imageName parameter: a simulation pushes an
+//     image to Options.Registry, labelled middleware-version with the Outcome's
+//     MiddlewareVersion (when set) and org.opencontainers.image.revision with the
+//     run's commit parameter (when not empty), as func's builds label it;
+//   - func-deploy (`deploy <path> <image>` in the func-utils image) points the
+//     function's Knative Service at the image just pushed, by digest
+//     (<repository of imageName>@<digest>), with the rights of the Pod's
+//     ServiceAccount: a simulation updates the Service named by the run's
+//     function.knative.dev/name label, impersonating that ServiceAccount.
+//
+// fetch-sources clones the source into the workspace, which nothing here reads: no
+// effect.
+func (k *Kubelet) effects(ctx context.Context, pod *corev1.Pod, pr *pipelinev1.PipelineRun, r *run, task string, steps []string, failAt int) int {
+	if pr == nil || r == nil || task != buildTask {
+		return failAt
+	}
+	build := buildStepIndex(steps)
+	digest := ""
+	for i, step := range steps {
+		if failAt >= 0 && i >= failAt {
+			break
+		}
+		var err error
+		switch {
+		case i == build:
+			digest, err = k.build(pr, r.outcome.MiddlewareVersion)
+		case step == stepPrefix+deployStep:
+			err = k.deploy(ctx, pod, pr, digest)
+		}
+		if err != nil {
+			k.logf(ctx, "Pod %s/%s: step %s fails: %v", pod.Namespace, pod.Name, step, err)
+			return i
 		}
 	}
+	return failAt
+}
+
+// param returns the value of a PipelineRun's string parameter ("" when it has none).
+func param(pr *pipelinev1.PipelineRun, paramName string) string {
+	for _, p := range pr.Spec.Params {
+		if p.Name == paramName {
+			return p.Value.StringVal
+		}
+	}
+	return ""
+}
+
+// build simulates the building step: it pushes the image and returns its digest.
+func (k *Kubelet) build(pr *pipelinev1.PipelineRun, middleware string) (string, error) {
+	image := param(pr, ImageParam)
 	if image == "" {
 		return "", fmt.Errorf("no %s parameter to build", ImageParam)
 	}
 	if k.opts.Registry == nil {
 		return "", fmt.Errorf("no Registry to push %s to", image)
 	}
-	ref, err := k.opts.Registry.PushImage(image, label)
+	labels := map[string]string{}
+	if middleware != "" {
+		labels[MiddlewareLabel] = middleware
+	}
+	if commit := param(pr, CommitParam); commit != "" {
+		labels[RevisionLabel] = commit
+	}
+	ref, err := k.opts.Registry.PushImage(image, labels)
 	if err != nil {
 		return "", err
 	}
@@ -101,28 +164,26 @@ func (k *Kubelet) build(pr *pipelinev1.PipelineRun, label string) (string, error
 	return digest, nil
 }
 
-// deploy simulates `func deploy` in the deploy task's container: it sets the
-// image of the function's Knative Service, as the Pod's ServiceAccount. The image
-// is the repository of the task's image parameter by digest (its tag dropped).
-func (k *Kubelet) deploy(ctx context.Context, pod *corev1.Pod, pr *pipelinev1.PipelineRun, tr *pipelinev1.TaskRun) error {
+// deploy simulates func-deploy: it sets the image of the function's Knative Service
+// to the repository of the run's imageName (its tag dropped) at digest, as the Pod's
+// ServiceAccount.
+func (k *Kubelet) deploy(ctx context.Context, pod *corev1.Pod, pr *pipelinev1.PipelineRun, digest string) error {
 	svc := types.NamespacedName{Namespace: pr.Namespace, Name: pr.Labels[FunctionLabel]}
 	if svc.Name == "" {
 		return fmt.Errorf("the PipelineRun has no %s label", FunctionLabel)
 	}
-	param := ""
-	for _, p := range tr.Spec.Params {
-		if p.Name == deployImageParam {
-			param = p.Value.StringVal
-		}
+	if digest == "" {
+		return errors.New("no image was built before the deploy step")
 	}
-	if param == "" {
-		return fmt.Errorf("the TaskRun has no %s parameter to deploy", deployImageParam)
-	}
-	d, err := name.NewDigest(param)
+	image, err := name.ParseReference(param(pr, ImageParam))
 	if err != nil {
 		return fmt.Errorf("the image to deploy: %w", err)
 	}
-	ref := d.Context().Name() + "@" + d.DigestStr()
+	d, err := name.NewDigest(image.Context().Name() + "@" + digest)
+	if err != nil {
+		return fmt.Errorf("the image to deploy: %w", err)
+	}
+	ref := d.String()
 	sa := pod.Spec.ServiceAccountName
 	if sa == "" {
 		sa = "default"
@@ -176,17 +237,18 @@ func (k *Kubelet) as(ns, sa string) (client.Client, error) {
 	return c, nil
 }
 
-// results returns the results the steps of a succeeding pod write: every result
-// its Task declares, with the value the effects wrote, or Options.Result's, or a
-// default.
-func (k *Kubelet) results(pr *pipelinev1.PipelineRun, task string, tr *pipelinev1.TaskRun, written map[string]string) []result.RunResult {
+// results returns the results the steps of a succeeding Pod write: every result its
+// Task declares, with Options.Result's value or a default. (func v0.50.1's build
+// task declares none; the git-clone task of fetch-sources declares commit, url and
+// committer-date.)
+func (k *Kubelet) results(pr *pipelinev1.PipelineRun, task string, tr *pipelinev1.TaskRun) []result.RunResult {
 	if task == "" {
 		task = tr.Name
 	}
 	out := make([]result.RunResult, 0, len(tr.Status.TaskSpec.Results))
 	for _, res := range tr.Status.TaskSpec.Results {
-		v, ok := written[res.Name]
-		if !ok && k.opts.Result != nil && pr != nil {
+		v, ok := "", false
+		if k.opts.Result != nil && pr != nil {
 			v, ok = k.opts.Result(pr.DeepCopy(), task, res.Name)
 		}
 		if !ok {

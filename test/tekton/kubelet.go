@@ -46,10 +46,13 @@ const stepPrefix = "step-"
 // them (Options.Hold).
 type Outcome struct {
 	// Fail makes the Pod of pipeline task FailedTask (default "build") fail: its step
-	// FailedStep (default "build"; the task's last step when it has none of that
-	// name) exits with code 1, and the steps after it are skipped as Tekton's
+	// FailedStep exits with code 1, and the steps after it are skipped as Tekton's
 	// entrypoint skips them. Tekton then fails the TaskRun with the message
-	// `"step-<step>" exited with code 1`, and the PipelineRun.
+	// `"step-<step>" exited with code 1: Error` (Tekton v1 appends the reason the
+	// kubelet gives the container), and the PipelineRun. FailedStep defaults
+	// to the step that builds the image (create for pack, build for s2i); the task's
+	// last step fails when it has no step of that name. The effects of the steps
+	// before it are played (effects.go): a failing func-deploy fails after the push.
 	Fail                   bool
 	FailedTask, FailedStep string
 	// MiddlewareVersion is the middleware-version label of the image the build task
@@ -74,16 +77,16 @@ type Options struct {
 	// with the run as it is then; the Pod stays Running while it returns false (it is
 	// polled every Interval).
 	Hold func(pr *pipelinev1.PipelineRun) bool
-	// Registry receives the images the build task pushes (a *registrytest.Registry).
-	// Without one, the build task fails.
+	// Registry receives the images the build task pushes (a *registrytest.Registry),
+	// with the image config labels given; it returns the image's reference by digest.
+	// Without one, the build task's building step fails.
 	Registry interface {
-		PushImage(ref, label string) (string, error)
+		PushImage(ref string, labels map[string]string) (string, error)
 	}
 	// Result, when not nil, gives the value the steps of a succeeding pipeline task
 	// write to one of the results its Task declares (ok false: the default). The
 	// default is "<task>.<result>" for a string result, [] for an array and an
-	// object with every declared property "" for an object. The build task's
-	// IMAGE_DIGEST is always the digest it pushed.
+	// object with every declared property "" for an object.
 	Result func(pr *pipelinev1.PipelineRun, task, result string) (value string, ok bool)
 	// Interval is the poll interval, 50ms when zero.
 	Interval time.Duration
@@ -101,9 +104,10 @@ type Options struct {
 // step waits for the controller's tekton.dev/ready annotation first.
 //
 // No container runs, so the kubelet simulation also plays the effects of the two
-// containers of func's pipelines that matter to the operator (see effects.go): the
-// build task pushes the image to Options.Registry, and the deploy task updates the
-// Knative Service as the ServiceAccount of the run.
+// step containers of func's build task that matter to the operator (see
+// effects.go): the building step (create or build) pushes the image to
+// Options.Registry, and func-deploy updates the Knative Service as the
+// ServiceAccount of the run.
 type Kubelet struct {
 	t    testing.TB
 	c    client.Client
@@ -337,9 +341,6 @@ func (k *Kubelet) runOf(pr *pipelinev1.PipelineRun) *run {
 		if out.FailedTask == "" {
 			out.FailedTask = buildTask
 		}
-		if out.FailedStep == "" {
-			out.FailedStep = buildStep
-		}
 	}
 	r := &run{namespace: pr.Namespace, name: pr.Name, outcome: out}
 	k.runs[pr.UID] = r
@@ -491,22 +492,17 @@ func (k *Kubelet) endStatus(ctx context.Context, pod *corev1.Pod, pr *pipelinev1
 	task := pod.Labels[pipelineTaskLabel]
 	failAt := -1
 	if r != nil && r.outcome.Fail && task == r.outcome.FailedTask {
-		failAt = slices.Index(steps, stepPrefix+r.outcome.FailedStep)
-		if failAt < 0 {
+		if r.outcome.FailedStep == "" {
+			failAt = buildStepIndex(steps)
+		} else if failAt = slices.Index(steps, stepPrefix+r.outcome.FailedStep); failAt < 0 {
 			failAt = len(steps) - 1
 		}
 	}
-	// The results, written by the last step (as IMAGE_DIGEST is in func's build
-	// tasks), when every step succeeds.
+	failAt = k.effects(ctx, pod, pr, r, task, steps, failAt)
+	// The results, written by the last step, when every step succeeds.
 	var results []result.RunResult
 	if failAt < 0 {
-		written, err := k.effects(ctx, pod, pr, r, task, tr)
-		if err != nil {
-			k.logf(ctx, "Pod %s/%s: step %s fails: %v", pod.Namespace, pod.Name, steps[len(steps)-1], err)
-			failAt = len(steps) - 1
-		} else {
-			results = k.results(pr, task, tr, written)
-		}
+		results = k.results(pr, task, tr)
 	}
 
 	now := metav1.Now()

@@ -15,6 +15,7 @@ import (
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -304,7 +305,9 @@ func TestController_FailingStepFailsTheRun(t *testing.T) {
 	if first == nil {
 		t.Fatal("no TaskRun of first")
 	}
-	wantTR := condition{Status: "False", Reason: "Failed", Message: `"step-one" exited with code 1`}
+	// Tekton adds the container's termination reason, which a kubelet sets to
+	// Error for a non-zero exit.
+	wantTR := condition{Status: "False", Reason: "Failed", Message: `"step-one" exited with code 1: Error`}
 	if diff := cmp.Diff(wantTR, succeeded(&first.Status)); diff != "" {
 		t.Errorf("first's Succeeded condition (-want +got):\n%s", diff)
 	}
@@ -363,11 +366,14 @@ func TestKubelet_HoldKeepsTheRunRunning(t *testing.T) {
 	}
 }
 
-func TestController_HubTaskRefStaysResolving(t *testing.T) {
+// Remote references stay unresolved, as no resolvers deployment runs here (nor would
+// they resolve on a cluster that cannot reach the hub or the registry): func v0.44's
+// fetch-sources task through the hub resolver, and func v0.50.1's own fetch-src step,
+// the catalog's git-clone StepAction through the bundles resolver — which the
+// operator replaces with an inline fetch-sources task (packPipeline).
+func TestController_RemoteReferencesStayResolving(t *testing.T) {
 	ns := newNamespace(t, k8sClient, restConfig, "default")
 	tekton.StartKubelet(t, restConfig, tekton.Options{Namespaces: []string{ns}, Result: hello})
-	// func v0.44's fetch-sources task: the hub resolver, which no resolvers
-	// deployment serves here (nor would on a cluster that cannot reach the hub).
 	hub := pipelineRun(t, ns, `
 metadata: {name: hub}
 spec:
@@ -383,6 +389,33 @@ spec:
         - {name: version, value: "0.4"}
 `)
 	create(t, k8sClient, hub)
+	bundle := pipelineRun(t, ns, `
+metadata: {name: bundle}
+spec:
+  taskRunTemplate: {serviceAccountName: default}
+  params: [{name: gitRepository, value: "http://127.0.0.1:1/fns/hello.git"}]
+  pipelineSpec:
+    params: [{name: gitRepository}]
+    tasks:
+    - name: build
+      params: [{name: GIT_REPOSITORY, value: $(params.gitRepository)}]
+      taskSpec:
+        params: [{name: GIT_REPOSITORY}]
+        steps:
+        - name: fetch-src
+          ref:
+            resolver: bundles
+            params:
+            - {name: bundle, value: "ghcr.io/tektoncd/catalog/upstream/stepactions/git-clone:09f70e6a6485a7d99b01d75610870b13222732e8"}
+            - {name: kind, value: StepAction}
+            - {name: name, value: git-clone}
+          when: [{input: $(params.GIT_REPOSITORY), operator: notin, values: [""]}]
+          params:
+          - {name: output-path, value: /workspace/source}
+          - {name: url, value: $(params.GIT_REPOSITORY)}
+        - {name: func-scaffold, image: ghcr.io/knative/func-utils:simulated, command: [scaffold, ".", pack]}
+`)
+	create(t, k8sClient, bundle)
 	// Positive control: an inline run succeeds meanwhile, so the controller and the
 	// kubelet simulation were working.
 	inline := pipelineRun(t, ns, twoTasks)
@@ -396,57 +429,384 @@ spec:
 	if err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(hub), got); err != nil {
 		t.Fatal(err)
 	}
-	c := succeeded(&got.Status)
-	if c.Status != "Unknown" || c.Reason != "ResolvingTaskRef" {
+	if c := succeeded(&got.Status); c.Status != "Unknown" || c.Reason != "ResolvingTaskRef" {
 		t.Errorf("the hub run's Succeeded condition = %+v, want Unknown, ResolvingTaskRef", c)
+	}
+	if err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(bundle), got); err != nil {
+		t.Fatal(err)
+	}
+	if c := succeeded(&got.Status); c.Status != "Unknown" {
+		t.Errorf("the bundle run's Succeeded condition = %+v, want Unknown", c)
+	}
+	build := taskRuns(t, k8sClient, bundle)["build"]
+	if build == nil {
+		t.Fatal("no TaskRun of the bundle run's build")
+	}
+	if c := succeeded(&build.Status); c.Status != "Unknown" || c.Reason != "ResolvingStepActionRef" {
+		t.Errorf("the bundle run's build: Succeeded condition = %+v, want Unknown, ResolvingStepActionRef", c)
+	}
+	if build.Status.PodName != "" {
+		t.Errorf("the bundle run's build has Pod %s, want none while its step is unresolved", build.Status.PodName)
 	}
 	requests := &unstructured.UnstructuredList{}
 	requests.SetGroupVersionKind(schema.GroupVersionKind{Group: "resolution.tekton.dev", Version: "v1beta1", Kind: "ResolutionRequestList"})
 	if err := k8sClient.List(context.Background(), requests, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
-	if len(requests.Items) != 1 {
-		t.Errorf("%d ResolutionRequests, want the hub run's one", len(requests.Items))
+	if len(requests.Items) != 2 {
+		t.Errorf("%d ResolutionRequests, want one of each run", len(requests.Items))
 	}
 }
 
-// funcLike is a pipeline shaped like func's: build writes IMAGE_DIGEST, deploy
-// gets the image by digest; the build task gets a Secret workspace.
-const funcLike = `
-metadata:
-  name: %s
-  labels: {function.knative.dev/name: hello}
-spec:
-  params: [{name: imageName, value: %s}]
-  taskRunTemplate: {serviceAccountName: %s}
-  workspaces: [{name: dockerconfig-workspace, secret: {secretName: dockerconfig}}]
-  pipelineSpec:
-    params: [{name: imageName}]
-    workspaces: [{name: dockerconfig-workspace}]
-    tasks:
-    - name: build
-      workspaces: [{name: dockerconfig, workspace: dockerconfig-workspace}]
-      taskSpec:
-        workspaces: [{name: dockerconfig}]
-        results: [{name: IMAGE_DIGEST}]
-        steps:
-        - {name: build, image: builder, script: "build and push"}
-    - name: deploy
-      params: [{name: image, value: "$(params.imageName)@$(tasks.build.results.IMAGE_DIGEST)"}]
-      taskSpec:
-        params: [{name: image}]
-        steps:
-        - {name: deploy, image: func-utils, script: "func deploy --image $(params.image)"}
+// fetchSources is the pipeline task the operator puts before func v0.50.1's build
+// task in place of its fetch-src step: the Tekton catalog's git-clone task (0.10)
+// inline, its output workspace bound to source-workspace and its basic-auth
+// workspace to the optional git-basic-auth (a git credentials Secret). Its script
+// is shortened; nothing runs it.
+const fetchSources = `
+  - name: fetch-sources
+    params:
+    - {name: url, value: $(params.gitRepository)}
+    - {name: revision, value: $(params.gitRevision)}
+    workspaces:
+    - {name: output, workspace: source-workspace}
+    - {name: basic-auth, workspace: git-basic-auth}
+    taskSpec:
+      workspaces:
+      - {name: output}
+      - {name: ssh-directory, optional: true}
+      - {name: basic-auth, optional: true}
+      - {name: ssl-ca-directory, optional: true}
+      params:
+      - {name: url, type: string}
+      - {name: revision, type: string, default: ""}
+      - {name: depth, type: string, default: "1"}
+      - {name: gitInitImage, type: string, default: "ghcr.io/tektoncd/github.com/tektoncd/pipeline/cmd/git-init:v0.40.2"}
+      - {name: userHome, type: string, default: /home/git}
+      results:
+      - {name: commit, description: The precise commit SHA that was fetched by this Task.}
+      - {name: url, description: The precise URL that was fetched by this Task.}
+      - {name: committer-date, description: The epoch timestamp of the commit that was fetched by this Task.}
+      steps:
+      - name: clone
+        image: $(params.gitInitImage)
+        env:
+        - {name: HOME, value: $(params.userHome)}
+        - {name: PARAM_URL, value: $(params.url)}
+        - {name: PARAM_REVISION, value: $(params.revision)}
+        - {name: PARAM_DEPTH, value: $(params.depth)}
+        - {name: WORKSPACE_OUTPUT_PATH, value: $(workspaces.output.path)}
+        - {name: WORKSPACE_BASIC_AUTH_DIRECTORY_BOUND, value: $(workspaces.basic-auth.bound)}
+        - {name: WORKSPACE_BASIC_AUTH_DIRECTORY_PATH, value: $(workspaces.basic-auth.path)}
+        securityContext: {runAsNonRoot: true, runAsUser: 65532}
+        script: |
+          #!/usr/bin/env sh
+          set -eu
+          /ko-app/git-init -url="${PARAM_URL}" -revision="${PARAM_REVISION}" -path="${WORKSPACE_OUTPUT_PATH}" -depth="${PARAM_DEPTH}"
+          printf "%s" "$(git -C "${WORKSPACE_OUTPUT_PATH}" rev-parse HEAD)" > "$(results.commit.path)"
+          printf "%s" "${PARAM_URL}" > "$(results.url.path)"
+          printf "%s" "$(git -C "${WORKSPACE_OUTPUT_PATH}" log -1 --pretty=%ct)" > "$(results.committer-date.path)"
 `
 
-func TestKubelet_DeployNeedsTheServiceAccountsRights(t *testing.T) {
-	ctx := context.Background()
-	ns := newNamespace(t, k8sClient, restConfig)
-	reg := registrytest.Start(t)
-	image := reg.Host + "/fns/hello:latest"
+// packPipeline is func v0.50.1's pack pipeline (templates_pack.go,
+// task-buildpack.yaml.tmpl) as the operator runs it: fetchSources, then func's
+// inline build task without its fetch-src step. Its scripts are shortened; nothing
+// runs them.
+const packPipeline = `
+metadata:
+  name: hello-pack-git-pipeline
+  labels: {function.knative.dev/name: hello}
+spec:
+  params:
+  - {name: gitRepository, type: string, default: ''}
+  - {name: gitRevision, type: string}
+  - {name: contextDir, type: string, default: ''}
+  - {name: imageName, type: string}
+  - {name: registry, type: string}
+  - {name: builderImage, type: string}
+  - {name: buildEnvs, type: array}
+  - {name: commit, type: string, default: ''}
+  workspaces:
+  - {name: source-workspace}
+  - {name: cache-workspace}
+  - {name: dockerconfig-workspace, optional: true}
+  - {name: git-basic-auth, optional: true}
+  tasks:` + fetchSources + `
+  - name: build
+    runAfter: [fetch-sources]
+    params:
+    - {name: GIT_REPOSITORY, value: $(params.gitRepository)}
+    - {name: GIT_REVISION, value: $(params.gitRevision)}
+    - {name: APP_IMAGE, value: $(params.imageName)}
+    - {name: REGISTRY, value: $(params.registry)}
+    - {name: SOURCE_SUBPATH, value: $(params.contextDir)}
+    - {name: BUILDER_IMAGE, value: $(params.builderImage)}
+    - {name: ENV_VARS, value: ['$(params.buildEnvs[*])']}
+    - {name: COMMIT, value: $(params.commit)}
+    workspaces:
+    - {name: source, workspace: source-workspace}
+    - {name: cache, workspace: cache-workspace}
+    - {name: dockerconfig, workspace: dockerconfig-workspace}
+    taskSpec:
+      workspaces:
+      - {name: source}
+      - {name: cache, optional: true}
+      - {name: dockerconfig, optional: true}
+      params:
+      - {name: GIT_REPOSITORY}
+      - {name: GIT_REVISION}
+      - {name: APP_IMAGE}
+      - {name: REGISTRY}
+      - {name: BUILDER_IMAGE}
+      - {name: SOURCE_SUBPATH, default: ""}
+      - {name: ENV_VARS, type: array, default: []}
+      - {name: CACHE_IMAGE, default: ""}
+      - {name: USER_ID, default: "1001"}
+      - {name: GROUP_ID, default: "0"}
+      - {name: PLATFORM_DIR, default: empty-dir}
+      - {name: INSECURE_REGISTRIES, default: ""}
+      - {name: COMMIT, default: ""}
+      stepTemplate:
+        env: [{name: CNB_PLATFORM_API, value: "0.10"}]
+      steps:
+      - name: func-scaffold
+        image: ghcr.io/knative/func-utils:simulated
+        workingDir: $(workspaces.source.path)
+        command: [scaffold, $(params.SOURCE_SUBPATH), pack]
+      - name: prepare
+        image: docker.io/library/bash:5.1
+        args: [--env-vars, '$(params.ENV_VARS[*])']
+        script: |
+          #!/usr/bin/env bash
+          set -e
+          mkdir -p /platform/env
+          echo -n "middleware-version=$(cat $(workspaces.source.path)/middleware-version)" >> /platform/env/BP_IMAGE_LABELS
+          [ -z "$(params.COMMIT)" ] || echo -n " org.opencontainers.image.revision=$(params.COMMIT)" >> /platform/env/BP_IMAGE_LABELS
+          cp "$(workspaces.source.path)/$(params.SOURCE_SUBPATH)/func.yaml" /emptyDir/func.yaml
+        volumeMounts:
+        - {name: layers-dir, mountPath: /layers}
+        - {name: $(params.PLATFORM_DIR), mountPath: /platform}
+        - {name: empty-dir, mountPath: /emptyDir}
+      - name: create
+        image: $(params.BUILDER_IMAGE)
+        imagePullPolicy: Always
+        command: [/cnb/lifecycle/creator]
+        env:
+        - {name: DOCKER_CONFIG, value: $(workspaces.dockerconfig.path)}
+        - {name: CNB_INSECURE_REGISTRIES, value: $(params.INSECURE_REGISTRIES)}
+        args:
+        - -app=$(workspaces.source.path)/$(params.SOURCE_SUBPATH)
+        - -cache-dir=$(workspaces.cache.path)
+        - -cache-image=$(params.CACHE_IMAGE)
+        - -uid=$(params.USER_ID)
+        - -gid=$(params.GROUP_ID)
+        - -layers=/layers
+        - -platform=/platform
+        - -report=/layers/report.toml
+        - -previous-image=$(params.APP_IMAGE)
+        - $(params.APP_IMAGE)
+        volumeMounts:
+        - {name: layers-dir, mountPath: /layers}
+        - {name: $(params.PLATFORM_DIR), mountPath: /platform}
+        securityContext: {runAsUser: 1001, runAsGroup: 0}
+      - name: results
+        image: docker.io/library/bash:5.1
+        script: |
+          #!/usr/bin/env bash
+          set -e
+          digest=$(grep digest /layers/report.toml | cut -d'"' -f2)
+          sed -i "s|^image:.*$|image: $(params.APP_IMAGE)|; s/^imageDigest:.*$/imageDigest: $digest/" "$(workspaces.source.path)/$(params.SOURCE_SUBPATH)/func.yaml"
+        volumeMounts:
+        - {name: layers-dir, mountPath: /layers}
+        - {name: empty-dir, mountPath: /emptyDir}
+      - name: func-deploy
+        image: ghcr.io/knative/func-utils:simulated
+        workingDir: $(workspaces.source.path)
+        command: [deploy, $(params.SOURCE_SUBPATH), $(params.APP_IMAGE)]
+      volumes:
+      - {name: empty-dir, emptyDir: {}}
+      - {name: layers-dir, emptyDir: {}}
+`
+
+// s2iPipeline is func v0.50.1's s2i pipeline (templates_s2i.go, task-s2i.yaml.tmpl)
+// as the operator runs it, like packPipeline.
+const s2iPipeline = `
+metadata:
+  name: hello-s2i-git-pipeline
+  labels: {function.knative.dev/name: hello}
+spec:
+  params:
+  - {name: gitRepository, type: string, default: ''}
+  - {name: gitRevision, type: string}
+  - {name: contextDir, type: string, default: ''}
+  - {name: imageName, type: string}
+  - {name: registry, type: string}
+  - {name: builderImage, type: string}
+  - {name: buildEnvs, type: array}
+  - {name: s2iImageScriptsUrl, type: string, default: 'image:///usr/libexec/s2i'}
+  - {name: tlsVerify, type: string, default: 'true'}
+  - {name: commit, type: string, default: ''}
+  workspaces:
+  - {name: source-workspace}
+  - {name: cache-workspace}
+  - {name: dockerconfig-workspace, optional: true}
+  - {name: git-basic-auth, optional: true}
+  tasks:` + fetchSources + `
+  - name: build
+    runAfter: [fetch-sources]
+    params:
+    - {name: GIT_REPOSITORY, value: $(params.gitRepository)}
+    - {name: GIT_REVISION, value: $(params.gitRevision)}
+    - {name: IMAGE, value: $(params.imageName)}
+    - {name: REGISTRY, value: $(params.registry)}
+    - {name: PATH_CONTEXT, value: $(params.contextDir)}
+    - {name: BUILDER_IMAGE, value: $(params.builderImage)}
+    - {name: ENV_VARS, value: ['$(params.buildEnvs[*])']}
+    - {name: S2I_IMAGE_SCRIPTS_URL, value: $(params.s2iImageScriptsUrl)}
+    - {name: TLSVERIFY, value: $(params.tlsVerify)}
+    - {name: COMMIT, value: $(params.commit)}
+    workspaces:
+    - {name: source, workspace: source-workspace}
+    - {name: cache, workspace: cache-workspace}
+    - {name: dockerconfig, workspace: dockerconfig-workspace}
+    taskSpec:
+      params:
+      - {name: GIT_REPOSITORY}
+      - {name: GIT_REVISION}
+      - {name: BUILDER_IMAGE}
+      - {name: IMAGE}
+      - {name: REGISTRY, default: ""}
+      - {name: PATH_CONTEXT, default: .}
+      - {name: TLSVERIFY, default: "true"}
+      - {name: LOGLEVEL, default: "0"}
+      - {name: ENV_VARS, type: array, default: []}
+      - {name: S2I_IMAGE_SCRIPTS_URL, default: "image:///usr/libexec/s2i"}
+      - {name: COMMIT, default: ""}
+      workspaces:
+      - {name: source}
+      - {name: cache, optional: true}
+      - {name: sslcertdir, optional: true}
+      - {name: dockerconfig, optional: true}
+      steps:
+      - name: func-scaffold
+        image: ghcr.io/knative/func-utils:simulated
+        workingDir: $(workspaces.source.path)
+        command: [scaffold, $(params.PATH_CONTEXT), s2i]
+      - name: generate
+        image: ghcr.io/knative/func-utils:simulated
+        workingDir: $(workspaces.source.path)
+        command:
+        - s2i-generate
+        - --target
+        - /gen-source
+        - --path-context
+        - $(params.PATH_CONTEXT)
+        - --builder-image
+        - $(params.BUILDER_IMAGE)
+        - --registry
+        - $(params.REGISTRY)
+        - --image-script-url
+        - $(params.S2I_IMAGE_SCRIPTS_URL)
+        - --log-level
+        - $(params.LOGLEVEL)
+        - --commit
+        - $(params.COMMIT)
+        - $(params.ENV_VARS[*])
+        volumeMounts:
+        - {mountPath: /gen-source, name: gen-source}
+        - {mountPath: /env-vars, name: env-vars}
+      - name: build
+        image: quay.io/buildah/stable:v1.31.0
+        workingDir: /gen-source
+        script: |
+          [[ "$(workspaces.dockerconfig.bound)" == "true" ]] && export DOCKER_CONFIG="$(workspaces.dockerconfig.path)"
+          buildah bud --storage-driver=vfs --layers -f /gen-source/Dockerfile.gen -t $(params.IMAGE) .
+          buildah push --storage-driver=vfs --digestfile $(workspaces.source.path)/image-digest $(params.IMAGE) docker://$(params.IMAGE)
+        volumeMounts:
+        - {name: varlibcontainers, mountPath: /var/lib/containers}
+        - {mountPath: /gen-source, name: gen-source}
+        securityContext:
+          capabilities: {add: [SETFCAP]}
+      - name: func-deploy
+        image: ghcr.io/knative/func-utils:simulated
+        workingDir: $(workspaces.source.path)
+        command: [deploy, $(params.PATH_CONTEXT), $(params.IMAGE)]
+      volumes:
+      - {emptyDir: {}, name: varlibcontainers}
+      - {emptyDir: {}, name: gen-source}
+      - {emptyDir: {}, name: env-vars}
+`
+
+// funcRun is a PipelineRun of packPipeline or s2iPipeline as the operator creates
+// it: name, pipeline, the image to build, the ServiceAccount and the commit.
+const funcRun = `
+metadata:
+  name: %s
+  labels: {function.knative.dev/name: hello, tekton.dev/pipeline: %[2]s}
+spec:
+  pipelineRef: {name: %[2]s}
+  params:
+  - {name: gitRepository, value: "http://127.0.0.1:1/fns/hello.git"}
+  - {name: gitRevision, value: main}
+  - {name: contextDir, value: ""}
+  - {name: imageName, value: %s}
+  - {name: registry, value: registry.invalid/fns}
+  - {name: builderImage, value: ghcr.io/knative/builder-jammy-base:simulated}
+  - {name: buildEnvs, value: []}
+  - {name: commit, value: "%s"}
+  taskRunTemplate: {serviceAccountName: %s}
+  workspaces:
+  - {name: source-workspace, persistentVolumeClaim: {claimName: hello-pvc}, subPath: source}
+  - {name: cache-workspace, persistentVolumeClaim: {claimName: hello-pvc}, subPath: cache}
+  - {name: dockerconfig-workspace, secret: {secretName: dockerconfig}}
+  - {name: git-basic-auth, secret: {secretName: git-auth}}
+`
+
+// packSteps and s2iSteps are the steps of the build task of packPipeline and
+// s2iPipeline.
+var (
+	packSteps = []string{"func-scaffold", "prepare", "create", "results", "func-deploy"}
+	s2iSteps  = []string{"func-scaffold", "generate", "build", "func-deploy"}
+)
+
+// funcFixture is a namespace with what a run of packPipeline or s2iPipeline needs:
+// both Pipelines, the PVC, the Secrets of its workspaces, ServiceAccount deployer
+// (allowed to update Knative Services, with a git Secret for creds-init) and nobody,
+// and the function's Knative Service running an old image.
+type funcFixture struct {
+	ns       string
+	reg      *registrytest.Registry
+	image    string // the run's imageName, by tag
+	oldImage string
+}
+
+func newFuncFixture(t *testing.T) *funcFixture {
+	t.Helper()
+	f := &funcFixture{ns: newNamespace(t, k8sClient, restConfig), reg: registrytest.Start(t)}
+	f.image = f.reg.Host + "/fns/hello:latest"
+	ns := f.ns
+	for _, p := range []string{packPipeline, s2iPipeline} {
+		pl := &pipelinev1.Pipeline{}
+		if err := yaml.UnmarshalStrict([]byte(p), pl); err != nil {
+			t.Fatalf("decoding a Pipeline: %v", err)
+		}
+		pl.Namespace = ns
+		create(t, k8sClient, pl)
+	}
+	create(t, k8sClient, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello-pvc"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("256Mi")}},
+		},
+	})
 	create(t, k8sClient, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "git-creds", Annotations: map[string]string{"tekton.dev/git-0": "https://git.example"}},
 		Type:       corev1.SecretTypeBasicAuth, StringData: map[string]string{"username": "u", "password": "p"},
+	})
+	create(t, k8sClient, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "git-auth"},
+		StringData: map[string]string{".git-credentials": "http://u:p@127.0.0.1:1", ".gitconfig": "[credential]\n\thelper = store\n"},
 	})
 	create(t, k8sClient, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dockerconfig"},
@@ -463,97 +823,51 @@ func TestKubelet_DeployNeedsTheServiceAccountsRights(t *testing.T) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "deploy"},
 		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "deployer"}},
 	})
-	oldImage := reg.Push(t, "fns/hello", "old")
+	f.oldImage = f.reg.Push(t, "fns/old", "v0")
 	create(t, k8sClient, &servingv1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello"},
 		Spec: servingv1.ServiceSpec{ConfigurationSpec: servingv1.ConfigurationSpec{Template: servingv1.RevisionTemplateSpec{
-			Spec: servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: oldImage}}}},
+			Spec: servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: f.oldImage}}}},
 		}}},
 	})
-	middleware := map[string]string{"allowed": "v1", "denied": "v2"}
-	kubelet := tekton.StartKubelet(t, restConfig, tekton.Options{
-		Namespaces: []string{ns}, Registry: reg,
-		Decide: func(pr *pipelinev1.PipelineRun) tekton.Outcome {
-			return tekton.Outcome{MiddlewareVersion: middleware[pr.Name]}
-		},
-	})
-	serviceImage := func() string {
-		ksvc := &servingv1.Service{}
-		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hello"}, ksvc); err != nil {
-			t.Fatal(err)
-		}
-		return ksvc.Spec.Template.Spec.Containers[0].Image
-	}
-
-	// Positive control: the ServiceAccount with the right deploys.
-	allowed := pipelineRun(t, ns, fmt.Sprintf(funcLike, "allowed", image, "deployer"))
-	start := time.Now()
-	create(t, k8sClient, allowed)
-	if c := succeeded(&waitDone(t, k8sClient, allowed).Status); c.Status != "True" {
-		t.Fatalf("the run as deployer: Succeeded condition %+v, want True", c)
-	}
-	t.Logf("func-like PipelineRun created to Succeeded in %s", time.Since(start).Round(time.Millisecond))
-	trs := taskRuns(t, k8sClient, allowed)
-	digest := ""
-	for _, r := range trs["build"].Status.Results {
-		if r.Name == "IMAGE_DIGEST" {
-			digest = r.Value.StringVal
-		}
-	}
-	deployed := reg.Host + "/fns/hello@" + digest
-	if !strings.HasPrefix(digest, "sha256:") || serviceImage() != deployed {
-		t.Errorf("after the run as deployer the Service runs %s, want %s (IMAGE_DIGEST %q)", serviceImage(), deployed, digest)
-	}
-	wantParams := pipelinev1.Params{{Name: "image", Value: *pipelinev1.NewStructuredValues(image + "@" + digest)}}
-	if diff := cmp.Diff(wantParams, trs["deploy"].Spec.Params); diff != "" {
-		t.Errorf("deploy's params (-want +got):\n%s", diff)
-	}
-	if label := imageLabel(t, deployed); label != "v1" {
-		t.Errorf("the pushed image's middleware label = %q, want v1", label)
-	}
-	pod := &corev1.Pod{}
-	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: trs["deploy"].Status.PodName}, pod); err != nil {
-		t.Fatal(err)
-	}
-	if pod.Spec.ServiceAccountName != allowed.Spec.TaskRunTemplate.ServiceAccountName {
-		t.Errorf("the deploy Pod runs as %q, want the run's %q", pod.Spec.ServiceAccountName, allowed.Spec.TaskRunTemplate.ServiceAccountName)
-	}
-	// creds-init mounts the ServiceAccount's annotated Secret in every Pod; the
-	// workspace's Secret only in build's.
-	wantSecrets := map[string][]string{"build": {"dockerconfig", "git-creds"}, "deploy": {"git-creds"}}
-	if diff := cmp.Diff(wantSecrets, kubelet.PodSecrets(ns, "allowed")); diff != "" {
-		t.Errorf("PodSecrets (-want +got):\n%s", diff)
-	}
-
-	// The ServiceAccount without it fails in deploy, after build pushed.
-	denied := pipelineRun(t, ns, fmt.Sprintf(funcLike, "denied", image, "nobody"))
-	create(t, k8sClient, denied)
-	got := waitDone(t, k8sClient, denied)
-	want := condition{Status: "False", Reason: "Failed", Message: "Tasks Completed: 2 (Failed: 1, Cancelled 0), Skipped: 0"}
-	if diff := cmp.Diff(want, succeeded(&got.Status)); diff != "" {
-		t.Errorf("the run as nobody: Succeeded condition (-want +got):\n%s", diff)
-	}
-	trs = taskRuns(t, k8sClient, denied)
-	wantDeploy := condition{Status: "False", Reason: "Failed", Message: `"step-deploy" exited with code 1`}
-	if diff := cmp.Diff(wantDeploy, succeeded(&trs["deploy"].Status)); diff != "" {
-		t.Errorf("the run as nobody: deploy's Succeeded condition (-want +got):\n%s", diff)
-	}
-	if c := succeeded(&trs["build"].Status); c.Status != "True" {
-		t.Errorf("the run as nobody: build's Succeeded condition %+v, want True", c)
-	}
-	if img := serviceImage(); img != deployed {
-		t.Errorf("after the denied run the Service runs %s, want still %s", img, deployed)
-	}
+	return f
 }
 
-// imageLabel returns the middleware-version label of an image in the registry.
-func imageLabel(t *testing.T, ref string) string {
+// run creates a PipelineRun of pipeline (packPipeline's or s2iPipeline's name) and
+// waits until it finished.
+func (f *funcFixture) run(t *testing.T, runName, pipeline, serviceAccount, commit string) *pipelinev1.PipelineRun {
 	t.Helper()
-	r, err := name.ParseReference(ref)
+	pr := pipelineRun(t, f.ns, fmt.Sprintf(funcRun, runName, pipeline, f.image, commit, serviceAccount))
+	start := time.Now()
+	create(t, k8sClient, pr)
+	got := waitDone(t, k8sClient, pr)
+	t.Logf("PipelineRun %s of %s created to done in %s", runName, pipeline, time.Since(start).Round(time.Millisecond))
+	return got
+}
+
+// serviceImage returns the image the function's Knative Service runs.
+func (f *funcFixture) serviceImage(t *testing.T) string {
+	t.Helper()
+	ksvc := &servingv1.Service{}
+	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: "hello"}, ksvc); err != nil {
+		t.Fatal(err)
+	}
+	return ksvc.Spec.Template.Spec.Containers[0].Image
+}
+
+// pushed returns the image the registry holds at the run's imageName, by digest, and
+// its labels; "" when none was pushed.
+func (f *funcFixture) pushed(t *testing.T) (string, map[string]string) {
+	t.Helper()
+	ref, err := name.ParseReference(f.image)
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := remote.Image(r)
+	img, err := remote.Image(ref)
+	if err != nil {
+		return "", nil
+	}
+	d, err := img.Digest()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -561,7 +875,170 @@ func imageLabel(t *testing.T, ref string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cfg.Config.Labels[registrytest.MiddlewareLabel]
+	return ref.Context().Name() + "@" + d.String(), cfg.Config.Labels
+}
+
+// stepsOf returns steps, each Completed with exit code 0 up to failed (none when
+// empty), which exited 1 (Error), then the rest skipped (exit 1, Skipped).
+func stepsOf(names []string, failed string) []step {
+	out := make([]step, 0, len(names))
+	state := step{TerminationReason: "Completed"}
+	for _, n := range names {
+		s := state
+		if n == failed {
+			s = step{ExitCode: 1, TerminationReason: "Error"}
+			state = step{ExitCode: 1, TerminationReason: "Skipped"}
+		}
+		s.Name = n
+		out = append(out, s)
+	}
+	return out
+}
+
+// The run as a ServiceAccount with the right deploys the image the build step
+// pushed (labelled with the middleware and the commit); the run as one without it
+// fails in func-deploy, after the push.
+func TestKubelet_FuncPipelineDeploysAsTheServiceAccount(t *testing.T) {
+	f := newFuncFixture(t)
+	ctx := context.Background()
+	const commit = "0123456789abcdef0123456789abcdef01234567"
+	middleware := map[string]string{"allowed": "v1", "denied": "v2"}
+	kubelet := tekton.StartKubelet(t, restConfig, tekton.Options{
+		Namespaces: []string{f.ns}, Registry: f.reg,
+		Decide: func(pr *pipelinev1.PipelineRun) tekton.Outcome {
+			return tekton.Outcome{MiddlewareVersion: middleware[pr.Name]}
+		},
+		Result: func(_ *pipelinev1.PipelineRun, task, res string) (string, bool) {
+			return commit, task == "fetch-sources" && res == "commit"
+		},
+	})
+
+	// Positive control: the ServiceAccount with the right deploys.
+	allowed := f.run(t, "allowed", "hello-pack-git-pipeline", "deployer", commit)
+	want := condition{Status: "True", Reason: "Succeeded", Message: "Tasks Completed: 2 (Failed: 0, Cancelled 0), Skipped: 0"}
+	if diff := cmp.Diff(want, succeeded(&allowed.Status)); diff != "" {
+		t.Fatalf("the run as deployer: Succeeded condition (-want +got):\n%s", diff)
+	}
+	trs := taskRuns(t, k8sClient, allowed)
+	if len(trs) != len(tekton.Tasks) || trs["fetch-sources"] == nil || trs["build"] == nil {
+		t.Fatalf("TaskRuns by pipeline task: %v, want %v", trs, tekton.Tasks)
+	}
+	if diff := cmp.Diff(stepsOf(packSteps, ""), steps(trs["build"])); diff != "" {
+		t.Errorf("build's steps (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]step{{Name: "clone", TerminationReason: "Completed"}}, steps(trs["fetch-sources"])); diff != "" {
+		t.Errorf("fetch-sources' steps (-want +got):\n%s", diff)
+	}
+	wantResults := map[string]string{"commit": commit, "url": "fetch-sources.url", "committer-date": "fetch-sources.committer-date"}
+	gotResults := map[string]string{}
+	for _, r := range trs["fetch-sources"].Status.Results {
+		gotResults[r.Name] = r.Value.StringVal
+	}
+	if diff := cmp.Diff(wantResults, gotResults); diff != "" {
+		t.Errorf("fetch-sources' results (-want +got):\n%s", diff)
+	}
+	deployed, labels := f.pushed(t)
+	if deployed == "" || f.serviceImage(t) != deployed {
+		t.Errorf("after the run as deployer the Service runs %s, want the image pushed to %s (%q)", f.serviceImage(t), f.image, deployed)
+	}
+	wantLabels := map[string]string{"org.opencontainers.image.title": "fns/hello", tekton.MiddlewareLabel: "v1", tekton.RevisionLabel: commit}
+	if diff := cmp.Diff(wantLabels, labels); diff != "" {
+		t.Errorf("the pushed image's labels (-want +got):\n%s", diff)
+	}
+	pod := &corev1.Pod{}
+	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: trs["build"].Status.PodName}, pod); err != nil {
+		t.Fatal(err)
+	}
+	if pod.Spec.ServiceAccountName != "deployer" {
+		t.Errorf("the build Pod runs as %q, want the run's deployer", pod.Spec.ServiceAccountName)
+	}
+	// creds-init mounts the ServiceAccount's annotated Secret in every Pod; the git
+	// credentials workspace's Secret only in fetch-sources', the registry's only in
+	// build's.
+	wantSecrets := map[string][]string{"fetch-sources": {"git-auth", "git-creds"}, "build": {"dockerconfig", "git-creds"}}
+	if diff := cmp.Diff(wantSecrets, kubelet.PodSecrets(f.ns, "allowed")); diff != "" {
+		t.Errorf("PodSecrets (-want +got):\n%s", diff)
+	}
+
+	// The ServiceAccount without it fails in func-deploy, after the push.
+	denied := f.run(t, "denied", "hello-pack-git-pipeline", "nobody", "")
+	want = condition{Status: "False", Reason: "Failed", Message: "Tasks Completed: 2 (Failed: 1, Cancelled 0), Skipped: 0"}
+	if diff := cmp.Diff(want, succeeded(&denied.Status)); diff != "" {
+		t.Errorf("the run as nobody: Succeeded condition (-want +got):\n%s", diff)
+	}
+	build := taskRuns(t, k8sClient, denied)["build"]
+	wantBuild := condition{Status: "False", Reason: "Failed", Message: `"step-func-deploy" exited with code 1: Error`}
+	if diff := cmp.Diff(wantBuild, succeeded(&build.Status)); diff != "" {
+		t.Errorf("the run as nobody: build's Succeeded condition (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(stepsOf(packSteps, "func-deploy"), steps(build)); diff != "" {
+		t.Errorf("the run as nobody: build's steps (-want +got):\n%s", diff)
+	}
+	again, labels := f.pushed(t)
+	if again == deployed || labels[tekton.MiddlewareLabel] != "v2" || labels[tekton.RevisionLabel] != "" {
+		t.Errorf("the run as nobody pushed %s with labels %v, want a new image labelled v2 and no revision (commit empty)", again, labels)
+	}
+	if img := f.serviceImage(t); img != deployed {
+		t.Errorf("after the denied run the Service runs %s, want still %s", img, deployed)
+	}
+}
+
+// Both of func's builders: a run succeeds and deploys; a failing Outcome fails the
+// step that builds (pack's create, s2i's build) by default, before any push or
+// deploy, and skips the steps after it.
+func TestKubelet_FuncPipelineFailsTheBuildStep(t *testing.T) {
+	for _, tc := range []struct {
+		builder, pipeline, failed string
+		steps                     []string
+	}{
+		{"pack", "hello-pack-git-pipeline", "create", packSteps},
+		{"s2i", "hello-s2i-git-pipeline", "build", s2iSteps},
+	} {
+		t.Run(tc.builder, func(t *testing.T) {
+			f := newFuncFixture(t)
+			tekton.StartKubelet(t, restConfig, tekton.Options{
+				Namespaces: []string{f.ns}, Registry: f.reg,
+				Decide: func(pr *pipelinev1.PipelineRun) tekton.Outcome {
+					return tekton.Outcome{Fail: pr.Name == "fails", MiddlewareVersion: "v1"}
+				},
+			})
+			fails := f.run(t, "fails", tc.pipeline, "deployer", "abc")
+			want := condition{Status: "False", Reason: "Failed", Message: "Tasks Completed: 2 (Failed: 1, Cancelled 0), Skipped: 0"}
+			if diff := cmp.Diff(want, succeeded(&fails.Status)); diff != "" {
+				t.Errorf("Succeeded condition (-want +got):\n%s", diff)
+			}
+			trs := taskRuns(t, k8sClient, fails)
+			if c := succeeded(&trs["fetch-sources"].Status); c.Status != "True" {
+				t.Errorf("fetch-sources' Succeeded condition %+v, want True", c)
+			}
+			wantBuild := condition{Status: "False", Reason: "Failed", Message: fmt.Sprintf(`"step-%s" exited with code 1: Error`, tc.failed)}
+			if diff := cmp.Diff(wantBuild, succeeded(&trs["build"].Status)); diff != "" {
+				t.Errorf("build's Succeeded condition (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(stepsOf(tc.steps, tc.failed), steps(trs["build"])); diff != "" {
+				t.Errorf("build's steps (-want +got):\n%s", diff)
+			}
+			if img, _ := f.pushed(t); img != "" {
+				t.Errorf("the failed build pushed %s", img)
+			}
+			if img := f.serviceImage(t); img != f.oldImage {
+				t.Errorf("after the failed build the Service runs %s, want still %s", img, f.oldImage)
+			}
+
+			// Positive control: the same pipeline succeeds and deploys.
+			ok := f.run(t, "succeeds", tc.pipeline, "deployer", "abc")
+			if c := succeeded(&ok.Status); c.Status != "True" {
+				t.Fatalf("the succeeding run's Succeeded condition %+v, want True", c)
+			}
+			if diff := cmp.Diff(stepsOf(tc.steps, ""), steps(taskRuns(t, k8sClient, ok)["build"])); diff != "" {
+				t.Errorf("the succeeding run's build steps (-want +got):\n%s", diff)
+			}
+			img, labels := f.pushed(t)
+			if img == "" || f.serviceImage(t) != img || labels[tekton.MiddlewareLabel] != "v1" || labels[tekton.RevisionLabel] != "abc" {
+				t.Errorf("after the succeeding run the Service runs %s; pushed %s with labels %v", f.serviceImage(t), img, labels)
+			}
+		})
+	}
 }
 
 // A control plane of its own, with a controller of its own (StartControllerT)

@@ -34,8 +34,8 @@ func (r *Reconciler) pruneHistory(ctx context.Context, fn *v1alpha1.Function, ru
 			finished = append(finished, pr)
 		}
 	}
-	limit := fn.Spec.HistoryLimit()
-	if len(finished) <= limit {
+	limit := fn.Settings().BuildHistoryLimit
+	if limit < 0 || len(finished) <= limit { // negative: its annotation is invalid, nothing is deleted
 		return nil
 	}
 	ended := func(pr *pipelinev1.PipelineRun) time.Time {

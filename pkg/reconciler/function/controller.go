@@ -172,8 +172,8 @@ func (r *Reconciler) functionsNamed(ctx context.Context, namespace, name string)
 }
 
 // OperatorPolicyChanged re-enqueues the Functions that follow the operator-wide
-// middleware policy: those without spec.autoUpdateMiddleware. Call it when that
-// policy changes; Functions with their own setting are not touched.
+// middleware policy: those without spec.autoUpdateMiddleware or its annotation. Call
+// it when that policy changes; Functions with their own setting are not touched.
 func (r *Reconciler) OperatorPolicyChanged(ctx context.Context) {
 	var list v1alpha1.FunctionList
 	if err := r.Client.List(ctx, &list); err != nil {
@@ -182,7 +182,7 @@ func (r *Reconciler) OperatorPolicyChanged(ctx context.Context) {
 	}
 	var keys []types.NamespacedName
 	for i := range list.Items {
-		if list.Items[i].Spec.AutoUpdateMiddleware == nil {
+		if list.Items[i].Settings().FollowsOperatorDefault() {
 			keys = append(keys, client.ObjectKeyFromObject(&list.Items[i]))
 		}
 	}

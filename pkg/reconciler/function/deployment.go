@@ -105,7 +105,10 @@ func (r *Reconciler) reconcileServiceReady(ctx context.Context, fn *v1alpha1.Fun
 	}
 	fn.Status.Service.LatestReadyRevision = svc.Status.LatestReadyRevisionName
 	ready := svc.Status.GetCondition(apis.ConditionReady)
-	fn.Status.Service.Ready = svc.Status.ObservedGeneration == svc.Generation && ready.IsTrue()
+	fn.Status.Service.Ready = v1alpha1.ServiceReadyUnknown
+	if ready != nil && svc.Status.ObservedGeneration == svc.Generation {
+		fn.Status.Service.Ready = v1alpha1.ServiceReadiness(ready.Status)
+	}
 	switch {
 	case svc.Status.ObservedGeneration != svc.Generation:
 		fn.Status.MarkServiceReadyUnknown(v1alpha1.ReasonServiceReconciling,

@@ -118,7 +118,7 @@ func TestReconcile_Deployment(t *testing.T) {
 			apis.ConditionReady:                    {corev1.ConditionTrue, "", ""},
 		},
 		wantDeploy:  &v1alpha1.DeploymentStatus{Runtime: "go", Invoke: "http", Image: imageDigest, Deployer: "knative"},
-		wantService: &v1alpha1.ServiceStatus{URL: "http://hello.%s.example.com", Ready: true, LatestReadyRevision: "hello-00001"},
+		wantService: &v1alpha1.ServiceStatus{URL: "http://hello.%s.example.com", Ready: v1alpha1.ServiceReadyTrue, LatestReadyRevision: "hello-00001"},
 	}, {
 		name: "service failing: Knative's reason and message carried over",
 		service: &knativeService{image: imageTag, ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionFalse,
@@ -129,7 +129,7 @@ func TestReconcile_Deployment(t *testing.T) {
 			apis.ConditionReady:                    {corev1.ConditionFalse, "RevisionMissing", `Configuration "hello" does not have any ready Revision.`},
 		},
 		wantDeploy:  &v1alpha1.DeploymentStatus{Runtime: "go", Invoke: "http", Image: imageTag, Deployer: "knative"},
-		wantService: &v1alpha1.ServiceStatus{URL: "http://hello.%s.example.com"},
+		wantService: &v1alpha1.ServiceStatus{URL: "http://hello.%s.example.com", Ready: v1alpha1.ServiceReadyFalse},
 	}, {
 		name:    "Knative has not observed the latest spec: Ready is not trusted",
 		service: &knativeService{image: imageTag, ready: readyTrue, staleGeneration: true},
@@ -137,7 +137,7 @@ func TestReconcile_Deployment(t *testing.T) {
 			v1alpha1.FunctionConditionServiceReady: {corev1.ConditionUnknown, v1alpha1.ReasonServiceReconciling, "Knative has not yet observed generation 1 of Service hello"},
 		},
 		wantDeploy:  &v1alpha1.DeploymentStatus{Runtime: "go", Invoke: "http", Image: imageTag, Deployer: "knative"},
-		wantService: &v1alpha1.ServiceStatus{URL: "http://hello.%s.example.com"},
+		wantService: &v1alpha1.ServiceStatus{URL: "http://hello.%s.example.com", Ready: v1alpha1.ServiceReadyUnknown},
 	}, {
 		name: "Knative still deploying",
 		service: &knativeService{image: imageTag, ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionUnknown,
@@ -146,7 +146,7 @@ func TestReconcile_Deployment(t *testing.T) {
 			v1alpha1.FunctionConditionServiceReady: {corev1.ConditionUnknown, "Deploying", "waiting for the Revision"},
 		},
 		wantDeploy:  &v1alpha1.DeploymentStatus{Runtime: "go", Invoke: "http", Image: imageTag, Deployer: "knative"},
-		wantService: &v1alpha1.ServiceStatus{URL: "http://hello.%s.example.com"},
+		wantService: &v1alpha1.ServiceStatus{URL: "http://hello.%s.example.com", Ready: v1alpha1.ServiceReadyUnknown},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,9 +15,16 @@ import (
 func (r *Reconciler) recordEvents(orig, fn *v1alpha1.Function) {
 	switch was, is := orig.Status.GetCondition(v1alpha1.FunctionConditionSuspended) != nil, fn.Status.GetCondition(v1alpha1.FunctionConditionSuspended) != nil; {
 	case is && !was:
-		r.Recorder.Event(fn, corev1.EventTypeNormal, v1alpha1.ReasonSuspended, "spec.suspend is true: no checks and no rebuilds")
+		r.Recorder.Event(fn, corev1.EventTypeNormal, v1alpha1.ReasonSuspended, fn.Settings().SuspendFrom+" is true: no checks and no rebuilds")
 	case was && !is:
-		r.Recorder.Event(fn, corev1.EventTypeNormal, "Resumed", "spec.suspend is false: checked again")
+		r.Recorder.Event(fn, corev1.EventTypeNormal, "Resumed", fn.Settings().SuspendFrom+" is false: checked again")
+	}
+	// A settings annotation that does not parse: once per new message, and once when fixed.
+	switch before, after := orig.Status.GetCondition(v1alpha1.FunctionConditionSettingsValid), fn.Status.GetCondition(v1alpha1.FunctionConditionSettingsValid); {
+	case after != nil && (before == nil || before.Message != after.Message):
+		r.Recorder.Event(fn, corev1.EventTypeWarning, after.Reason, after.Message)
+	case after == nil && before != nil:
+		r.Recorder.Event(fn, corev1.EventTypeNormal, string(v1alpha1.FunctionConditionSettingsValid), "every settings annotation is valid again")
 	}
 	r.recordBuildEvents(orig, fn)
 	r.recordOutageEvents(orig, fn)

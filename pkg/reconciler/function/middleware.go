@@ -134,12 +134,10 @@ func markSourceManaged(fn *v1alpha1.Function, runtime string, pin funclib.Middle
 }
 
 // autoUpdate decides whether outdated middleware is rebuilt: the Function's own
-// setting, else the operator's.
+// setting (its spec, else its annotation), else the operator's.
 func autoUpdate(fn *v1alpha1.Function, cfg config.Config) *v1alpha1.AutoUpdateStatus {
-	if fn.Spec.AutoUpdateMiddleware != nil {
-		return &v1alpha1.AutoUpdateStatus{Enabled: *fn.Spec.AutoUpdateMiddleware, Source: v1alpha1.AutoUpdateSourceFunction}
-	}
-	return &v1alpha1.AutoUpdateStatus{Enabled: cfg.AutoUpdateMiddleware, Source: v1alpha1.AutoUpdateSourceOperatorConfig}
+	a := fn.Settings().AutoUpdate(cfg.AutoUpdateMiddleware)
+	return &a
 }
 
 // registryKeychain reads the kubernetes.io/dockerconfigjson Secret named by

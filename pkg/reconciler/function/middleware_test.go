@@ -23,6 +23,10 @@ func TestReconcile_Middleware(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	nodePin, err := funclib.AvailableMiddleware("node", "http")
+	if err != nil {
+		t.Fatal(err)
+	}
 	reg := registrytest.Start(t)
 	current := reg.Push(t, "fns/current", pin.Version)
 	older := reg.Push(t, "fns/older", "v0.1.0")
@@ -96,7 +100,7 @@ func TestReconcile_Middleware(t *testing.T) {
 	}, {
 		name: "node: middleware in the user's source, which pins an older one", repo: "nodefn", image: older,
 		want: want{status: corev1.ConditionFalse, reason: v1alpha1.ReasonSourceManaged, readyTrue: true,
-			message: "source, which pins faas-js-runtime ^2.3.0, older than ^2.4.0 that func v0.44.0 templates pin: update it in the source", current: "^2.3.0", currentSource: "source", autoUpdate: operatorOn},
+			message: "source, which pins faas-js-runtime ^2.3.0, older than " + nodePin.Version + " that func " + funclib.Version() + " templates pin: update it in the source", current: "^2.3.0", currentSource: "source", autoUpdate: operatorOn},
 	}, {
 		name: "registry Secret missing", repo: "gofn", image: current, ref: "regcred",
 		want: want{status: corev1.ConditionUnknown, reason: v1alpha1.ReasonRegistrySecretNotFound, message: `"regcred"`, autoUpdate: operatorOn},
@@ -146,10 +150,9 @@ func TestReconcile_Middleware(t *testing.T) {
 			mw := got.Status.Middleware
 			wantMW := &v1alpha1.MiddlewareStatus{
 				Current: tc.want.current, CurrentSource: tc.want.currentSource, Available: pin.Version,
-				AutoUpdate: &tc.want.autoUpdate, PendingRebuild: tc.want.pendingRebuild, FuncVersion: "v0.44.0",
+				AutoUpdate: &tc.want.autoUpdate, PendingRebuild: tc.want.pendingRebuild, FuncVersion: funclib.Version(),
 			}
 			if tc.repo == "nodefn" {
-				nodePin, _ := funclib.AvailableMiddleware("node", "http")
 				wantMW.Available = nodePin.Version
 			} else if got.Status.Deployment != nil {
 				wantMW.Image = got.Status.Deployment.Image // the verdict was read from the running image

@@ -126,13 +126,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 	}
 	orig := fn.DeepCopy()
 	fn.Status.InitializeConditions()
+	// Suspend, auto-update and the build history come from the spec, else from the
+	// annotations that keep them across `func deploy`: read only through Settings.
+	settings := fn.Settings()
+	fn.Status.MarkSettings(settings)
 
 	var (
 		res     Result
 		stepErr error // what stopped the steps; the deferred patch reads it after result() classified it
 	)
 	defer func() {
-		if !fn.Spec.Suspend {
+		if !settings.Suspend {
 			summarize(fn, stepErr)
 		}
 		capMessages(fn, r.Config.Load().ConditionMessageMaxBytes)
@@ -153,16 +157,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 		r.recordEvents(orig, fn)
 	}()
 
-	if fn.Spec.Suspend {
+	if settings.Suspend {
 		// No check and no rebuild: a queued one gives its place up. Nothing brings
-		// the Function back but a change (spec.suspend set to false).
+		// the Function back but a change (spec.suspend or its annotation set to false).
 		if b := fn.Status.Build; b != nil && b.Phase == v1alpha1.BuildPhaseQueued {
-			fn.Status.MarkMiddlewareOutdated("a rebuild was queued; it gave its place up as spec.suspend is true")
+			fn.Status.MarkMiddlewareOutdated("a rebuild was queued; it gave its place up as %s is true", settings.SuspendFrom)
 		}
 		r.leaveQueue(fn)
 		r.Repositories.Forget(req.NamespacedName)
 		r.Metrics.Checked(req.NamespacedName, false)
-		fn.Status.MarkSuspended()
+		fn.Status.MarkSuspendedBy(settings.SuspendFrom)
 		return reconcile.Result{}, nil
 	}
 	fn.Status.ClearSuspended()
