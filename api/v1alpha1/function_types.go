@@ -93,15 +93,6 @@ type FunctionSpec struct {
 // spec.buildHistoryLimit is unset.
 const DefaultBuildHistoryLimit = 3
 
-// HistoryLimit is how many finished PipelineRuns spec.buildHistoryLimit keeps, its
-// annotation aside: the reconciler reads Function.Settings.
-func (s *FunctionSpec) HistoryLimit() int {
-	if s.BuildHistoryLimit == nil {
-		return DefaultBuildHistoryLimit
-	}
-	return int(*s.BuildHistoryLimit)
-}
-
 // Repository is a git repository and the place of a function inside it.
 //
 // +kubebuilder:validation:XValidation:rule="!(has(self.branch) && has(self.ref))",message="set branch or ref, not both"

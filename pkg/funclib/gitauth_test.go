@@ -114,9 +114,10 @@ const buildTask = `
   workspaces:
   - {name: source, workspace: source-workspace}
   - {name: cache, workspace: cache-workspace}
+  - {name: dockerconfig, workspace: dockerconfig-workspace}
   taskSpec:
     params: [{name: GIT_REPOSITORY}, {name: GIT_REVISION}, {name: APP_IMAGE}]
-    workspaces: [{name: source}, {name: cache, optional: true}]
+    workspaces: [{name: source}, {name: cache, optional: true}, {name: dockerconfig, optional: true}]
     steps:
     - name: fetch-src
       ref:
@@ -161,13 +162,19 @@ func TestSplitClone(t *testing.T) {
 		{name: "a task named like the clone task", tasks: buildTask + `
 - name: fetch-sources
   taskSpec: {steps: [{name: x, image: x}]}`, wantErr: `a task named "fetch-sources" already`},
+		{name: "a task that binds the credentials", tasks: strings.Replace(buildTask, "- {name: cache, workspace: cache-workspace}",
+			"- {name: cache, workspace: cache-workspace}\n  - {name: keys, workspace: git-ssh-directory}", 1),
+			wantErr: `pipeline task "build" binds workspace "git-ssh-directory": only the operator's clone task`},
+		{name: "a custom task", tasks: buildTask + `
+- name: notify
+  taskSpec: {apiVersion: example.dev/v1, kind: Notifier, spec: {to: x}}`, wantErr: `pipeline task "notify" is a custom task (example.dev/v1 Notifier)`},
 		{name: "finally", tasks: buildTask, finally: `
 - name: notify
   taskSpec: {steps: [{name: x, image: x}]}`, wantErr: "finally tasks"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var spec pipelinev1.PipelineSpec
-			doc := "workspaces: [{name: source-workspace}, {name: cache-workspace}]\ntasks:" + tt.tasks
+			doc := "workspaces: [{name: source-workspace}, {name: cache-workspace}, {name: dockerconfig-workspace, optional: true}]\ntasks:" + tt.tasks
 			if tt.finally != "" {
 				doc += "\nfinally:" + tt.finally
 			}
@@ -195,6 +202,7 @@ tasks:
   when: [{input: "$(params.gitRepository)", operator: notin, values: [""]}]
   workspaces:
   - {name: output, workspace: source-workspace}
+  - {name: colocate-cache, workspace: cache-workspace}
   - {name: basic-auth, workspace: git-basic-auth}
   - {name: ssh-directory, workspace: git-ssh-directory}
   - {name: ssl-ca-directory, workspace: git-ssl-ca-directory}
@@ -207,9 +215,10 @@ tasks:
   workspaces:
   - {name: source, workspace: source-workspace}
   - {name: cache, workspace: cache-workspace}
+  - {name: dockerconfig, workspace: dockerconfig-workspace}
   taskSpec:
     params: [{name: GIT_REPOSITORY}, {name: GIT_REVISION}, {name: APP_IMAGE}]
-    workspaces: [{name: source}, {name: cache, optional: true}]
+    workspaces: [{name: source}, {name: cache, optional: true}, {name: dockerconfig, optional: true}]
     steps:
     - {name: func-scaffold, image: scaffold, command: [scaffold]}
     - {name: create, image: builder, command: [/cnb/lifecycle/creator]}
@@ -217,6 +226,7 @@ tasks:
 workspaces:
 - {name: source-workspace}
 - {name: cache-workspace}
+- {name: dockerconfig-workspace, optional: true}
 - {name: git-basic-auth, optional: true, description: "func-operator: the build's git credentials Secret, bound only to the clone task"}
 - {name: git-ssh-directory, optional: true, description: "func-operator: the build's git credentials Secret, bound only to the clone task"}
 - {name: git-ssl-ca-directory, optional: true, description: "func-operator: the build's git credentials Secret, bound only to the clone task"}
@@ -227,6 +237,10 @@ workspaces:
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The cache workspace, bound so that Tekton's affinity assistant places the
+			// clone's pod with the build's (colocate): declared, used by no step.
+			task.Workspaces = append(task.Workspaces, pipelinev1.WorkspaceDeclaration{Name: "colocate-cache", Optional: true,
+				Description: "func-operator: unused; binds what the build task binds, so that Tekton's affinity assistant places both pods alike"})
 			want.Tasks[0].TaskSpec = &pipelinev1.EmbeddedTask{TaskSpec: task}
 			if diff := cmp.Diff(want, spec); diff != "" {
 				t.Errorf("the rewritten pipeline (-want +got):\n%s", diff)

@@ -36,6 +36,15 @@ func splitClone(spec *pipelinev1.PipelineSpec) error {
 	if len(spec.Finally) > 0 {
 		return errors.New("a Pipeline with finally tasks: func v0.50's has none, check the pipeline after a func bump")
 	}
+	for _, w := range spec.Workspaces {
+		if isCredentialWorkspace(w.Name) {
+			return fmt.Errorf("a Pipeline that declares workspace %q itself: the operator binds the build's git credentials there", w.Name)
+		}
+	}
+	optional := map[string]bool{}
+	for _, w := range spec.Workspaces {
+		optional[w.Name] = w.Optional
+	}
 	var clones []pipelinev1.PipelineTask
 	for i := range spec.Tasks {
 		t := &spec.Tasks[i]
@@ -46,11 +55,21 @@ func splitClone(spec *pipelinev1.PipelineSpec) error {
 			return fmt.Errorf("pipeline task %q refers to a task the cluster would resolve (%s): the operator embeds every task; check the pipeline after a func bump",
 				t.Name, describeRef(t.TaskRef))
 		}
+		for _, w := range t.Workspaces {
+			if isCredentialWorkspace(w.Workspace) {
+				return fmt.Errorf("pipeline task %q binds workspace %q: only the operator's clone task may see the build's git credentials", t.Name, w.Workspace)
+			}
+		}
+		if t.TaskSpec.APIVersion != "" || t.TaskSpec.Kind != "" || len(t.TaskSpec.Spec.Raw) > 0 {
+			return fmt.Errorf("pipeline task %q is a custom task (%s %s), which another controller would run: check the pipeline after a func bump",
+				t.Name, t.TaskSpec.APIVersion, t.TaskSpec.Kind)
+		}
 		clone, err := takeCloneStep(t)
 		if err != nil {
 			return err
 		}
 		if clone != nil {
+			colocate(clone, t, optional)
 			clones = append(clones, *clone)
 		}
 	}
@@ -68,6 +87,42 @@ func splitClone(spec *pipelinev1.PipelineSpec) error {
 	}
 	return nil
 }
+
+// isCredentialWorkspace reports whether name is one of the Pipeline workspaces the
+// operator binds the build's git credentials to.
+func isCredentialWorkspace(name string) bool {
+	return name == PipelineWorkspaceHTTP || name == PipelineWorkspaceSSH || name == PipelineWorkspaceCA
+}
+
+// colocate binds to the clone task, after its output workspace and before the
+// credentials, every other required workspace the build task binds, in the build
+// task's order: func binds its source and cache workspaces to one PVC, and with
+// Tekton's default coschedule mode (workspaces) the PVC's affinity assistant is
+// named after the last workspace the run binds to it (cache-workspace), and each
+// TaskRun's pod must run beside the assistant named after the last PVC workspace its
+// task binds. A clone task that bound the source workspace alone would wait for an
+// assistant that never exists. The extra workspaces are declared optional in the
+// clone task's spec and used by none of its steps. Optional Pipeline workspaces (the
+// registry's dockerconfig) are left out: they are no PVC func binds, and may be
+// credentials the clone has no use for.
+func colocate(clone, build *pipelinev1.PipelineTask, optional map[string]bool) {
+	output := clone.Workspaces[0].Workspace
+	extra := make([]pipelinev1.WorkspacePipelineTaskBinding, 0, len(build.Workspaces))
+	for _, w := range build.Workspaces {
+		if w.Workspace == output || w.Workspace == "" || optional[w.Workspace] || isCredentialWorkspace(w.Workspace) {
+			continue
+		}
+		name := colocateWorkspacePrefix + w.Name
+		clone.TaskSpec.Workspaces = append(clone.TaskSpec.Workspaces, pipelinev1.WorkspaceDeclaration{Name: name, Optional: true,
+			Description: "func-operator: unused; binds what the build task binds, so that Tekton's affinity assistant places both pods alike"})
+		extra = append(extra, pipelinev1.WorkspacePipelineTaskBinding{Name: name, Workspace: w.Workspace, SubPath: w.SubPath})
+	}
+	clone.Workspaces = append(clone.Workspaces[:1], append(extra, clone.Workspaces[1:]...)...)
+}
+
+// colocateWorkspacePrefix starts the names of the clone task's workspaces that only
+// place its pod (see colocate).
+const colocateWorkspacePrefix = "colocate-"
 
 // takeCloneStep removes func's clone step from t and returns the pipeline task that
 // clones in its place (nil when t clones not). Any other step that refers to a

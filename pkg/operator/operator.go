@@ -269,6 +269,10 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 			return nil, fmt.Errorf("adding the leadership clock: %w", err)
 		}
 	}
+	if err := mgr.Add(&readyMigration{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient().Status(), Namespaces: o.WatchNamespaces,
+		Log: mgr.GetLogger().WithName("status-migration")}); err != nil {
+		return nil, fmt.Errorf("adding the status migration: %w", err)
+	}
 	if err := addRunnables(mgr, restConfig, r); err != nil {
 		return nil, err
 	}
