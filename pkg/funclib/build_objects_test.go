@@ -123,7 +123,7 @@ func TestRunPipeline_BuildObjects(t *testing.T) {
 	for _, w := range clone.Workspaces {
 		bound = append(bound, w.Name+"="+w.Workspace)
 	}
-	wantBound := []string{"output=source-workspace", "basic-auth=git-basic-auth", "ssh-directory=git-ssh-directory", "ssl-ca-directory=git-ssl-ca-directory"}
+	wantBound := []string{"output=source-workspace", "colocate-cache=cache-workspace", "basic-auth=git-basic-auth", "ssh-directory=git-ssh-directory", "ssl-ca-directory=git-ssl-ca-directory"}
 	if diff := cmp.Diff(wantBound, bound); diff != "" {
 		t.Errorf("fetch-sources workspaces (-want +got):\n%s", diff)
 	}

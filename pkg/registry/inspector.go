@@ -124,6 +124,14 @@ type inflightCall struct {
 	err  error
 }
 
+// retryBackoff is how go-containerregistry retries a request that failed with a
+// network error or a retryable status (5xx, 408, 429): three tries, 100 ms then
+// 300 ms apart, as it did before v0.21, whose default waits 1 s then 3 s. A registry
+// that answers 503 is then reported as unreachable (RegistryUnreachable) within the
+// registryTimeout, not timed out waiting on retries (test/faults: "registry answers
+// 503 across a restart").
+var retryBackoff = remote.Backoff{Duration: 100 * time.Millisecond, Factor: 3, Jitter: 0.1, Steps: 3}
+
 // NewInspector returns an Inspector caching up to cacheSize results
 // (DefaultCacheSize when <= 0). opts are passed to every go-containerregistry
 // remote call, e.g. remote.WithTransport or remote.WithUserAgent; credentials
@@ -134,7 +142,7 @@ func NewInspector(cacheSize int, opts ...remote.Option) *Inspector { // opts e.g
 		cacheSize = DefaultCacheSize
 	}
 	return &Inspector{
-		opts:      append([]remote.Option(nil), opts...),
+		opts:      append([]remote.Option{remote.WithRetryBackoff(retryBackoff)}, opts...),
 		results:   lru.New(cacheSize),
 		tooLarge:  lru.New(cacheSize),
 		pullers:   lru.New(pullerCacheSize),

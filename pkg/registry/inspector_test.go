@@ -1,6 +1,8 @@
 package registry
 
 import (
+	"sync/atomic"
+
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/middleware"
 
@@ -539,5 +541,27 @@ func TestFuncGoVersionOfRealBinaries(t *testing.T) {
 	}
 	if got := funcGoVersion([]byte("\x7fELF not really")); got != "" {
 		t.Errorf("fake ELF: got %q", got)
+	}
+}
+
+// TestErrors_503WithinRegistryTimeout: a registry that answers 503 is reported
+// unreachable within the operator's default registryTimeout (2 s) and is tried
+// three times, as go-containerregistry did before v0.21 (its default backoff since
+// waits 1 s then 3 s, and the outage then read as a timeout; see retryBackoff).
+func TestErrors_503WithinRegistryTimeout(t *testing.T) {
+	var requests atomic.Int32
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+	}))
+	defer failing.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err := NewInspector(10).Inspect(ctx, strings.TrimPrefix(failing.URL, "http://")+"/fn/x:v1", nil)
+	if !isUnreachable(err) || !strings.Contains(err.Error(), "503") || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Inspect = %v, want unreachable (503) within 2s", err)
+	}
+	if n := requests.Load(); n < 3 {
+		t.Errorf("%d requests, want each tried 3 times", n)
 	}
 }
