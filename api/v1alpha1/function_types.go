@@ -504,9 +504,16 @@ type ServiceStatus struct {
 	LatestReadyRevision string `json:"latestReadyRevision,omitempty"`
 
 	// Subscriptions are the Knative Eventing Triggers that deliver events to the
-	// function, when Knative Eventing is installed.
+	// function, when Knative Eventing is installed: the first MaxSubscriptions, by
+	// broker, type and source.
 	// +optional
+	// +kubebuilder:validation:MaxItems=64
 	Subscriptions []Subscription `json:"subscriptions,omitempty"`
+
+	// SubscriptionsOmitted is how many more Triggers deliver events to the function
+	// than Subscriptions shows.
+	// +optional
+	SubscriptionsOmitted int32 `json:"subscriptionsOmitted,omitempty"`
 
 	// UID of the Knative Service this Function is bound to: the one func deployed for
 	// its function (label function.knative.dev/name), which no other Function of the
@@ -515,15 +522,22 @@ type ServiceStatus struct {
 	UID types.UID `json:"uid,omitempty"`
 }
 
+// MaxSubscriptions is how many Triggers status.service.subscriptions shows at most.
+const MaxSubscriptions = 64
+
 // Subscription is a Knative Eventing Trigger that delivers events to the function.
+// Each value is cut to 256 bytes, ending in "...".
 type Subscription struct {
 	// Broker the Trigger receives events from.
+	// +kubebuilder:validation:MaxLength=256
 	Broker string `json:"broker"`
 	// Source is the CloudEvents source attribute the Trigger filters on, if any.
 	// +optional
+	// +kubebuilder:validation:MaxLength=256
 	Source string `json:"source,omitempty"`
 	// Type is the CloudEvents type attribute the Trigger filters on, if any.
 	// +optional
+	// +kubebuilder:validation:MaxLength=256
 	Type string `json:"type,omitempty"`
 }
 

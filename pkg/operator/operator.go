@@ -107,6 +107,15 @@ func NewScheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
+// cacheTransform is the transform of every informer of the manager's cache.
+func cacheTransform(o any) (any, error) {
+	o, err := cache.TransformStripManagedFields()(o)
+	if err != nil {
+		return o, err
+	}
+	return knative.SlimTrigger(o)
+}
+
 // New builds the manager with the Function controller and the config watcher.
 func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Manager, retErr error) {
 	if o.SystemNamespace == "" {
@@ -128,7 +137,10 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 	cacheOpts := cache.Options{
 		// The operator never reads managedFields: without them a cached Knative Service
 		// or Function takes about half the memory (measured by make bench-scale).
-		DefaultTransform: cache.TransformStripManagedFields(),
+		// Triggers are cut to what the operator reads, whatever their size: they are
+		// cached cluster-wide and anyone who may create one writes them. (A default
+		// transform, as Knative Eventing may be installed after the start.)
+		DefaultTransform: cacheTransform,
 		ByObject: map[client.Object]cache.ByObject{
 			// Only the operator's own ConfigMap is cached.
 			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{o.SystemNamespace: {

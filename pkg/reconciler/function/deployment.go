@@ -10,6 +10,7 @@ import (
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/knative"
 	"github.com/fnops/func-operator/pkg/rerror"
 )
 
@@ -65,11 +66,7 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, fn *v1alpha1.Funct
 	}
 	fn.Status.Service.UID = svc.UID
 	fn.Status.Service.URL = in.Route
-	fn.Status.Service.Subscriptions = nil
-	for _, sub := range in.Subscriptions {
-		fn.Status.Service.Subscriptions = append(fn.Status.Service.Subscriptions,
-			v1alpha1.Subscription{Broker: sub.Broker, Source: sub.Source, Type: sub.Type})
-	}
+	fn.Status.Service.Subscriptions, fn.Status.Service.SubscriptionsOmitted = subscriptions(in.Subscriptions)
 	fn.Status.MarkDeployed(name, in.Image)
 	return Result{}, nil
 }
@@ -130,4 +127,19 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// subscriptions are the status's subscriptions, bounded: build code and tenants may
+// create any number of Triggers with filters of any length, and the status must stay
+// far below etcd's object limit. It shows the first v1alpha1.MaxSubscriptions (in the
+// order they come, sorted), each value cut, and how many it leaves out.
+func subscriptions(in []funclib.Subscription) (out []v1alpha1.Subscription, omitted int32) {
+	for i, sub := range in {
+		if i == v1alpha1.MaxSubscriptions {
+			return out, int32(len(in) - i)
+		}
+		out = append(out, v1alpha1.Subscription{Broker: knative.Cut(sub.Broker, knative.MaxAttributeBytes),
+			Source: knative.Cut(sub.Source, knative.MaxAttributeBytes), Type: knative.Cut(sub.Type, knative.MaxAttributeBytes)})
+	}
+	return out, 0
 }

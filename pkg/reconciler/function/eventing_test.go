@@ -1,6 +1,8 @@
 package function
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/knative"
 	"github.com/fnops/func-operator/test/gitserver"
 	"github.com/fnops/func-operator/test/registrytest"
 )
@@ -73,5 +76,55 @@ func TestReconcile_Subscriptions(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got.Status.Service.Subscriptions); diff != "" {
 		t.Errorf("status.service.subscriptions (-want +got):\n%s", diff)
+	}
+}
+
+// TestReconcile_SubscriptionsBounded: build code (which may create Triggers as the
+// build ServiceAccount) makes 200 Triggers with 8 KiB filters for one function, 1.6
+// MB together: the status shows the first MaxSubscriptions, each value cut, and says
+// how many more there are, and its write lands (unbounded, it is over etcd's object
+// limit). The positive control is TestReconcile_Subscriptions: Triggers within the
+// bounds show whole.
+func TestReconcile_SubscriptionsBounded(t *testing.T) {
+	pin, err := funclib.AvailableMiddleware("go", "http")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registrytest.Start(t)
+	image := reg.Push(t, "fns/hello", pin.Version)
+	root := gitserver.NewRepoRoot(t)
+	srv := gitserver.StartHTTP(t, root)
+	gitserver.CreateRepo(t, root, "hello").Commit(t, "main", map[string]string{"func.yaml": funcYAML("hello", "go")}, "hello")
+
+	ns := newNamespace(t)
+	knativeService{ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionTrue},
+		readyRevision: "hello-00001", revisionDigest: image}.create(t, ns)
+	const triggers = 200
+	long := strings.Repeat("s", 8<<10)
+	for i := range triggers {
+		mustCreate(t, &eventingv1.Trigger{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("t%03d", i)},
+			Spec: eventingv1.TriggerSpec{Broker: "default",
+				Filter:     &eventingv1.TriggerFilter{Attributes: map[string]string{"type": fmt.Sprintf("t%03d", i), "source": long}},
+				Subscriber: duckv1.Destination{Ref: &duckv1.KReference{APIVersion: "serving.knative.dev/v1", Kind: "Service", Name: "hello"}}},
+		})
+	}
+	mustCreate(t, newFunction(ns, "fn", v1alpha1.Repository{URL: srv.URL("hello")}))
+	r, _ := newTestReconciler(t, 10)
+	r.Services.EnableEventing()
+	if _, err := reconcileOnce(t, r, ns, "fn"); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	got := getFunction(t, ns, "fn").Status.Service
+	if got == nil {
+		t.Fatal("status.service is empty")
+	}
+	if len(got.Subscriptions) != v1alpha1.MaxSubscriptions || got.SubscriptionsOmitted != triggers-v1alpha1.MaxSubscriptions {
+		t.Fatalf("status.service shows %d subscriptions and %d omitted, want %d and %d",
+			len(got.Subscriptions), got.SubscriptionsOmitted, v1alpha1.MaxSubscriptions, triggers-v1alpha1.MaxSubscriptions)
+	}
+	wantSource := strings.Repeat("s", knative.MaxAttributeBytes-3) + "..."
+	if first := got.Subscriptions[0]; first.Type != "t000" || first.Source != wantSource {
+		t.Errorf("first subscription = type %q, source of %d bytes; want t000, cut to %d bytes", first.Type, len(first.Source), len(wantSource))
 	}
 }

@@ -92,6 +92,13 @@ func (w *SecretWatches) Ensure(namespace string) {
 		w.stores = map[string]cache.SharedIndexInformer{}
 	}
 	w.stores[namespace] = inf.Informer()
+	if err := inf.Informer().SetTransform(slimSecretMetadata); err != nil {
+		log.FromContext(ctx).Error(err, "watching the Secrets of a namespace", "namespace", namespace)
+		cancel()
+		delete(w.watching, namespace)
+		delete(w.stores, namespace)
+		return
+	}
 	changed := func(o any) {
 		if m, ok := o.(*metav1.PartialObjectMetadata); ok {
 			w.OnChange(ctx, m)
@@ -186,6 +193,37 @@ func (w *SecretWatches) Version(namespace, name string) (version string, known b
 		return "", false
 	}
 	return m.ResourceVersion, true
+}
+
+// keptSecretLabels are the only labels of a Secret its watch keeps: those that
+// tell a build's git credentials Secret (gitCredentialsOf, sweepGitCredentials).
+var keptSecretLabels = []string{funclib.LabelGitCredentials, resources.LabelFunction, resources.LabelBuildID}
+
+// slimSecretMetadata is the transform of a namespace's Secret watch: it keeps what
+// the operator reads of a Secret's metadata (its name, UID, resourceVersion,
+// deletion, owners and keptSecretLabels) and drops the rest before it is stored.
+// Metadata can carry a Secret's values: kubectl apply copies the whole object,
+// data included, into the annotation kubectl.kubernetes.io/last-applied-configuration,
+// and managedFields name every key. Only the Secrets Functions name are ever held
+// with their values (secretCache), never a namespace's others.
+func slimSecretMetadata(o any) (any, error) {
+	m, ok := o.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return o, nil // cache.DeletedFinalStateUnknown: its object was transformed when stored
+	}
+	slim := &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		DeletionTimestamp: m.DeletionTimestamp, OwnerReferences: m.OwnerReferences,
+	}}
+	for _, k := range keptSecretLabels {
+		if v, ok := m.Labels[k]; ok {
+			if slim.Labels == nil {
+				slim.Labels = map[string]string{}
+			}
+			slim.Labels[k] = v
+		}
+	}
+	return slim, nil
 }
 
 // gitCredentialsIndex indexes the builds' git credentials Secrets by Function name.

@@ -2,15 +2,20 @@ package function
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/metadata"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 	"github.com/fnops/func-operator/test/envtest"
 )
 
@@ -52,5 +57,47 @@ func TestSecretWatches(t *testing.T) {
 	w.Stop(onboarded)
 	if w.Watching(onboarded) {
 		t.Error("Stop left the watch")
+	}
+}
+
+// TestSecretWatches_KeepNoValues: a Secret made with kubectl apply carries its data
+// in an annotation, and managedFields name its keys; the namespace's watch keeps
+// neither, nor labels it does not read. The positive control: the same watch still
+// tells the Secret's resourceVersion and finds a build's git credentials by label.
+func TestSecretWatches_KeepNoValues(t *testing.T) {
+	mc, err := metadata.NewForConfig(envtest.AsOperator(restConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := &SecretWatches{Client: mc, OnChange: func(context.Context, client.Object) {}}
+	go func() { _ = w.Start(ctx) }()
+	ns := newNamespace(t)
+	const value = "hunter2-the-secret-value"
+	applied := `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"applied","namespace":"` + ns +
+		`"},"stringData":{"password":"` + value + `"}}`
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "applied",
+		Annotations: map[string]string{corev1.LastAppliedConfigAnnotation: applied},
+		Labels: map[string]string{"team": value, funclib.LabelGitCredentials: "true", resources.LabelFunction: "fn",
+			resources.LabelBuildID: "b1"}},
+		StringData: map[string]string{"password": value}}
+	mustCreate(t, s)
+	w.Ensure(ns)
+	until(t, "the watch sees the Secret", func() bool { return len(w.GitCredentials(ns, "fn")) == 1 })
+
+	got := w.GitCredentials(ns, "fn")[0]
+	if v, known := w.Version(ns, "applied"); !known || v != s.ResourceVersion {
+		t.Errorf("Version = %q, %v; want %q, true", v, known, s.ResourceVersion)
+	}
+	want := map[string]string{funclib.LabelGitCredentials: "true", resources.LabelFunction: "fn", resources.LabelBuildID: "b1"}
+	if diff := cmp.Diff(want, got.Labels); diff != "" {
+		t.Errorf("labels kept (-want +got):\n%s", diff)
+	}
+	if got.Annotations != nil || got.ManagedFields != nil {
+		t.Errorf("the watch keeps annotations %v and managedFields %v", got.Annotations, got.ManagedFields)
+	}
+	if dump := fmt.Sprintf("%#v", got); strings.Contains(dump, value) {
+		t.Errorf("the watch's store holds the Secret's value: %s", dump)
 	}
 }
