@@ -245,12 +245,8 @@ func (p *Policy) checkAddr(host string, a netip.AddrPort) error {
 		return nil
 	}
 	a = netip.AddrPortFrom(a.Addr().WithZone("").Unmap(), a.Port())
-	for _, rs := range [][]rule{p.builtin, p.deny} {
-		for _, r := range rs {
-			if r.matchesAddr(a) {
-				return &DeniedError{Host: host, Addr: a.String(), Rule: r.text}
-			}
-		}
+	if err := p.checkDenied(host, a); err != nil {
+		return err
 	}
 	if len(p.allow) == 0 {
 		return nil
@@ -261,6 +257,19 @@ func (p *Policy) checkAddr(host string, a netip.AddrPort) error {
 		}
 	}
 	return &DeniedError{Host: host, Addr: a.String()}
+}
+
+// checkDenied refuses address a of host when a built-in or deny rule matches it.
+func (p *Policy) checkDenied(host string, a netip.AddrPort) error {
+	a = netip.AddrPortFrom(a.Addr().WithZone("").Unmap(), a.Port())
+	for _, rs := range [][]rule{p.builtin, p.deny} {
+		for _, r := range rs {
+			if r.matchesAddr(a) {
+				return &DeniedError{Host: host, Addr: a.String(), Rule: r.text}
+			}
+		}
+	}
+	return nil
 }
 
 // ResolveAPIServer returns the addresses the operator's Kubernetes client reaches

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/net/http/httpproxy"
 )
@@ -28,13 +29,18 @@ type proxyState struct {
 // is never proxied.
 //
 // Behind a proxy the operator connects to the proxy only, and the proxy resolves
-// and connects to the target: before a request is handed to the proxy, the policy
+// and connects to the target. Before a request is handed to the proxy, the policy
 // checks its target host by name (built-in and deny rules, and allow rules by
-// name), and by address when the host is an address literal; address ranges cannot
-// apply to a name the proxy resolves, so the proxy must enforce its own egress
-// rules (cloud metadata, the cluster's internal ranges). The proxy itself, as
-// configured, is always allowed. A request NO_PROXY exempts is dialed directly and
-// checked as always.
+// name), and by address when the host is an address literal; a name is also
+// resolved by the operator, and refused when any address it resolves to is refused
+// by the built-in or deny rules (a name pointing at cloud metadata does not pass).
+// A name the operator cannot resolve is left to the proxy, which may resolve what
+// the pod cannot. The proxy's own resolver may still answer otherwise (split
+// horizon, DNS rebinding between the two lookups), and allow ranges cannot apply
+// to a name the proxy resolves: the proxy must enforce its own egress rules (cloud
+// metadata, the cluster's internal ranges). The proxy itself, as configured, is
+// always allowed. A request NO_PROXY exempts is dialed directly and checked as
+// always.
 func (g *Guard) SetProxy(cfg *httpproxy.Config) {
 	var st *proxyState
 	if cfg != nil && (cfg.HTTPProxy != "" || cfg.HTTPSProxy != "") {
@@ -92,13 +98,53 @@ func (g *Guard) route(req *http.Request) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := g.policy.Load().checkTarget(host, port); err != nil {
+	p := g.policy.Load()
+	err = p.checkTarget(host, port)
+	if err == nil {
+		err = g.checkResolved(req.Context(), p, host, port)
+	}
+	if err != nil {
 		g.dials.Add(1) // refused before any connection, counted as one
 		g.denials.Add(1)
 		return nil, err
 	}
 	v := &viaProxy{url: proxyURL, addr: proxyAddr(proxyURL)}
 	return req.WithContext(context.WithValue(req.Context(), viaProxyKey{}, v)), nil
+}
+
+// resolveTimeout bounds the operator's own lookup of a name it hands to a proxy.
+const resolveTimeout = 5 * time.Second
+
+// checkResolved resolves host, a name about to be handed to the proxy, and refuses
+// it when an address it resolves to is refused by the built-in or deny rules. An
+// address literal was checked as such; a name that does not resolve here is left
+// to the proxy.
+func (g *Guard) checkResolved(ctx context.Context, p *Policy, host string, port uint16) error {
+	if p == nil {
+		return nil
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return nil
+	}
+	if _, ok := legacyIPv4(host); ok {
+		return nil
+	}
+	r := g.resolver
+	if r == nil {
+		r = net.DefaultResolver
+	}
+	ctx, cancel := context.WithTimeout(ctx, resolveTimeout)
+	defer cancel()
+	addrs, err := r.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return nil // the proxy resolves what the pod cannot
+	}
+	for _, a := range addrs {
+		if err := p.checkDenied(host, netip.AddrPortFrom(a, port)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func targetPort(u *url.URL) (uint16, error) {

@@ -40,7 +40,10 @@ func TestGuard_Proxy(t *testing.T) {
 	}{
 		{name: "through the proxy", target: "example.com", wantConnect: 1},
 		{name: "allowed by name, the proxy not in the allow list", allow: []string{"*.example.com"}, target: "git.example.com", wantConnect: 1},
-		{name: "the proxy in a denied range is still the proxy", deny: []string{"127.0.0.0/8"}, target: "example.com", wantConnect: 1},
+		{name: "the proxy in a denied range is still the proxy", deny: []string{"127.0.0.1/32"}, target: "other.example.com", wantConnect: 1},
+		{name: "a name that resolves to metadata", target: "meta.example.com", wantRule: "built-in 169.254.0.0/16"},
+		{name: "a name that resolves to a denied address", deny: []string{"127.0.0.2/32"}, target: "other.example.com", wantRule: "127.0.0.2/32"},
+		{name: "a name the pod cannot resolve is left to the proxy", target: "proxy-only.example.com", wantConnect: 1},
 		{name: "NO_PROXY: dialed directly, and checked", noProxy: "example.com", target: "example.com"},
 		{name: "NO_PROXY'd and denied: refused at the dial", noProxy: ".example.com", deny: []string{"127.0.0.1"}, target: "git.example.com", wantRule: "127.0.0.1"},
 		{name: "a denied name", deny: []string{"*.example.com"}, target: "git.example.com", wantRule: "*.example.com"},
@@ -61,8 +64,12 @@ func TestGuard_Proxy(t *testing.T) {
 				t.Fatal(err)
 			}
 			g := New(p)
-			// Names resolve to the loopback only, the test's DNS server being fake.
-			g.resolver = fakeResolver(map[string]netip.Addr{"example.com.": netip.MustParseAddr("127.0.0.1"), "git.example.com.": netip.MustParseAddr("127.0.0.1")})
+			// The test's DNS server is fake: names resolve to loopback addresses, one to
+			// the metadata address (never dialed: the proxy dials the test server only),
+			// and proxy-only.example.com to nothing.
+			g.resolver = fakeResolver(map[string]netip.Addr{"example.com.": netip.MustParseAddr("127.0.0.1"),
+				"git.example.com.": netip.MustParseAddr("127.0.0.1"), "other.example.com.": netip.MustParseAddr("127.0.0.2"),
+				"meta.example.com.": netip.MustParseAddr("169.254.169.254")})
 			g.SetProxy(&httpproxy.Config{HTTPSProxy: proxy.URL, NoProxy: tt.noProxy})
 			rt, err := g.TransportWithCA(0, serverCA(srv))
 			if err != nil {
