@@ -162,8 +162,8 @@ resolve: ko ## Print config/ with the image ko builds (needs KO_DOCKER_REPO).
 	"$$(hack/ko.sh)" resolve -f config/
 
 .PHONY: run
-run: ## Run the operator from source: on the cluster in KUBECONFIG, else on an embedded control plane.
-	go run ./hack/run
+run: ## Run the operator from source on an embedded control plane; CLUSTER=1: on the cluster in KUBECONFIG, in the installed operator's leader election.
+	go run ./hack/run $(if $(CLUSTER),-cluster)
 
 $(CONTROLLER_GEN):
 	@mkdir -p $(LOCALBIN)

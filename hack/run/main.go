@@ -1,4 +1,6 @@
-// Command run starts func-operator from source for development: against the cluster in KUBECONFIG, or on an embedded control plane when none is configured.
+// Command run starts func-operator from source for development: on an embedded
+// control plane, or, with -cluster, against the cluster in KUBECONFIG (or
+// ~/.kube/config), taking part in the installed operator's leader election there.
 package main
 
 import (
@@ -32,35 +34,30 @@ func main() {
 }
 
 func run() error {
-	embedded := flag.Bool("embedded", false, "start an embedded control plane even when a cluster is configured")
+	onCluster := flag.Bool("cluster", false, "run against the cluster in KUBECONFIG (or ~/.kube/config), as one more candidate of the installed operator's leader election, instead of on an embedded control plane")
+	metricsAddr := flag.String("metrics-bind-address", "127.0.0.1:8080", "where the operator serves metrics")
+	probeAddr := flag.String("health-probe-bind-address", "127.0.0.1:8081", "where the operator serves its probes")
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
 	ctx := ctrl.SetupSignalHandler()
 
-	var cfg *rest.Config
-	var err error
-	embeddedPlane := false
-	if clusterConfigured() && !*embedded {
-		if cfg, err = ctrl.GetConfig(); err != nil {
-			return fmt.Errorf("reading the configured cluster's config: %w", err)
-		}
+	cfg, stop, err := clusterConfig(*onCluster)
+	if err != nil {
+		return err
 	}
-	if cfg == nil {
-		var stop func()
-		if cfg, stop, err = startControlPlane(); err != nil {
-			return err
-		}
+	embeddedPlane := stop != nil
+	if embeddedPlane {
 		defer stop()
-		embeddedPlane = true
-	} else {
-		fmt.Fprintf(os.Stderr, "run: using the cluster at %s (from KUBECONFIG or ~/.kube/config)\n", cfg.Host)
 	}
-
 	o := operator.Options{
 		WatchNamespaces: operator.ParseNamespaces(os.Getenv("WATCH_NAMESPACE")),
 		SystemNamespace: envOr("SYSTEM_NAMESPACE", "func-operator"),
-		MetricsAddr:     "127.0.0.1:8080",
-		ProbeAddr:       "127.0.0.1:8081",
+		MetricsAddr:     *metricsAddr,
+		ProbeAddr:       *probeAddr,
+		// On a real cluster an installed operator may run: this process leads only
+		// when none does (the Deployment's Lease), never beside it, which would start
+		// builds twice.
+		LeaderElection: !embeddedPlane,
 	}
 	if err := ensureNamespace(ctx, cfg, o.SystemNamespace); err != nil {
 		return err
@@ -90,8 +87,28 @@ func run() error {
 		}
 		fmt.Fprintf(os.Stderr, "run: sample Function default/sample created from %s; watch it with:\n\n    kubectl get functions -A -w\n\n", url)
 	}
-	fmt.Fprintln(os.Stderr, "run: operator running; metrics on http://127.0.0.1:8080/metrics, Ctrl-C stops it")
+	fmt.Fprintf(os.Stderr, "run: operator running; metrics on http://%s/metrics, Ctrl-C stops it\n", o.MetricsAddr)
 	return mgr.Start(ctx)
+}
+
+// clusterConfig returns the config of the cluster to run on: the configured one
+// when onCluster, else an embedded control plane, with the function that stops it.
+// A configured cluster is never used unless asked for: an admin who types make run
+// beside an installed operator must not start a second one by accident.
+func clusterConfig(onCluster bool) (*rest.Config, func(), error) {
+	if !onCluster {
+		if clusterConfigured() {
+			fmt.Fprintln(os.Stderr, "run: a cluster is configured, but make run uses an embedded control plane; make run CLUSTER=1 runs against the configured cluster")
+		}
+		return startControlPlane()
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the configured cluster's config: %w", err)
+	}
+	fmt.Fprintf(os.Stderr, "run: using the cluster at %s (from KUBECONFIG or ~/.kube/config); this process acts only while it holds the leader election Lease %s/%s, so not while an installed operator leads\n",
+		cfg.Host, envOr("SYSTEM_NAMESPACE", "func-operator"), operator.LeaderElectionID)
+	return cfg, nil, nil
 }
 
 // startControlPlane starts etcd and kube-apiserver (built by hack/control-plane.sh)
