@@ -107,9 +107,15 @@ func TestAttack_PushReceiverSharedListing(t *testing.T) {
 	setAuth(&corev1.LocalObjectReference{Name: "absent"})
 	eventually(t, 30*time.Second, sourceReady(nsB, "b", corev1.ConditionFalse, v1alpha1.ReasonAuthSecretNotFound))
 
-	payload := []byte(fmt.Sprintf(`{"ref":"refs/heads/main","repository":{"clone_url":%q}}`, srv.URL("mono")))
+	// Each push a body of its own, as a host's are (commit, time): a body sent again
+	// is a replay, refused.
+	pushes := 0
+	payload := func() []byte {
+		pushes++
+		return []byte(fmt.Sprintf(`{"ref":"refs/heads/main","after":"%040d","repository":{"clone_url":%q}}`, pushes, srv.URL("mono")))
+	}
 	eventually(t, 20*time.Second, func() string {
-		if code := signedPush(t, addr, nsB, "wrong", "probe", payload); code != http.StatusUnauthorized {
+		if code := signedPush(t, addr, nsB, "wrong", "probe", payload()); code != http.StatusUnauthorized {
 			return fmt.Sprintf("a push with a wrong signature got %d, want 401 (the receiver listening)", code)
 		}
 		return ""
@@ -120,7 +126,7 @@ func TestAttack_PushReceiverSharedListing(t *testing.T) {
 	listingsBefore := srv.RefAdvertisements("mono") - srv.UploadPacks("mono")
 	accepted := 0
 	for i, end := 0, time.Now().Add(window); time.Now().Before(end); i++ {
-		if code := signedPush(t, addr, nsB, hookToken, fmt.Sprintf("burst-%d", i), payload); code == http.StatusAccepted {
+		if code := signedPush(t, addr, nsB, hookToken, fmt.Sprintf("burst-%d", i), payload()); code == http.StatusAccepted {
 			accepted++
 		}
 		time.Sleep(250 * time.Millisecond)
@@ -148,7 +154,7 @@ func TestAttack_PushReceiverSharedListing(t *testing.T) {
 	eventually(t, 30*time.Second, sourceReady(nsB, "b", corev1.ConditionTrue, v1alpha1.ReasonSourceReady))
 	second := mono.Commit(t, "main", map[string]string{"README.md": "second"}, "second")
 	listingsBefore = srv.RefAdvertisements("mono") - srv.UploadPacks("mono")
-	if code := signedPush(t, addr, nsB, hookToken, "control", payload); code != http.StatusAccepted {
+	if code := signedPush(t, addr, nsB, hookToken, "control", payload()); code != http.StatusAccepted {
 		t.Fatalf("B's signed push of a new commit got %d, want 202", code)
 	}
 	observed := func(ns, name string) func() string {

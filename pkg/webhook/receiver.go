@@ -38,6 +38,7 @@ type Receiver struct {
 	secrets  *secretCache
 	global   *limiter
 	receiver *limiter
+	replays  *deliveries
 	requests *prometheus.CounterVec
 	now      func() time.Time
 	// listening, when set, is told the address Start listens on (tests).
@@ -54,6 +55,7 @@ func New(opts Options) *Receiver {
 		opts:     opts,
 		global:   newLimiter(opts.GlobalRate, opts.GlobalBurst, 1),
 		receiver: newLimiter(opts.ReceiverRate, opts.ReceiverBurst, maxReceivers),
+		replays:  newDeliveries(replayWindow, maxRemembered),
 		requests: newRequestsCounter(),
 		now:      time.Now,
 	}
@@ -86,6 +88,7 @@ var (
 	tooLarge   = answer{status: http.StatusRequestEntityTooLarge, result: ResultTooLarge, text: "request body too large"}
 	badMAC     = answer{status: http.StatusUnauthorized, result: ResultBadSignature, text: "signature or token does not match"}
 	unreadable = answer{status: http.StatusServiceUnavailable, result: ResultError, text: "the receiver cannot be read now, try again later"}
+	replayed   = answer{status: http.StatusConflict, result: ResultReplayed, text: "this delivery was received already"}
 )
 
 func rateLimited(wait time.Duration) answer {
@@ -170,6 +173,12 @@ func (r *Receiver) handle(w http.ResponseWriter, req *http.Request) answer {
 	token, a, ok := r.verify(ctx, logger, p, req.Header, body, key, s, fresh)
 	if !ok {
 		return a
+	}
+	// Only verified deliveries are remembered: nobody without the token can fill the
+	// memory, or have a delivery refused before the host sends it.
+	if !r.replays.claim(deliveryKeys(key, p, req.Header, body), r.now()) {
+		logger.Info("webhook refused: a delivery received already")
+		return replayed
 	}
 	return r.dispatch(ctx, logger, p, req.Header, body, key, token)
 }
