@@ -15,8 +15,8 @@ import (
 )
 
 // addWebhooks serves the push webhook receivers on o.WebhookAddr, unless disabled: a
-// verified push drops the kept listings of the pushed repository and checks every
-// Function of the receiver's namespace on it at once.
+// verified push has every Function of the receiver's namespace on the pushed
+// repository checked at once, with a listing begun after the push.
 func addWebhooks(mgr manager.Manager, o Options, r *function.Reconciler, fetcher *source.Fetcher) error {
 	if o.WebhookAddr == "" || o.WebhookAddr == "0" {
 		return nil
@@ -51,11 +51,13 @@ func addWebhooks(mgr manager.Manager, o Options, r *function.Reconciler, fetcher
 }
 
 // repositoryPushed checks at once the Functions of namespace on a pushed repository,
-// after dropping the listings they read (those only: other tenants' listings of the
-// same repository stay shared), so that the checks see the push.
+// each with a listing begun after the push. The listing kept for the other
+// namespaces' Functions stays theirs to share: a push is a hint from one tenant, and
+// never makes another tenant's Functions list the repository again. The new listing
+// is kept (it is the latest), so when it shows a change every Function on the
+// repository is checked at once with it, without listing again.
 func repositoryPushed(r *function.Reconciler, fetcher *source.Fetcher, namespace string, urls []string) int {
-	fns, keys := r.Repositories.Matching(namespace, webhook.Matcher(urls))
-	fetcher.Forget(keys...)
+	fns := r.Repositories.Pushed(namespace, webhook.Matcher(urls), fetcher.ListingMark())
 	for _, fn := range fns {
 		r.Wakeups.Enqueue(fn)
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,7 +37,7 @@ func (c *clock) Add(d time.Duration) {
 
 // TestFetcher_List checks the shared listing: one listing per (repository,
 // credentials) within maxAge, never shared across credentials, a change told once,
-// failures shared for a few seconds only, and Forget.
+// failures shared for a few seconds only, and ForgetAll.
 func TestFetcher_List(t *testing.T) {
 	g := newHTTPGit(t)
 	pub, _ := g.repo(t, "pub", map[string]string{"func.yaml": funcYAML("hello", "go")})
@@ -68,7 +69,7 @@ func TestFetcher_List(t *testing.T) {
 
 	list := func(key ListingKey, auth *Auth) (*Listing, bool, error) {
 		t.Helper()
-		return f.List(ctx, key, auth, gitTimeout, maxAge)
+		return f.List(ctx, key, auth, gitTimeout, maxAge, 0)
 	}
 
 	// The first check lists; the next ones within maxAge share it.
@@ -165,12 +166,12 @@ func TestFetcher_List(t *testing.T) {
 		t.Errorf("changes after an outage and a new commit (-want +got):\n%s", diff)
 	}
 
-	// Forget drops the listings of the keys given.
-	if n := f.Forget(anon, other); n != 2 {
-		t.Errorf("Forget dropped %d listings, want 2", n)
-	}
-	if _, asked, _ := list(anon, anonymous(t, pubURL)); !asked {
-		t.Error("List after Forget shared a listing, want a new one")
+	// ForgetAll drops every kept listing.
+	f.ForgetAll()
+	for _, key := range []ListingKey{anon, other} {
+		if _, asked, _ := list(key, anonymous(t, pubURL)); !asked {
+			t.Errorf("List of %v after ForgetAll shared a listing, want a new one", key)
+		}
 	}
 }
 
@@ -189,7 +190,7 @@ func TestFetcher_List_OneAtATime(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, _, err := f.List(context.Background(), key, anonymous(t, url), gitTimeout, time.Hour); err != nil {
+			if _, _, err := f.List(context.Background(), key, anonymous(t, url), gitTimeout, time.Hour, 0); err != nil {
 				errs <- err
 			}
 		}()
@@ -207,6 +208,83 @@ func TestFetcher_List_OneAtATime(t *testing.T) {
 	}
 }
 
+// TestFetcher_List_Mark checks what a push webhook relies on: a caller with a mark
+// gets a listing begun after it, one for all such callers, while the kept listing
+// stays shared with the callers without (no listing of theirs); the new listing is
+// then kept, a change told once, and shared with every caller.
+func TestFetcher_List_Mark(t *testing.T) {
+	g := newHTTPGit(t)
+	r, first := g.repo(t, "pub", map[string]string{"func.yaml": funcYAML("hello", "go")})
+	url := g.srv.URL(r.Name)
+	clk := &clock{now: time.Unix(1_700_000_000, 0)}
+	f := NewFetcher(t.TempDir(), 0)
+	f.Now = clk.Now
+	var changes atomic.Int64
+	f.OnChange = func(ListingKey) { changes.Add(1) }
+	key := ListingKey{URL: url, Identity: Anonymous}
+	const maxAge = time.Hour
+	list := func(after uint64) (string, bool) {
+		t.Helper()
+		l, asked, err := f.List(context.Background(), key, anonymous(t, url), gitTimeout, maxAge, after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Branches["main"], asked
+	}
+	if _, asked := list(0); !asked {
+		t.Fatal("the first List did not ask the remote")
+	}
+	mark := f.ListingMark()
+	second := r.Commit(t, "main", map[string]string{"README": "pushed"}, "pushed")
+	clk.Add(time.Second)
+
+	type got struct {
+		Main  string
+		Asked bool
+	}
+	check := func(what string, after uint64, want got) {
+		t.Helper()
+		main, asked := list(after)
+		if diff := cmp.Diff(want, got{main, asked}); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", what, diff)
+		}
+	}
+	if _, ok, _ := f.CachedListing(key, maxAge, mark); ok {
+		t.Error("CachedListing gave a caller with a mark a listing begun before it")
+	}
+	check("a caller without the mark", 0, got{Main: first, Asked: false})
+	check("a caller with the mark", mark, got{Main: second, Asked: true})
+	check("the same mark again", mark, got{Main: second, Asked: false})
+	check("a caller without the mark after the new listing", 0, got{Main: second, Asked: false})
+	if n := changes.Load(); n != 1 {
+		t.Errorf("OnChange told %d times, want once", n)
+	}
+	if n := g.srv.RefAdvertisements(r.Name); n != 2 {
+		t.Errorf("%d listings, want 2 (the first, and the one after the mark)", n)
+	}
+
+	// Many callers at once, with a new mark and without: one listing.
+	mark = f.ListingMark()
+	var wg sync.WaitGroup
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			after := mark
+			if i%2 == 0 {
+				after = 0
+			}
+			if _, _, err := f.List(context.Background(), key, anonymous(t, url), gitTimeout, maxAge, after); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := g.srv.RefAdvertisements(r.Name); n != 3 {
+		t.Errorf("%d listings after 20 concurrent callers, half with a new mark, want 3", n)
+	}
+}
+
 // TestListings_Bounds checks that kept listings stay within listingsMaxBytes, the
 // least recently used going first, and that a listing over listingMaxBytes is used
 // but not kept.
@@ -221,7 +299,7 @@ func TestListings_Bounds(t *testing.T) {
 		if rest := size - entryOverhead - int64(len(key.URL)+len(key.Identity)) - (&Listing{}).size() - 88; rest > 0 {
 			l.Branches[strings.Repeat("b", int(rest))] = "c"
 		}
-		return &listingEntry{key: key, listing: l, at: now}
+		return &listingEntry{key: key, listing: l, at: now, seq: uint64(i) + 1}
 	}
 	per := int64(listingMaxBytes)
 	n := int(listingsMaxBytes / per)
@@ -232,7 +310,7 @@ func TestListings_Bounds(t *testing.T) {
 		t.Fatalf("after %d entries of %d bytes: %d entries, %d bytes", n, per, len(ls.entries), ls.bytes)
 	}
 	// Entry 0 is used: entry 1 is now the least recently used, and goes.
-	if _, ok := ls.fresh(entry(0, 0).key, time.Hour, now); !ok {
+	if _, ok := ls.fresh(entry(0, 0).key, time.Hour, 0, now); !ok {
 		t.Fatal("entry 0 not kept")
 	}
 	ls.store(entry(n, per))
@@ -240,13 +318,13 @@ func TestListings_Bounds(t *testing.T) {
 		t.Errorf("kept %d bytes, over the bound of %d", ls.bytes, listingsMaxBytes)
 	}
 	for i, want := range map[int]bool{0: true, 1: false, 2: true, n: true} {
-		if _, ok := ls.fresh(entry(i, 0).key, time.Hour, now); ok != want {
+		if _, ok := ls.fresh(entry(i, 0).key, time.Hour, 0, now); ok != want {
 			t.Errorf("entry %d kept: %v, want %v", i, ok, want)
 		}
 	}
 	// Too large to keep.
 	ls.store(entry(n+1, per+1))
-	if _, ok := ls.fresh(entry(n+1, 0).key, time.Hour, now); ok {
+	if _, ok := ls.fresh(entry(n+1, 0).key, time.Hour, 0, now); ok {
 		t.Errorf("a listing of %d bytes was kept, over listingMaxBytes", per+1)
 	}
 
@@ -260,19 +338,30 @@ func TestListings_Bounds(t *testing.T) {
 		t.Errorf("after a flood of failures: %d bytes kept, bound %d", ls.bytes, listingsMaxBytes)
 	}
 
-	// A listing begun before its key was forgotten (a push came in) is not kept.
+	// A listing begun before the kept one is not kept: it may say what the
+	// repository held before the kept one did.
 	key := entry(n+2, 0).key
+	older, newer := entry(n+2, 0), entry(n+2, 0)
+	older.seq, newer.seq = 1, 2
+	older.listing.Branches["main"] = "old"
+	ls.store(newer)
+	ls.store(older)
+	if e, ok := ls.fresh(key, time.Hour, 0, now); !ok || e != newer {
+		t.Errorf("after a listing begun earlier was stored: kept %+v, want the one begun later", e)
+	}
+	// Nor one begun before ForgetAll.
+	ls.seq = 3
+	ls.forgetAll()
 	stale := entry(n+2, 0)
-	stale.gen = ls.generation(key)
-	ls.forget(key)
+	stale.seq = 3
 	ls.store(stale)
-	if _, ok := ls.fresh(key, time.Hour, now); ok {
-		t.Error("a listing begun before Forget was kept")
+	if _, ok := ls.fresh(key, time.Hour, 0, now); ok {
+		t.Error("a listing begun before ForgetAll was kept")
 	}
 	fresh := entry(n+2, 0)
-	fresh.gen = ls.generation(key)
+	fresh.seq = 4
 	ls.store(fresh)
-	if _, ok := ls.fresh(key, time.Hour, now); !ok {
-		t.Error("a listing begun after Forget was not kept (the positive control)")
+	if _, ok := ls.fresh(key, time.Hour, 0, now); !ok {
+		t.Error("a listing begun after ForgetAll was not kept (the positive control)")
 	}
 }

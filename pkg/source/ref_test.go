@@ -132,7 +132,7 @@ func TestFetcher_ReadRefs(t *testing.T) {
 	auth := anonymous(t, url)
 	listing := func() *Listing {
 		t.Helper()
-		l, _, err := f.List(context.Background(), ListingKey{URL: url, Identity: Anonymous}, auth, gitTimeout, 0)
+		l, _, err := f.List(context.Background(), ListingKey{URL: url, Identity: Anonymous}, auth, gitTimeout, 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

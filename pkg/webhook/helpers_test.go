@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -231,7 +232,8 @@ var signers = []signer{
 	{
 		name: ProviderGitHub, payload: githubPush, urls: githubURLs, push: "push",
 		headers: func(event, token string, body []byte) http.Header {
-			return http.Header{"X-Github-Event": {event}, "X-Hub-Signature-256": {"sha256=" + hmacHex(token, body)}, "X-Github-Delivery": {"d-1"}}
+			return http.Header{"X-Github-Event": {event}, "X-Hub-Signature-256": {"sha256=" + hmacHex(token, body)},
+				"X-Github-Delivery": {fmt.Sprintf("d-%d", deliverySeq.Add(1))}}
 		},
 	},
 	{
@@ -271,7 +273,17 @@ func request(path string, h http.Header, body string) *http.Request {
 	return req
 }
 
-// request is s's signed push to the test receiver.
+// request is s's signed push to the test receiver, a delivery of its own.
 func (s signer) request(token string) *http.Request {
-	return request(Path(testNamespace, testName), s.headers(s.push, token, []byte(s.payload)), s.payload)
+	body := fresh(s.payload)
+	return request(Path(testNamespace, testName), s.headers(s.push, token, []byte(body)), body)
+}
+
+// deliverySeq numbers the test deliveries.
+var deliverySeq atomic.Int64
+
+// fresh is payload as a delivery of its own: a push the receiver has not seen, not
+// a replay of one (the hosts' bodies differ by commit and time).
+func fresh(payload string) string {
+	return fmt.Sprintf(`{"test_delivery":%d,`, deliverySeq.Add(1)) + strings.TrimPrefix(payload, "{")
 }

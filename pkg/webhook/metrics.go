@@ -28,10 +28,14 @@ const (
 	ResultTooLarge = "too_large"
 	// ResultError: the receiver Secret could not be read.
 	ResultError = "error"
+	// ResultReplayed: a verified delivery received already (its id, or its signed body).
+	ResultReplayed = "replayed"
+	// ResultBusy: too many bodies being read at once; this one was not read.
+	ResultBusy = "busy"
 )
 
 var results = []string{ResultTriggered, ResultNoMatch, ResultIgnoredEvent, ResultBadSignature, ResultNotFound,
-	ResultRateLimited, ResultBadRequest, ResultTooLarge, ResultError}
+	ResultRateLimited, ResultBadRequest, ResultTooLarge, ResultError, ResultReplayed, ResultBusy}
 
 // newRequestsCounter returns func_operator_webhook_requests_total with every result at 0.
 // It has no namespace label: receivers are as many as tenants' Secrets.

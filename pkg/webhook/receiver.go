@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/semaphore"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -25,6 +26,12 @@ const maxReceivers = 10000
 
 // maxLoggedText caps what of a request's own text (event, ref, URL) goes into a log line.
 const maxLoggedText = 256
+
+// maxBodiesInFlight caps the bytes of the bodies all requests read at once (or
+// MaxBodyBytes, when larger): a body is read into memory whole, before its proof can
+// be checked, and a client may send it as slowly as bodyReadTimeout allows. A request
+// past the cap is answered 503 at once, without reading its body.
+const maxBodiesInFlight = 16 << 20
 
 // Receiver answers git hosts' push webhooks on receiver Secrets: a Secret labelled
 // functions.dev/receiver=true with key token is served at /hook/<namespace>/<name>,
@@ -38,6 +45,9 @@ type Receiver struct {
 	secrets  *secretCache
 	global   *limiter
 	receiver *limiter
+	replays  *deliveries
+	// bodies holds the bytes of the bodies being read.
+	bodies   *semaphore.Weighted
 	requests *prometheus.CounterVec
 	now      func() time.Time
 	// listening, when set, is told the address Start listens on (tests).
@@ -54,6 +64,8 @@ func New(opts Options) *Receiver {
 		opts:     opts,
 		global:   newLimiter(opts.GlobalRate, opts.GlobalBurst, 1),
 		receiver: newLimiter(opts.ReceiverRate, opts.ReceiverBurst, maxReceivers),
+		replays:  newDeliveries(replayWindow, maxRemembered),
+		bodies:   semaphore.NewWeighted(max(maxBodiesInFlight, opts.MaxBodyBytes)),
 		requests: newRequestsCounter(),
 		now:      time.Now,
 	}
@@ -86,6 +98,9 @@ var (
 	tooLarge   = answer{status: http.StatusRequestEntityTooLarge, result: ResultTooLarge, text: "request body too large"}
 	badMAC     = answer{status: http.StatusUnauthorized, result: ResultBadSignature, text: "signature or token does not match"}
 	unreadable = answer{status: http.StatusServiceUnavailable, result: ResultError, text: "the receiver cannot be read now, try again later"}
+	replayed   = answer{status: http.StatusConflict, result: ResultReplayed, text: "this delivery was received already"}
+	busy       = answer{status: http.StatusServiceUnavailable, result: ResultBusy, text: "too many requests under way, try again later",
+		retryAfter: time.Second}
 )
 
 func rateLimited(wait time.Duration) answer {
@@ -107,6 +122,10 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	if a.status == http.StatusMethodNotAllowed {
 		h.Set("Allow", http.MethodPost)
+	}
+	if a.result == ResultBusy || a.result == ResultTooLarge {
+		// The body was not read: the connection is not reused for another request.
+		h.Set("Connection", "close")
 	}
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -158,6 +177,17 @@ func (r *Receiver) handle(w http.ResponseWriter, req *http.Request) answer {
 		logger.V(1).Info("webhook refused: over the receiver's rate")
 		return rateLimited(wait)
 	}
+	// The bytes the body may take are held until the answer: a body past the cap is
+	// not read at all.
+	size := r.opts.MaxBodyBytes
+	if req.ContentLength >= 0 {
+		size = req.ContentLength // no more than MaxBodyBytes: refused above
+	}
+	if !r.bodies.TryAcquire(size) {
+		logger.V(1).Info("webhook refused: too many bodies being read")
+		return busy
+	}
+	defer r.bodies.Release(size)
 	body, err := readBody(w, req, r.opts.MaxBodyBytes)
 	var tl *http.MaxBytesError
 	switch {
@@ -170,6 +200,12 @@ func (r *Receiver) handle(w http.ResponseWriter, req *http.Request) answer {
 	token, a, ok := r.verify(ctx, logger, p, req.Header, body, key, s, fresh)
 	if !ok {
 		return a
+	}
+	// Only verified deliveries are remembered: nobody without the token can fill the
+	// memory, or have a delivery refused before the host sends it.
+	if !r.replays.claim(deliveryKeys(key, p, req.Header, body), r.now()) {
+		logger.Info("webhook refused: a delivery received already")
+		return replayed
 	}
 	return r.dispatch(ctx, logger, p, req.Header, body, key, token)
 }
@@ -249,9 +285,21 @@ func isJSON(contentType string) bool {
 	return err == nil && mt == "application/json"
 }
 
-// readBody reads the body, up to max bytes (a *http.MaxBytesError past them).
+// readBody reads the body, up to max bytes (a *http.MaxBytesError past them), within
+// bodyReadTimeout: into a buffer of its Content-Length when it has one, which the
+// caller checked is at most max.
 func readBody(w http.ResponseWriter, req *http.Request, max int64) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, max))
+	// Not supported by a test's recorder: the server's ReadTimeout still bounds it.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	r := http.MaxBytesReader(w, req.Body, max)
+	if n := req.ContentLength; n >= 0 && n <= max {
+		body := make([]byte, n)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return nil, fmt.Errorf("reading the request body: %w", err)
+		}
+		return body, nil
+	}
+	body, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("reading the request body: %w", err)
 	}

@@ -418,7 +418,8 @@ func TestNoMatch(t *testing.T) {
 func TestRateLimits(t *testing.T) {
 	gh := signers[0]
 	good := func(name string) *http.Request {
-		return request(Path(testNamespace, name), gh.headers("push", testToken, []byte(gh.payload)), gh.payload)
+		body := fresh(gh.payload)
+		return request(Path(testNamespace, name), gh.headers("push", testToken, []byte(body)), body)
 	}
 	bad := func(name string) *http.Request {
 		return request(Path(testNamespace, name), gh.headers("push", "guess", []byte(gh.payload)), gh.payload)
@@ -480,7 +481,8 @@ func TestRateLimits(t *testing.T) {
 func TestSecretCache(t *testing.T) {
 	gh := signers[0]
 	signed := func(token string) *http.Request {
-		return request(Path(testNamespace, testName), gh.headers("push", token, []byte(gh.payload)), gh.payload)
+		body := fresh(gh.payload)
+		return request(Path(testNamespace, testName), gh.headers("push", token, []byte(body)), body)
 	}
 	f := newFixture(t, Options{SecretTTL: 5 * time.Second})
 	step := func(what string, req *http.Request, want, reads int) {

@@ -8,17 +8,23 @@ import (
 	"net/http"
 	"time"
 
+	"golang.org/x/net/netutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// Timeouts of the server: git hosts send a few KiB at once and wait about 10 s
+// Bounds of the server: git hosts send a few KiB at once and wait about 10 s
 // (GitHub) for the answer.
 const (
 	readHeaderTimeout = 10 * time.Second
-	readTimeout       = 30 * time.Second
-	writeTimeout      = 30 * time.Second
-	idleTimeout       = 60 * time.Second
-	maxHeaderBytes    = 64 << 10
+	// bodyReadTimeout bounds the reading of a body, from when the receiver takes it.
+	bodyReadTimeout = 10 * time.Second
+	readTimeout     = 30 * time.Second
+	writeTimeout    = 30 * time.Second
+	idleTimeout     = 60 * time.Second
+	maxHeaderBytes  = 64 << 10
+	// maxConnections caps the connections served at once (each holds its buffers and
+	// up to maxHeaderBytes): the others wait to be accepted.
+	maxConnections = 256
 )
 
 // Start serves the receivers on Options.Addr until ctx ends, then lets the requests
@@ -30,6 +36,7 @@ func (r *Receiver) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listening for webhooks on %s: %w", r.opts.Addr, err)
 	}
+	ln = netutil.LimitListener(ln, maxConnections)
 	// Requests outlive ctx for the graceful shutdown, and log with its logger.
 	base := log.IntoContext(context.WithoutCancel(ctx), logger)
 	srv := &http.Server{

@@ -29,6 +29,11 @@ type provider struct {
 	// push are the events that trigger; ping, when set, is answered without.
 	push []string
 	ping string
+	// deliveryHeaders hold the host's id of a delivery (kept when it redelivers);
+	// signsBody is true when the proof covers the body, so that a body sent again is
+	// a replay whatever its id says.
+	deliveryHeaders []string
+	signsBody       bool
 }
 
 // eventPush is the push event of GitHub, Gitea and Forgejo.
@@ -42,20 +47,26 @@ var providers = []*provider{
 	{
 		name: ProviderForgejo, eventHeader: "X-Forgejo-Event", headers: []string{"X-Forgejo-Event", "X-Forgejo-Signature"},
 		verify: hmacSHA256("X-Forgejo-Signature", ""), push: []string{eventPush},
+		deliveryHeaders: []string{"X-Forgejo-Delivery"}, signsBody: true,
 	},
 	{
 		name: ProviderGitea, eventHeader: "X-Gitea-Event", headers: []string{"X-Gitea-Event", "X-Gitea-Signature"},
 		verify: hmacSHA256("X-Gitea-Signature", ""), push: []string{eventPush},
+		deliveryHeaders: []string{"X-Gitea-Delivery"}, signsBody: true,
 	},
 	{
 		name: ProviderGitLab, eventHeader: "X-Gitlab-Event", headers: []string{"X-Gitlab-Event", "X-Gitlab-Token"},
 		verify: sameToken("X-Gitlab-Token"), push: []string{"Push Hook", "Tag Push Hook"},
+		// The token proves nothing of the body: a replay is told by its ids only.
+		// Idempotency-Key stays the same when GitLab retries a delivery.
+		deliveryHeaders: []string{"X-Gitlab-Event-UUID", "Idempotency-Key"},
 	},
 	{
 		// GitHub's SHA-1 X-Hub-Signature is not accepted: GitHub has sent
 		// X-Hub-Signature-256 along with it since 2020, and SHA-1 is the weaker MAC.
 		name: ProviderGitHub, eventHeader: "X-GitHub-Event", headers: []string{"X-GitHub-Event", "X-Hub-Signature-256", "X-Hub-Signature"},
 		verify: hmacSHA256("X-Hub-Signature-256", "sha256="), push: []string{eventPush}, ping: "ping",
+		deliveryHeaders: []string{"X-GitHub-Delivery"}, signsBody: true,
 	},
 }
 

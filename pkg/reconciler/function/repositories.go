@@ -13,17 +13,23 @@ import (
 // Repositories knows which Functions read which repository with which credentials,
 // so that all of them are checked at once when its listing changes or a push webhook
 // names it. A Function is known from its first check until it is deleted or suspended.
+//
+// It also keeps, for each Function a push webhook of its namespace named, the
+// listing mark of the push (see source.Fetcher.ListingMark): its next check needs a
+// listing begun after it, and no other Function's does.
 type Repositories struct {
-	mu    sync.Mutex
-	byKey map[source.ListingKey]map[types.NamespacedName]struct{}
-	byFn  map[types.NamespacedName]source.ListingKey
+	mu     sync.Mutex
+	byKey  map[source.ListingKey]map[types.NamespacedName]struct{}
+	byFn   map[types.NamespacedName]source.ListingKey
+	pushed map[types.NamespacedName]uint64
 }
 
 // NewRepositories returns an empty Repositories.
 func NewRepositories() *Repositories {
 	return &Repositories{
-		byKey: map[source.ListingKey]map[types.NamespacedName]struct{}{},
-		byFn:  map[types.NamespacedName]source.ListingKey{},
+		byKey:  map[source.ListingKey]map[types.NamespacedName]struct{}{},
+		byFn:   map[types.NamespacedName]source.ListingKey{},
+		pushed: map[types.NamespacedName]uint64{},
 	}
 }
 
@@ -63,6 +69,7 @@ func (rs *Repositories) Forget(fn types.NamespacedName) {
 
 func (rs *Repositories) drop(fn types.NamespacedName, key source.ListingKey) {
 	delete(rs.byFn, fn)
+	delete(rs.pushed, fn)
 	if set := rs.byKey[key]; set != nil {
 		delete(set, fn)
 		if len(set) == 0 {
@@ -85,34 +92,55 @@ func (rs *Repositories) Functions(key source.ListingKey) []types.NamespacedName 
 	return fns
 }
 
-// Matching returns the Functions of namespace whose repository URL match accepts, and
-// the listing keys they read.
-func (rs *Repositories) Matching(namespace string, match func(url string) bool) ([]types.NamespacedName, []source.ListingKey) {
+// Pushed records that a push webhook of namespace named the repositories match
+// accepts, at the listing mark given, and returns the Functions of namespace on them:
+// their next check needs a listing begun after mark. Only they: a push a namespace
+// receives never makes another namespace's Functions list again.
+func (rs *Repositories) Pushed(namespace string, match func(url string) bool, mark uint64) []types.NamespacedName {
 	if rs == nil {
-		return nil, nil
+		return nil
 	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	var (
-		fns  []types.NamespacedName
-		keys []source.ListingKey
-	)
+	var fns []types.NamespacedName
 	for key, set := range rs.byKey {
 		if !match(key.URL) {
 			continue
 		}
-		found := false
 		for fn := range set {
 			if fn.Namespace == namespace {
 				fns = append(fns, fn)
-				found = true
+				if mark > rs.pushed[fn] {
+					rs.pushed[fn] = mark
+				}
 			}
 		}
-		if found {
-			keys = append(keys, key)
-		}
 	}
-	return fns, keys
+	return fns
+}
+
+// PushMark returns the listing mark of the latest push that named fn's repository
+// and that fn's checks have not yet seen; 0 when there is none.
+func (rs *Repositories) PushMark(fn types.NamespacedName) uint64 {
+	if rs == nil {
+		return 0
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.pushed[fn]
+}
+
+// PushSeen records that fn read a listing begun after mark: a push with a later
+// mark, come in meanwhile, still needs its own.
+func (rs *Repositories) PushSeen(fn types.NamespacedName, mark uint64) {
+	if rs == nil || mark == 0 {
+		return
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.pushed[fn] == mark {
+		delete(rs.pushed, fn)
+	}
 }
 
 // RepositoryChanged brings back every Function reading key: its listing changed. It

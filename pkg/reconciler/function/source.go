@@ -32,7 +32,11 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 		return Result{}, sourceFailed(fn, err)
 	}
 	key := source.ListingKey{URL: repo.URL, Identity: identity}
-	r.Repositories.Watch(types.NamespacedName{Namespace: fn.Namespace, Name: fn.Name}, key)
+	fnKey := types.NamespacedName{Namespace: fn.Namespace, Name: fn.Name}
+	r.Repositories.Watch(fnKey, key)
+	// A push webhook of the Function's namespace named its repository: a listing
+	// begun after the push, which the others on the repository then share.
+	pushMark := r.Repositories.PushMark(fnKey)
 
 	host := gitHost(repo.URL)
 	var leave func(timedOut bool)
@@ -65,7 +69,7 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 		shared  bool
 	)
 	if maxAge > 0 {
-		listing, shared, err = r.Fetcher.CachedListing(key, maxAge)
+		listing, shared, err = r.Fetcher.CachedListing(key, maxAge, pushMark)
 	}
 	if !shared {
 		if err := enter(); err != nil {
@@ -73,7 +77,7 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 		}
 		start := time.Now()
 		var asked bool
-		listing, asked, err = r.Fetcher.List(ctx, key, auth, cfg.GitTimeout, maxAge)
+		listing, asked, err = r.Fetcher.List(ctx, key, auth, cfg.GitTimeout, maxAge, pushMark)
 		// Handled once the repository was asked (not when its host was busy).
 		fn.Status.LastHandledRequestedAt = requested
 		if asked {
@@ -88,6 +92,7 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 	if err != nil {
 		return r.sourceUnreachable(ctx, fn, err)
 	}
+	r.Repositories.PushSeen(fnKey, pushMark)
 	head, err := listing.Resolve(specRef(repo), repo.URL, auth)
 	if err != nil {
 		sourceReached(fn)
