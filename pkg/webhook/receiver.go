@@ -33,6 +33,11 @@ const maxLoggedText = 256
 // past the cap is answered 503 at once, without reading its body.
 const maxBodiesInFlight = 16 << 20
 
+// maxNamespaceBodies caps the bytes of the bodies the receivers of one namespace read
+// at once (or MaxBodyBytes, when larger): a tenant whose clients send slowly to its
+// own receivers holds at most this share, and other namespaces' pushes still go in.
+const maxNamespaceBodies = maxBodiesInFlight / 4
+
 // Receiver answers git hosts' push webhooks on receiver Secrets: a Secret labelled
 // functions.dev/receiver=true with key token is served at /hook/<namespace>/<name>,
 // and a verified push there has the Functions of that namespace that build from
@@ -46,8 +51,10 @@ type Receiver struct {
 	global   *limiter
 	receiver *limiter
 	replays  *deliveries
-	// bodies holds the bytes of the bodies being read.
+	// bodies holds the bytes of the bodies being read; shares, those of each
+	// namespace's receivers.
 	bodies   *semaphore.Weighted
+	shares   *shares
 	requests *prometheus.CounterVec
 	now      func() time.Time
 	// listening, when set, is told the address Start listens on (tests).
@@ -66,6 +73,7 @@ func New(opts Options) *Receiver {
 		receiver: newLimiter(opts.ReceiverRate, opts.ReceiverBurst, maxReceivers),
 		replays:  newDeliveries(replayWindow, maxRemembered),
 		bodies:   semaphore.NewWeighted(max(maxBodiesInFlight, opts.MaxBodyBytes)),
+		shares:   &shares{max: max(maxNamespaceBodies, opts.MaxBodyBytes), held: map[string]int64{}},
 		requests: newRequestsCounter(),
 		now:      time.Now,
 	}
@@ -183,6 +191,11 @@ func (r *Receiver) handle(w http.ResponseWriter, req *http.Request) answer {
 	if req.ContentLength >= 0 {
 		size = req.ContentLength // no more than MaxBodyBytes: refused above
 	}
+	if !r.shares.take(key.Namespace, size) {
+		logger.V(1).Info("webhook refused: too many bodies being read for the namespace")
+		return busy
+	}
+	defer r.shares.give(key.Namespace, size)
 	if !r.bodies.TryAcquire(size) {
 		logger.V(1).Info("webhook refused: too many bodies being read")
 		return busy
