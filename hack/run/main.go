@@ -34,7 +34,8 @@ func main() {
 }
 
 func run() error {
-	onCluster := flag.Bool("cluster", false, "run against the cluster in KUBECONFIG (or ~/.kube/config), as one more candidate of the installed operator's leader election, instead of on an embedded control plane")
+	onCluster := flag.Bool("cluster", false, "run against the cluster in KUBECONFIG (or ~/.kube/config), "+
+		"as one more candidate of the installed operator's leader election, instead of on an embedded control plane")
 	metricsAddr := flag.String("metrics-bind-address", "127.0.0.1:8080", "where the operator serves metrics")
 	probeAddr := flag.String("health-probe-bind-address", "127.0.0.1:8081", "where the operator serves its probes")
 	flag.Parse()
@@ -106,7 +107,8 @@ func clusterConfig(onCluster bool) (*rest.Config, func(), error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading the configured cluster's config: %w", err)
 	}
-	fmt.Fprintf(os.Stderr, "run: using the cluster at %s (from KUBECONFIG or ~/.kube/config); this process acts only while it holds the leader election Lease %s/%s, so not while an installed operator leads\n",
+	fmt.Fprintf(os.Stderr, "run: using the cluster at %s (from KUBECONFIG or ~/.kube/config); this process acts only while it holds "+
+		"the leader election Lease %s/%s, so not while an installed operator leads\n",
 		cfg.Host, envOr("SYSTEM_NAMESPACE", "func-operator"), operator.LeaderElectionID)
 	return cfg, nil, nil
 }

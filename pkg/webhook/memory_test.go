@@ -31,7 +31,7 @@ func TestAttack_BodiesInFlight(t *testing.T) {
 		namespaces = 8
 		maxBody    = 1 << 20
 	)
-	var all []*corev1.Secret
+	all := make([]*corev1.Secret, 0, namespaces+1)
 	for i := range namespaces {
 		all = append(all, receiverSecretOf(fmt.Sprintf("tenant-%d", i), testName, testToken))
 	}
