@@ -141,7 +141,11 @@ const (
 	// ReasonImageTooLarge: reading the image would take more than the operator
 	// allows: a manifest or config over inspectMaxMemory, or layers over
 	// inspectMaxBytes once uncompressed.
-	ReasonImageTooLarge          = "ImageTooLarge"
+	ReasonImageTooLarge = "ImageTooLarge"
+	// ReasonImageDigestMismatch: the registry served a layer whose bytes are not
+	// the digest its manifest names (a corrupt or a forged layer): no verdict is
+	// drawn from it.
+	ReasonImageDigestMismatch    = "ImageDigestMismatch"
 	ReasonUnsupportedRuntime     = "UnsupportedRuntime"
 	ReasonRegistrySecretNotFound = "RegistryAuthSecretNotFound"
 	ReasonRegistrySecretInvalid  = "RegistryAuthSecretInvalid"

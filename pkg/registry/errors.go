@@ -67,8 +67,11 @@ const (
 	ReasonNotFound InspectReason = "NotFound"
 	// ReasonBadManifest: a manifest, index or config is malformed or unsupported.
 	ReasonBadManifest InspectReason = "BadManifest"
-	// ReasonLayerRead: a layer could not be read (bad compression, bad tar, digest mismatch).
+	// ReasonLayerRead: a layer could not be read (bad compression, bad tar).
 	ReasonLayerRead InspectReason = "LayerReadFailed"
+	// ReasonDigestMismatch: the registry served a layer whose bytes are not those
+	// of the digest (or the size) the manifest names: a corrupt or a forged layer.
+	ReasonDigestMismatch InspectReason = "DigestMismatch"
 	// ReasonRequestFailed: any other failure (unexpected HTTP status, bad options).
 	ReasonRequestFailed InspectReason = "RequestFailed"
 	// ReasonTooLarge: reading the image would pass the operator's limits.
@@ -159,7 +162,10 @@ func (e *errContext) classify(err error, fallback InspectReason, what string) er
 			detail: e.redact(fmt.Sprintf("reading %s: %s", what, netguard.DeniedText(err)))}
 	}
 	var tl *TooLargeError
+	var dm *DigestMismatchError
 	switch {
+	case errors.As(err, &dm):
+		return &InspectError{Ref: e.ref, Reason: ReasonDigestMismatch, Err: err, detail: e.redact(fmt.Sprintf("reading %s: %s", what, dm))}
 	case errors.As(err, &tl):
 		return &InspectError{Ref: e.ref, Reason: ReasonTooLarge, Err: err, detail: e.redact(fmt.Sprintf("reading %s: %s", what, tl.What))}
 	case netguard.IsTooLarge(err):

@@ -1,11 +1,13 @@
-// Package registry inspects function images in OCI registries: the middleware version they were built with, cached by digest.
+// Package registry inspects function images in OCI registries: the middleware
+// version they were built with, drawn only from content verified against its
+// digest, and cached per repository and digest for the callers whose own access
+// to that image was shown.
 package registry
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -86,10 +88,23 @@ type Middleware struct {
 	Revision string
 }
 
-// Inspector reads images; safe for concurrent use. Results are cached by digest: each digest is inspected once.
+// Inspector reads images; safe for concurrent use.
 //
-// Results are keyed by digest only: a cached digest is answered without
-// checking that the caller may pull it. Errors are never cached.
+// A verdict is drawn only from bytes verified against their digests: the manifest
+// by its digest, the config by the manifest's descriptor, and every layer read, to
+// the end of its compressed stream (DigestMismatch otherwise). A registry cannot
+// pass a forged layer off under another image's manifest.
+//
+// Results are cached per repository, digest and CA bundle (the content a verdict
+// was read from), and served only to callers whose credentials were shown to reach
+// that image in that repository: the credentials that inspected it, that resolved a
+// tag to it, or that a manifest HEAD by digest (cached per repository, digest, CA
+// bundle and credentials identity) let through. Whoever knows the digest of an
+// image they may not pull learns nothing from the cache; at fleet scale a
+// Function costs one HEAD per image it runs, once, and no request after while its
+// access stays cached. The same digest in another repository is inspected again.
+// Errors are never cached; an image over the limits is (see Limits), behind the
+// same access check.
 //
 // An Inspector also keeps the authenticated transports it opened, per
 // repository and credentials, so that resolving a tag costs one request
@@ -98,10 +113,16 @@ type Middleware struct {
 type Inspector struct {
 	opts []remote.Option
 
-	results *lru.Cache // digest string -> Middleware
-	// tooLarge holds the images over the limits: "digest maxMemory maxBytes" -> why.
+	results *lru.Cache // contentKey -> Middleware
+	// access holds the callers shown to reach a cached image: contentKey + " " +
+	// credentials identity -> struct{}.
+	access *lru.Cache
+	// tooLarge holds the images over the limits: "contentKey maxMemory maxBytes" -> why.
 	tooLarge *lru.Cache
 	pullers  *lru.Cache // pullerKey -> *remote.Puller
+	// credKey keys the HMAC that names credentials in cache keys, drawn at random
+	// by NewInspector: no credential is kept in a key, nor a plain hash of one.
+	credKey []byte
 
 	mu       sync.Mutex
 	inflight map[string]*inflightCall
@@ -114,8 +135,9 @@ type Inspector struct {
 	// the one of the options. Without it such an inspection fails.
 	Guard *netguard.Guard
 
-	inspections atomic.Int64
-	cacheHits   atomic.Int64
+	inspections  atomic.Int64
+	cacheHits    atomic.Int64
+	accessChecks atomic.Int64
 }
 
 type inflightCall struct {
@@ -144,8 +166,10 @@ func NewInspector(cacheSize int, opts ...remote.Option) *Inspector { // opts e.g
 	return &Inspector{
 		opts:      append([]remote.Option{remote.WithRetryBackoff(retryBackoff)}, opts...),
 		results:   lru.New(cacheSize),
+		access:    lru.New(cacheSize * accessPerResult),
 		tooLarge:  lru.New(cacheSize),
 		pullers:   lru.New(pullerCacheSize),
+		credKey:   newCredKey(),
 		inflight:  map[string]*inflightCall{},
 		scanSlots: make(chan struct{}, DefaultConcurrentScans),
 	}
@@ -175,8 +199,10 @@ func (i *Inspector) stats() (inspections, cacheHits int64) {
 	return i.inspections.Load(), i.cacheHits.Load()
 }
 
-// Inspect resolves ref (tag or digest) and returns the middleware. For a ref by digest whose digest is cached,
-// it makes NO registry request at all. For a tag it needs one request to resolve the digest (HEAD/GET manifest), then the cache.
+// Inspect resolves ref (tag or digest) and returns the middleware. For a ref by digest whose image is cached
+// and was shown reachable with these credentials, it makes NO registry request at all; with other credentials,
+// one (HEAD of the manifest by digest), once. For a tag it needs one request to resolve the digest (HEAD/GET
+// manifest), then the cache.
 // Multi-arch indexes: pick linux/amd64 (fall back to the first manifest) and say which in errors.
 //
 // The label middleware-version answers first (no layer is read then); an empty
@@ -190,7 +216,8 @@ func (i *Inspector) stats() (inspections, cacheHits int64) {
 // kc may be nil for anonymous access. An image without a label and without a
 // Go executable depending on knative.dev/func-go gives a Middleware with an
 // empty Version and Source and no error. Errors are *UnreachableError,
-// *AuthError or *InspectError. A ctx without deadline gets DefaultTimeout.
+// *AuthError or *InspectError (DigestMismatch: a layer that is not its digest).
+// A ctx without deadline gets DefaultTimeout.
 func (i *Inspector) Inspect(ctx context.Context, ref string, kc authn.Keychain) (Middleware, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -211,11 +238,6 @@ func (i *Inspector) Inspect(ctx context.Context, ref string, kc authn.Keychain) 
 	if err != nil {
 		return Middleware{}, &InspectError{Ref: ref, Reason: ReasonInvalidReference, Err: err,
 			detail: "not a valid image reference: " + err.Error()}
-	}
-	if d, ok := r.(name.Digest); ok {
-		if m, ok := i.cached(d.DigestStr()); ok {
-			return m, nil
-		}
 	}
 
 	repo := r.Context()
@@ -238,13 +260,16 @@ func (i *Inspector) Inspect(ctx context.Context, ref string, kc authn.Keychain) 
 	ec := newErrContext(ref, repo.RegistryStr(), cfg)
 
 	ca := caBundle(kc)
-	p, key, err := i.puller(repo, cfg, ca)
+	cred := i.credID(cfg)
+	p, key, err := i.puller(repo, cred, cfg, ca)
 	if err != nil {
 		return Middleware{}, ec.invalid(ReasonRequestFailed, err, "invalid registry client options: %v", err)
 	}
 
 	var top v1.Hash
 	var desc *remote.Descriptor
+	// shown: the registry let these credentials reach top in repo during this call.
+	shown := false
 	if d, ok := r.(name.Digest); ok {
 		if top, err = v1.NewHash(d.DigestStr()); err != nil {
 			return Middleware{}, ec.invalid(ReasonInvalidReference, err, "invalid digest: %v", err)
@@ -255,32 +280,60 @@ func (i *Inspector) Inspect(ctx context.Context, ref string, kc authn.Keychain) 
 			i.pullers.Remove(key)
 			return Middleware{}, err
 		}
-		if m, ok := i.cached(top.String()); ok {
-			return m, nil
-		}
+		shown = true
 	}
 
+	ck := contentKey(repo, top, ca)
+	ak := accessKey(ck, cred)
 	// An image too large to read stays so under the same limits: it is not read
 	// again (a zip bomb would cost its decompression at every check). Kept per
-	// repository and CA bundle: a layer is read before its digest can be verified,
-	// so another registry, or a server a tenant's own CA vouches for under the
-	// name of a registry, could serve a bomb under the digests of someone else's
-	// image.
-	tooLargeKey := fmt.Sprintf("%s@%s %d %d %s", repo, top, lim.MaxMemory, lim.MaxBytes, caKey(ca))
-	if v, ok := i.tooLarge.Get(tooLargeKey); ok {
-		i.cacheHits.Add(1)
-		return Middleware{}, &InspectError{Ref: ref, Reason: ReasonTooLarge, detail: v.(string)}
+	// repository and CA bundle, as results are: a layer is read before its digest
+	// can be verified, so another registry, or a server a tenant's own CA vouches
+	// for under the name of a registry, could serve a bomb under the digests of
+	// someone else's image.
+	tooLargeKey := fmt.Sprintf("%s %d %d", ck, lim.MaxMemory, lim.MaxBytes)
+	for {
+		m, cached := i.results.Get(ck)
+		why, tooLarge := i.tooLarge.Get(tooLargeKey)
+		if cached || tooLarge {
+			if !shown && !i.accessShown(ak) {
+				if err := i.showAccess(ctx, p, repo, top, ec); err != nil {
+					i.pullers.Remove(key)
+					return Middleware{}, err
+				}
+			}
+			i.access.Add(ak, struct{}{})
+			i.cacheHits.Add(1)
+			if !cached {
+				return Middleware{}, &InspectError{Ref: ref, Reason: ReasonTooLarge, detail: why.(string)}
+			}
+			return m.(Middleware), nil
+		}
+		m2, err, ran := i.inspectOnce(ctx, ck, ec, func() (Middleware, error) {
+			m, err := i.inspect(ctx, p, repo, top, desc, lim, ec)
+			if ie := (*InspectError)(nil); errors.As(err, &ie) && ie.Reason == ReasonTooLarge {
+				i.tooLarge.Add(tooLargeKey, ie.detail) // names digests, never the reference
+			}
+			return m, err
+		}, func(m Middleware) {
+			// Under i.mu, before any waiter wakes: the caller's access is the
+			// inspection itself.
+			i.access.Add(ak, struct{}{})
+			// The image an index led to, by its own digest, in the same repository.
+			if h, err := v1.NewHash(m.Digest); err == nil && h != top {
+				child := contentKey(repo, h, ca)
+				i.results.Add(child, m)
+				i.access.Add(accessKey(child, cred), struct{}{})
+			}
+		})
+		if !ran {
+			continue // another call inspected it, or failed: look again
+		}
+		if err != nil {
+			i.pullers.Remove(key)
+		}
+		return m2, err
 	}
-	m, err := i.inspectOnce(ctx, top.String(), ec, func() (Middleware, error) {
-		return i.inspect(ctx, p, repo, top, desc, lim, ec)
-	})
-	if ie := (*InspectError)(nil); errors.As(err, &ie) && ie.Reason == ReasonTooLarge {
-		i.tooLarge.Add(tooLargeKey, ie.detail) // names digests, never the reference
-	}
-	if err != nil {
-		i.pullers.Remove(key)
-	}
-	return m, err
 }
 
 // resolveTag finds the digest a tag points to with one HEAD request; when
@@ -304,66 +357,51 @@ func (i *Inspector) resolveTag(ctx context.Context, p *remote.Puller, r name.Ref
 	return desc.Digest, desc, nil
 }
 
-func (i *Inspector) cached(digest string) (Middleware, bool) {
-	v, ok := i.results.Get(digest)
-	if !ok {
-		return Middleware{}, false
-	}
-	i.cacheHits.Add(1)
-	return v.(Middleware), true
-}
-
-// inspectOnce runs fn for digest unless the result is cached or another
-// call is already inspecting it, in which case it waits for that result.
-// When that other call fails, the waiter tries itself (errors are not shared
-// between callers, whose references and credentials may differ).
-func (i *Inspector) inspectOnce(ctx context.Context, digest string, ec *errContext, fn func() (Middleware, error)) (Middleware, error) {
-	for {
-		i.mu.Lock()
-		if v, ok := i.results.Get(digest); ok {
-			i.mu.Unlock()
-			i.cacheHits.Add(1)
-			return v.(Middleware), nil
-		}
-		c, running := i.inflight[digest]
-		if !running {
-			c = &inflightCall{done: make(chan struct{})}
-			i.inflight[digest] = c
-			i.mu.Unlock()
-
-			c.m, c.err = fn()
-			i.mu.Lock()
-			if c.err == nil {
-				i.results.Add(digest, c.m)
-				if c.m.Digest != "" && c.m.Digest != digest {
-					i.results.Add(c.m.Digest, c.m)
-				}
-			}
-			delete(i.inflight, digest)
-			i.mu.Unlock()
-			close(c.done)
-			return c.m, c.err
-		}
+// inspectOnce runs fn for the image of content key ck unless another call is
+// already inspecting it, in which case it waits for that call and returns
+// ran false: the caller then looks at the cache again (the other call's result
+// is served only once this caller's own access is shown) or, when the other
+// call failed, tries itself (errors are not shared between callers, whose
+// references and credentials may differ). On success the result is cached, and
+// done runs under the same lock, before any waiter wakes.
+func (i *Inspector) inspectOnce(ctx context.Context, ck string, ec *errContext, fn func() (Middleware, error), done func(Middleware)) (m Middleware, err error, ran bool) {
+	i.mu.Lock()
+	if _, ok := i.results.Get(ck); ok {
 		i.mu.Unlock()
-		select {
-		case <-c.done:
-			if c.err == nil {
-				i.cacheHits.Add(1)
-				return c.m, nil
-			}
-		case <-ctx.Done():
-			return Middleware{}, ec.classify(ctx.Err(), ReasonRequestFailed, "image "+digest)
+		return Middleware{}, nil, false
+	}
+	c, running := i.inflight[ck]
+	if !running {
+		c = &inflightCall{done: make(chan struct{})}
+		i.inflight[ck] = c
+		i.mu.Unlock()
+
+		c.m, c.err = fn()
+		i.mu.Lock()
+		if c.err == nil {
+			i.results.Add(ck, c.m)
+			done(c.m)
 		}
+		delete(i.inflight, ck)
+		i.mu.Unlock()
+		close(c.done)
+		return c.m, c.err, true
+	}
+	i.mu.Unlock()
+	select {
+	case <-c.done:
+		return Middleware{}, nil, false
+	case <-ctx.Done():
+		return Middleware{}, ec.classify(ctx.Err(), ReasonRequestFailed, "image "+ck), true
 	}
 }
 
-// puller returns the cached remote.Puller for repo, credentials cfg and CA
-// bundle ca, or a new one. A Puller keeps the authenticated transport of each
-// repository; one with a CA bundle is never shared with a caller of another.
-func (i *Inspector) puller(repo name.Repository, cfg *authn.AuthConfig, ca []byte) (*remote.Puller, string, error) {
-	h := sha256.New()
-	_ = json.NewEncoder(h).Encode(cfg)
-	key := repo.Scheme() + "://" + repo.String() + "#" + hex.EncodeToString(h.Sum(nil)) + "#" + caKey(ca)
+// puller returns the cached remote.Puller for repo, credentials cfg (whose
+// identity is cred) and CA bundle ca, or a new one. A Puller keeps the
+// authenticated transport of each repository; one with a CA bundle is never
+// shared with a caller of another.
+func (i *Inspector) puller(repo name.Repository, cred string, cfg *authn.AuthConfig, ca []byte) (*remote.Puller, string, error) {
+	key := repo.Scheme() + "://" + repo.String() + "#" + cred + "#" + caKey(ca)
 	if v, ok := i.pullers.Get(key); ok {
 		return v.(*remote.Puller), key, nil
 	}

@@ -276,9 +276,11 @@ func TestInspectIndex(t *testing.T) {
 		defer tr.setOverride(nil)
 
 		_, err := NewInspector(10).Inspect(testCtx(t), tr.ref("fn/multi:v1"), nil)
+		// The bytes served are not the blob: a digest mismatch, which the
+		// failed decompression must not hide.
 		var ie *InspectError
-		if !errors.As(err, &ie) || ie.Reason != ReasonLayerRead {
-			t.Fatalf("got %T %v, want *InspectError %s", err, err, ReasonLayerRead)
+		if !errors.As(err, &ie) || ie.Reason != ReasonDigestMismatch {
+			t.Fatalf("got %T %v, want *InspectError %s", err, err, ReasonDigestMismatch)
 		}
 		for _, s := range []string{"linux/amd64", amdDigest.String(), bad} {
 			if !strings.Contains(err.Error(), s) {

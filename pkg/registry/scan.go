@@ -122,27 +122,68 @@ func (i *Inspector) scanLayers(ctx context.Context, img v1.Image, what string, l
 	return "", nil
 }
 
-// scanLayer streams one layer, counting its uncompressed bytes against the budget.
+// scanLayer streams one layer, counting its uncompressed bytes against the
+// budget, and checks the layer against its digest before anything read from it
+// is used: a scan that stops early (at the build information, or at the end of
+// the tar archive) drains the rest of the compressed stream, within the same
+// budget and context, so that the whole blob is hashed.
 func (i *Inspector) scanLayer(ctx context.Context, l v1.Layer, s *scanState) (version string, err error) {
-	rc, err := l.Uncompressed()
+	blob, err := openLayerBlob(l)
 	if err != nil {
 		return "", err
 	}
-	defer func() { _ = rc.Close() }()
+	defer func() { _ = blob.Close() }()
+	mt, err := l.MediaType()
+	if err != nil {
+		return "", err
+	}
+	rc, err := blob.uncompressed(mt)
+	if err != nil {
+		if v := blob.verified(); v != nil {
+			return "", v
+		}
+		return "", err
+	}
+	version, hides, opaques, err := readLayer(ctx, rc, s)
+	// Closed before draining: a decompressor may read ahead from the blob.
+	_ = rc.Close()
+	if v := blob.verified(); v != nil {
+		return "", v // a failed read of a blob that is not the one named says so
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := blob.drain(s); err != nil {
+		return "", err
+	}
+	if version != "" {
+		return version, nil
+	}
+	for _, h := range hides {
+		s.hidden[h] = true
+	}
+	for _, o := range opaques {
+		s.opaque[o] = true
+	}
+	return "", nil
+}
 
-	var hides, opaques []string
+// readLayer reads the tar stream of one layer until the build information of an
+// executable that depends on FuncGoModule, or its end. It returns the version
+// found, or the paths the layer hides from the layers below it.
+func readLayer(ctx context.Context, rc io.Reader, s *scanState) (version string, hides, opaques []string, err error) {
 	tr := tar.NewReader(countingReader{r: rc, s: s})
 	magic := make([]byte, len(elfMagic))
 	for {
 		if err := ctx.Err(); err != nil {
-			return "", err
+			return "", nil, nil, err
 		}
 		hdr, err := tr.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return "", fmt.Errorf("reading tar: %w", err)
+			return "", nil, nil, fmt.Errorf("reading tar: %w", err)
 		}
 		p := path.Clean("/" + hdr.Name)[1:]
 		if p == "" {
@@ -153,13 +194,13 @@ func (i *Inspector) scanLayer(ctx context.Context, l v1.Layer, s *scanState) (ve
 		switch {
 		case base == whiteoutOpaque:
 			if err := s.keep(dir); err != nil {
-				return "", err
+				return "", nil, nil, err
 			}
 			opaques = append(opaques, dir)
 			continue
 		case strings.HasPrefix(base, whiteoutPrefix):
 			if err := s.keep(p); err != nil {
-				return "", err
+				return "", nil, nil, err
 			}
 			hides = append(hides, path.Join(dir, strings.TrimPrefix(base, whiteoutPrefix)))
 			continue
@@ -169,7 +210,7 @@ func (i *Inspector) scanLayer(ctx context.Context, l v1.Layer, s *scanState) (ve
 		}
 		if hdr.Typeflag != tar.TypeDir {
 			if err := s.keep(p); err != nil {
-				return "", err
+				return "", nil, nil, err
 			}
 			hides = append(hides, p)
 		}
@@ -181,7 +222,7 @@ func (i *Inspector) scanLayer(ctx context.Context, l v1.Layer, s *scanState) (ve
 			continue
 		}
 		if _, err := io.ReadFull(tr, magic); err != nil {
-			return "", fmt.Errorf("reading %s: %w", p, err)
+			return "", nil, nil, fmt.Errorf("reading %s: %w", p, err)
 		}
 		if !bytes.Equal(magic, elfMagic) {
 			continue
@@ -192,24 +233,18 @@ func (i *Inspector) scanLayer(ctx context.Context, l v1.Layer, s *scanState) (ve
 		var tl *TooLargeError
 		switch {
 		case errors.As(err, &tl):
-			return "", err
+			return "", nil, nil, err
 		case errors.Is(err, errModInfoTooLarge):
-			return "", &TooLargeError{What: fmt.Sprintf("reading %s: %s (ConfigMap key inspectMaxMemory)", p, err)}
+			return "", nil, nil, &TooLargeError{What: fmt.Sprintf("reading %s: %s (ConfigMap key inspectMaxMemory)", p, err)}
 		case err != nil:
-			return "", fmt.Errorf("reading %s: %w", p, err)
+			return "", nil, nil, fmt.Errorf("reading %s: %w", p, err)
 		case bi != nil:
 			if v := funcGoVersionOf(bi); v != "" {
-				return v, nil
+				return v, nil, nil, nil
 			}
 		}
 	}
-	for _, h := range hides {
-		s.hidden[h] = true
-	}
-	for _, o := range opaques {
-		s.opaque[o] = true
-	}
-	return "", nil
+	return "", hides, opaques, nil
 }
 
 // funcGoVersion returns the version of knative.dev/func-go recorded in the

@@ -16,29 +16,40 @@ import (
 )
 
 // Lanes keeps one remote host, and one namespace (tenant), from holding every
-// worker: a repository or registry is read by at most half the workers at once, and
-// by one once it was slow (an operation ran into its timeout) until it answers in
-// time again; the Functions of one namespace hold at most half the workers in
-// remote reads, whatever hosts they name. A Function without a free lane is
-// checked again shortly, without holding a worker: a tenant's slow or hanging hosts
-// delay its own Functions, not everyone's checks.
+// worker: a repository or registry is read by at most half the workers at once; the
+// Functions of one namespace hold at most half the workers in remote reads,
+// whatever hosts they name; and a namespace whose read of a host was slow (ran into
+// its timeout) reads that host one at a time until it answers that namespace in
+// time again. A Function without a free lane is checked again shortly, without
+// holding a worker: a tenant's slow or hanging hosts delay its own Functions, not
+// everyone's checks.
+//
+// The slow lane is kept per host and namespace, not per host: on a registry or git
+// host that tenants share, one tenant's huge image or repository (which times out
+// at every check) would otherwise slow that host for everyone for SlowFor, and
+// another tenant's read in time would lift it for the tenant whose reads time out.
+// A host down for everyone puts each namespace reading it in its slow lane at its
+// first timeout; the host's own cap (half the workers) holds meanwhile.
 type Lanes struct {
 	// Workers is how many Functions are reconciled at once.
 	Workers int
-	// SlowFor is how long a host that timed out stays in the slow lane, unless it
-	// answers in time before (default 10 minutes).
+	// SlowFor is how long a namespace's reads of a host that timed out stay in the
+	// slow lane, unless the host answers them in time before (default 10 minutes).
 	SlowFor time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 
 	mu        sync.Mutex
 	inFlight  map[string]int
-	slowUntil map[string]time.Time
+	slowUntil map[string]time.Time // slowKey -> until when
 }
 
 // laneWait is how soon a Function without a free lane is checked again (jittered
 // by up to half): soon, as lanes of hosts that answer free in moments.
 const laneWait = 500 * time.Millisecond
+
+// slowKey names the reads of host by namespace's Functions.
+func slowKey(host, namespace string) string { return host + " for namespace " + namespace }
 
 // Enter takes a lane of host and one of namespace, when both are free. The caller
 // must call leave once, with whether the operation ran into its timeout.
@@ -52,23 +63,32 @@ func (l *Lanes) Enter(host, namespace string) (leave func(timedOut bool), ok boo
 	if l.inFlight == nil {
 		l.inFlight, l.slowUntil = map[string]int{}, map[string]time.Time{}
 	}
-	if (host != "" && l.inFlight[host] >= l.limit(host)) || l.inFlight[tenant] >= max(1, l.Workers/2) {
+	half := max(1, l.Workers/2)
+	hk := ""
+	if host != "" {
+		hk = slowKey(host, namespace)
+		if l.inFlight[host] >= half || (l.slow(hk) && l.inFlight[hk] >= 1) {
+			return nil, false
+		}
+	}
+	if l.inFlight[tenant] >= half {
 		return nil, false
 	}
-	if host != "" {
-		l.inFlight[host]++
+	for _, k := range []string{host, hk, tenant} {
+		if k != "" {
+			l.inFlight[k]++
+		}
 	}
-	l.inFlight[tenant]++
 	var once sync.Once
 	return func(timedOut bool) {
-		once.Do(func() { l.leave(host, tenant, timedOut) })
+		once.Do(func() { l.leave(host, hk, tenant, timedOut) })
 	}, true
 }
 
-func (l *Lanes) leave(host, tenant string, timedOut bool) {
+func (l *Lanes) leave(host, hk, tenant string, timedOut bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, k := range []string{host, tenant} {
+	for _, k := range []string{host, hk, tenant} {
 		if k == "" {
 			continue
 		}
@@ -76,7 +96,7 @@ func (l *Lanes) leave(host, tenant string, timedOut bool) {
 			delete(l.inFlight, k)
 		}
 	}
-	if host == "" {
+	if hk == "" {
 		return
 	}
 	if timedOut {
@@ -84,29 +104,30 @@ func (l *Lanes) leave(host, tenant string, timedOut bool) {
 		if slowFor <= 0 {
 			slowFor = 10 * time.Minute
 		}
-		l.slowUntil[host] = l.now().Add(slowFor)
+		l.slowUntil[hk] = l.now().Add(slowFor)
 		return
 	}
-	delete(l.slowUntil, host)
+	delete(l.slowUntil, hk)
 }
 
-// limit is how many operations on host may run at once.
-func (l *Lanes) limit(host string) int {
-	if until, ok := l.slowUntil[host]; ok {
-		if l.now().Before(until) {
-			return 1
-		}
-		delete(l.slowUntil, host)
+// slow reports whether the reads slowKey hk names are in the slow lane.
+func (l *Lanes) slow(hk string) bool {
+	until, ok := l.slowUntil[hk]
+	if !ok {
+		return false
 	}
-	return max(1, l.Workers/2)
+	if l.now().Before(until) {
+		return true
+	}
+	delete(l.slowUntil, hk)
+	return false
 }
 
-// Slow reports whether host is in the slow lane.
-func (l *Lanes) Slow(host string) bool {
+// Slow reports whether namespace's reads of host are in the slow lane.
+func (l *Lanes) Slow(host, namespace string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	until, ok := l.slowUntil[host]
-	return ok && l.now().Before(until)
+	return l.slow(slowKey(host, namespace))
 }
 
 func (l *Lanes) now() time.Time {

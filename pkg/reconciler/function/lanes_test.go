@@ -33,7 +33,7 @@ func TestLanes(t *testing.T) {
 	// A timeout puts the host in the slow lane: one at a time.
 	leave1(true)
 	leave1(true) // a second call is a no-op
-	if !l.Slow(slow) {
+	if !l.Slow(slow, "a") {
 		t.Fatalf("the host is not slow after a timeout")
 	}
 	if _, ok := l.Enter(slow, "a"); ok {
@@ -50,7 +50,7 @@ func TestLanes(t *testing.T) {
 
 	// An answer in time ends the slow lane.
 	leave3(false)
-	if l.Slow(slow) {
+	if l.Slow(slow, "a") {
 		t.Fatalf("the host is still slow after it answered in time")
 	}
 	a, okA := l.Enter(slow, "a")
@@ -63,7 +63,7 @@ func TestLanes(t *testing.T) {
 
 	// The slow lane ends by itself after SlowFor.
 	now = now.Add(2 * time.Minute)
-	if l.Slow(slow) {
+	if l.Slow(slow, "a") {
 		t.Fatalf("the host is slow past SlowFor")
 	}
 

@@ -247,6 +247,8 @@ func inspectFailed(fn *v1alpha1.Function, err error) error {
 			reason = v1alpha1.ReasonImageNotFound
 		case registry.ReasonTooLarge:
 			reason = v1alpha1.ReasonImageTooLarge
+		case registry.ReasonDigestMismatch:
+			reason = v1alpha1.ReasonImageDigestMismatch
 		case registry.ReasonHostNotAllowed:
 			reason = v1alpha1.ReasonHostNotAllowed
 		}
