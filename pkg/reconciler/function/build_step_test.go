@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -633,5 +634,42 @@ func TestReconcile_FailedBuildShownWhenStepsStop(t *testing.T) {
 	}
 	if c := got.Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate); c == nil || c.Reason == v1alpha1.ReasonRebuilding {
 		t.Errorf("MiddlewareUpToDate = %+v after the build failed, want it no longer Rebuilding", c)
+	}
+}
+
+// TestReconciler_recordBuildEvents_adopted: BuildAdopted is emitted for a build whose
+// run this process sees first but another process launched (it recorded the build
+// Starting before a restart), not for a build this process launched.
+func TestReconciler_recordBuildEvents_adopted(t *testing.T) {
+	for _, tt := range []struct {
+		name         string
+		launchedHere bool
+		want         []string
+	}{
+		{name: "launched by an earlier process: adopted", want: []string{"Normal BuildAdopted following build b1 already running in PipelineRun fn-run-b1"}},
+		{name: "launched by this process: no event", launchedHere: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, _ := newBuildReconciler(t)
+			events := record.NewFakeRecorder(10)
+			r.Recorder = events
+			fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "fn"}}
+			if tt.launchedHere {
+				r.Launcher.Launch(types.NamespacedName{Namespace: "ns", Name: "fn"}, "b1", funclib.BuildRequest{})
+				r.Launcher.wait()
+			}
+			orig := fn.DeepCopy()
+			orig.Status.Build = &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseStarting}
+			fn.Status.Build = &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseRunning, PipelineRun: "fn-run-b1"}
+			r.recordBuildEvents(orig, fn)
+			close(events.Events)
+			var got []string
+			for e := range events.Events {
+				got = append(got, e)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
