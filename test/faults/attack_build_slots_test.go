@@ -52,7 +52,7 @@ func TestAttack_BuildSlots(t *testing.T) {
 		until(t, 2*time.Minute, name+" Ready", func() string { return s.ready(tenant.ns, name) })
 	}
 	tc := s.tenantClient(t, tenant.ns)
-	var lookalikes []string
+	lookalikes := make([]string, 0, len(tenant.healthy))
 	for _, name := range tenant.healthy {
 		fn := s.function(tenant.ns, name)
 		pr := &pipelinev1.PipelineRun{

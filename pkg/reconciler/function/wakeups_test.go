@@ -42,7 +42,7 @@ func TestWakeups_Burst(t *testing.T) {
 	if err := w.source().Start(ctx, q); err != nil {
 		t.Fatal(err)
 	}
-	var want []string
+	want := make([]string, 0, burstTargets)
 	for i := range burstTargets {
 		want = append(want, fmt.Sprintf("ns/fn-%d", i))
 	}
