@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -21,7 +22,8 @@ import (
 
 // pruneHistory deletes the finished PipelineRuns of fn beyond spec.buildHistoryLimit,
 // those that finished first first. The run of the build the status records is never
-// deleted, nor is one that has not finished.
+// deleted, nor is one that has not finished, nor one fn does not control: a run
+// labelled as fn's by someone else is not the operator's to count or delete.
 func (r *Reconciler) pruneHistory(ctx context.Context, fn *v1alpha1.Function, runs []pipelinev1.PipelineRun) error {
 	current := ""
 	if fn.Status.Build != nil {
@@ -30,7 +32,7 @@ func (r *Reconciler) pruneHistory(ctx context.Context, fn *v1alpha1.Function, ru
 	var finished []*pipelinev1.PipelineRun
 	for i := range runs {
 		pr := &runs[i]
-		if pr.IsDone() && pr.DeletionTimestamp.IsZero() && pr.Labels[resources.LabelBuildID] != current {
+		if pr.IsDone() && pr.DeletionTimestamp.IsZero() && pr.Labels[resources.LabelBuildID] != current && controlledBy(pr, fn) {
 			finished = append(finished, pr)
 		}
 	}
@@ -86,6 +88,16 @@ func (r *Reconciler) sweepGitCredentials(ctx context.Context, fn *v1alpha1.Funct
 				"secret", m.Name, "build", m.Labels[resources.LabelBuildID], "reason", err.Error())
 		}
 	}
+}
+
+// controlledBy reports whether fn is o's controller, as the API proxy makes it of
+// every object of a build (resources.Owner). Whoever may create objects in the
+// namespace may write such a reference too: it tells the operator's objects from
+// others only together with a build ID the status recorded.
+func controlledBy(o metav1.Object, fn *v1alpha1.Function) bool {
+	ref := metav1.GetControllerOfNoCopy(o)
+	return fn.UID != "" && ref != nil && ref.UID == fn.UID && ref.Kind == "Function" &&
+		strings.HasPrefix(ref.APIVersion, v1alpha1.SchemeGroupVersion.Group+"/")
 }
 
 // ownedBy reports whether fn owns o.

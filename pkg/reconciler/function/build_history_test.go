@@ -26,25 +26,27 @@ import (
 
 // TestReconciler_pruneHistory keeps spec.buildHistoryLimit finished PipelineRuns of a
 // Function, those that finished last, besides the run of the build its status records
-// and any run not finished.
+// and any run not finished. A run the Function does not control (a tenant labelled it
+// as the Function's) is neither counted nor deleted.
 func TestReconciler_pruneHistory(t *testing.T) {
 	// The runs of Function fn, oldest first: r0…r4 finished a minute apart, "running"
-	// has not, and "current" (finished first of all) is the build the status records.
-	runs := []string{"r0", "r1", "r2", "r3", "r4", "running", "current"}
+	// has not, and "current" (finished first of all) is the build the status records;
+	// "foreign" finished last, and the Function does not control it.
+	runs := []string{"r0", "r1", "r2", "r3", "r4", "running", "current", "foreign"}
 	for _, tt := range []struct {
 		name  string
 		limit *int32
 		want  []string // the runs left
 	}{
-		{name: "unset: 3", want: []string{"current", "r2", "r3", "r4", "running"}},
-		{name: "0: only the recorded and unfinished runs", limit: ptr.To[int32](0), want: []string{"current", "running"}},
+		{name: "unset: 3", want: []string{"current", "foreign", "r2", "r3", "r4", "running"}},
+		{name: "0: only the recorded and unfinished runs", limit: ptr.To[int32](0), want: []string{"current", "foreign", "running"}},
 		{name: "more than there are: none deleted", limit: ptr.To[int32](20), want: runs},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
 			ns := newNamespace(t)
 			r, _ := newBuildReconciler(t)
-			fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fn"}}
+			fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fn", UID: "fn-uid"}}
 			fn.Spec.BuildHistoryLimit = tt.limit
 			fn.Status.Build = &v1alpha1.BuildStatus{ID: "current", Phase: v1alpha1.BuildPhaseSucceeded}
 			base := time.Now().Add(-time.Hour).Truncate(time.Second)
@@ -52,6 +54,9 @@ func TestReconciler_pruneHistory(t *testing.T) {
 				pr := &pipelinev1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
 					Labels: map[string]string{resources.LabelFunction: "fn", resources.LabelManagedBy: resources.ManagedBy, resources.LabelBuildID: name}},
 					Spec: pipelinev1.PipelineRunSpec{PipelineRef: &pipelinev1.PipelineRef{Name: "p"}}}
+				if name != "foreign" {
+					pr.OwnerReferences = []metav1.OwnerReference{resources.Owner(fn)}
+				}
 				if err := r.Client.Create(ctx, pr); err != nil {
 					t.Fatal(err)
 				}

@@ -9,7 +9,6 @@ import (
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"knative.dev/pkg/apis"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -41,8 +40,9 @@ const (
 )
 
 // observeBuild follows the Function's build (status.build) through its PipelineRun,
-// mapped back by label: it adopts a run it does not know (after a restart, or a lost
-// status write), and records how a run ended. It runs before every other step, so a
+// mapped back by the build ID the status recorded before the launch (buildRun), and
+// records how the run ended. A run the status does not record is never adopted
+// (sweepRuns). It runs before every other step, so a
 // build is followed even while the source or the Service cannot be read; a build it
 // sees fail shows in MiddlewareUpToDate at once, whether or not the rebuild step
 // (which words it further) runs after it.
@@ -71,15 +71,10 @@ func (r *Reconciler) followBuild(ctx context.Context, fn *v1alpha1.Function) (Re
 	}
 	b := fn.Status.Build
 	if b == nil || (b.Phase != v1alpha1.BuildPhaseStarting && b.Phase != v1alpha1.BuildPhaseRunning) {
-		return Result{}, r.adoptRun(ctx, fn, runs)
+		return Result{}, r.sweepRuns(ctx, fn, runs)
 	}
 
-	var pr *pipelinev1.PipelineRun
-	for i := range runs {
-		if runs[i].Labels[resources.LabelBuildID] == b.ID {
-			pr = &runs[i]
-		}
-	}
+	pr := buildRun(fn, runs)
 	if pr == nil {
 		return r.observeLaunch(ctx, fn)
 	}
@@ -117,37 +112,79 @@ func (r *Reconciler) followBuild(ctx context.Context, fn *v1alpha1.Function) (Re
 	return Result{}, nil
 }
 
-// adoptRun records an unfinished run of runs that the status does not show (after a
-// restart, or a lost status write), rather than start another build. An unfinished run
-// of a build whose end the status records (stopped, or failed before its run showed
-// up) is a leftover: it is deleted, never adopted, so that it cannot deploy.
-func (r *Reconciler) adoptRun(ctx context.Context, fn *v1alpha1.Function, runs []pipelinev1.PipelineRun) error {
-	key := client.ObjectKeyFromObject(fn)
+// buildRun returns the PipelineRun of fn's build in flight (status.build), nil when
+// none shows. Only the build ID proves a run the operator's: the operator records it
+// in the status, which only it may write, before it launches the build. Labels and
+// owner references are written by whoever may create PipelineRuns in the namespace.
+// The ID shows in the status, so a tenant may copy it onto a run of their own; which
+// run is the build's is then decided so that the copy can at most stand in for this
+// Function's one build (it holds no other slot): once the status recorded the run's
+// name, that run alone; before, a run fn controls (the API proxy makes fn the
+// controller of every object of a build), then the first created, then by name.
+func buildRun(fn *v1alpha1.Function, runs []pipelinev1.PipelineRun) *pipelinev1.PipelineRun {
+	b := fn.Status.Build
+	var best *pipelinev1.PipelineRun
 	for i := range runs {
 		pr := &runs[i]
-		if pr.IsDone() || !pr.DeletionTimestamp.IsZero() || r.Launcher.Busy(key) {
+		switch {
+		case pr.Labels[resources.LabelBuildID] != b.ID:
+		case b.PipelineRun != "":
+			if pr.Name == b.PipelineRun {
+				return pr
+			}
+		case best == nil || earlierClaim(fn, pr, best):
+			best = pr
+		}
+	}
+	return best
+}
+
+// earlierClaim orders two runs of one build ID: one fn controls first, then the first
+// created, then by name.
+func earlierClaim(fn *v1alpha1.Function, a, b *pipelinev1.PipelineRun) bool {
+	if ca, cb := controlledBy(a, fn), controlledBy(b, fn); ca != cb {
+		return ca
+	}
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Name < b.Name
+}
+
+// sweepRuns looks at fn's unfinished PipelineRuns while its status records no build
+// in flight, and adopts none of them. A build the operator starts is recorded in the
+// status (Starting, its ID) before it is launched, so each of its runs is followed
+// from there, across restarts and lost writes alike (buildRun). An unfinished run
+// carrying the operator's labels is then either a leftover of the build whose end
+// the status records (stopped, or failed before its run showed up), deleted so that
+// it cannot deploy, or not the operator's: a tenant may create PipelineRuns with any
+// labels and owner references. Such a run is logged and left alone: it is neither
+// followed nor counted in the fleet budget, or a tenant could hold every slot of it.
+func (r *Reconciler) sweepRuns(ctx context.Context, fn *v1alpha1.Function, runs []pipelinev1.PipelineRun) error {
+	if r.Launcher.Busy(client.ObjectKeyFromObject(fn)) {
+		return nil // launched by this process, and not yet in the status this reconcile read
+	}
+	b := fn.Status.Build
+	for i := range runs {
+		pr := &runs[i]
+		if pr.IsDone() || !pr.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if b := fn.Status.Build; b != nil && b.ID != "" && pr.Labels[resources.LabelBuildID] == b.ID {
-			err := r.Client.Delete(ctx, pr, client.PropagationPolicy(metav1.DeletePropagationBackground))
-			if apierrors.IsForbidden(err) {
-				log.FromContext(ctx).Info("leaving a PipelineRun of an ended build that the namespace does not let the operator delete (ClusterRole "+
-					NamespaceClusterRole+")", "pipelineRun", pr.Name, "build", b.ID)
-				continue
-			}
-			if client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("deleting PipelineRun %s/%s of ended build %s: %w", pr.Namespace, pr.Name, b.ID, err)
-			}
+		id := pr.Labels[resources.LabelBuildID]
+		if b == nil || b.ID == "" || id != b.ID || !controlledBy(pr, fn) {
+			log.FromContext(ctx).Info("ignoring an unfinished PipelineRun labelled as a build of the Function: no build the operator started records it, "+
+				"so it is neither followed nor counted in the fleet budget, and it is left alone", "pipelineRun", pr.Name, "build", id)
 			continue
 		}
-		adopted := &v1alpha1.BuildStatus{ID: pr.Labels[resources.LabelBuildID], Phase: v1alpha1.BuildPhaseRunning,
-			PipelineRun: pr.Name, StartTime: startTime(pr), ServiceUID: types.UID(pr.Labels[resources.LabelServiceUID])}
-		if b := fn.Status.Build; b != nil {
-			adopted.Failures = b.Failures
+		err := r.Client.Delete(ctx, pr, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &pr.UID})
+		if apierrors.IsForbidden(err) {
+			log.FromContext(ctx).Info("leaving a PipelineRun of an ended build that the namespace does not let the operator delete (ClusterRole "+
+				NamespaceClusterRole+")", "pipelineRun", pr.Name, "build", b.ID)
+			continue
 		}
-		fn.Status.Build = adopted
-		r.Queue.Running(key)
-		return nil
+		if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			return fmt.Errorf("deleting PipelineRun %s/%s of ended build %s: %w", pr.Namespace, pr.Name, b.ID, err)
+		}
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,18 +38,34 @@ type pipelineRun struct {
 	missingTaskRun string
 	// serviceUID labels the run with the Knative Service it was started for.
 	serviceUID string
+	// name, when set, is the run's name instead of fn-run-<id>.
+	name string
+	// foreign: the run is not controlled by the Function (testFunctionUID), as the
+	// API proxy makes every run of a build: a tenant's.
+	foreign bool
 }
+
+// testFunctionUID is the UID of Function "fn" in the observeBuild tests.
+const testFunctionUID = "fn-uid"
 
 // create creates it as a run of build p.id of Function "fn" of namespace ns.
 func (p pipelineRun) create(t *testing.T, ns string) {
 	t.Helper()
 	const function = "fn"
 	ctx := context.Background()
+	name := p.name
+	if name == "" {
+		name = function + "-run-" + p.id
+	}
 	pr := &pipelinev1.PipelineRun{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: function + "-run-" + p.id, Labels: map[string]string{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
 			resources.LabelFunction: function, resources.LabelBuildID: p.id, resources.LabelManagedBy: resources.ManagedBy,
 			resources.LabelServiceUID: p.serviceUID}},
 		Spec: pipelinev1.PipelineRunSpec{PipelineRef: &pipelinev1.PipelineRef{Name: function + "-pipeline"}},
+	}
+	if !p.foreign {
+		pr.OwnerReferences = []metav1.OwnerReference{resources.Owner(&v1alpha1.Function{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: function, UID: testFunctionUID}})}
 	}
 	mustCreate(t, pr)
 	if p.failedTaskRun != "" {
@@ -143,9 +160,11 @@ func buildOutcomeOf(r *Reconciler, fn *v1alpha1.Function) buildOutcome {
 func TestReconciler_observeBuild(t *testing.T) {
 	ago := func(d time.Duration) *metav1.Time { return &metav1.Time{Time: time.Now().Add(-d)} }
 	tests := []struct {
-		name      string
-		build     *v1alpha1.BuildStatus // status.build before the step
-		run       *pipelineRun
+		name  string
+		build *v1alpha1.BuildStatus // status.build before the step
+		run   *pipelineRun
+		// copies are more runs, created before run: look-alikes a tenant made.
+		copies    []pipelineRun
 		holdsSlot bool // the Function holds a slot before the step
 		want      buildOutcome
 		wantSoon  time.Duration // RequeueAfter at most this, when not zero
@@ -161,15 +180,55 @@ func TestReconciler_observeBuild(t *testing.T) {
 	}{{
 		name: "no build, no run: nothing",
 	}, {
-		name: "a run the status does not show is adopted, not started again, with the Service it was started for",
-		run:  &pipelineRun{id: "b0", succeeded: corev1.ConditionUnknown, serviceUID: "svc-uid-1"},
-		want: buildOutcome{Phase: v1alpha1.BuildPhaseRunning, PipelineRun: "fn-run-b0", HoldsSlot: true, ServiceUID: "svc-uid-1"},
+		// A tenant who may create PipelineRuns labels one as a build, even controlled by
+		// the Function: adopting it would let them hold a slot of the fleet budget.
+		name:     "no build, an unfinished run with the operator's labels and owner: not adopted, no slot, left alone",
+		run:      &pipelineRun{id: "forged", succeeded: corev1.ConditionUnknown, serviceUID: "svc-uid-1"},
+		want:     buildOutcome{},
+		wantRuns: ptrTo(1),
+	}, {
+		name:     "a build ended, an unfinished run of another ID: not adopted, no slot, left alone",
+		build:    &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseSucceeded},
+		run:      &pipelineRun{id: "forged", succeeded: corev1.ConditionUnknown},
+		want:     buildOutcome{Phase: v1alpha1.BuildPhaseSucceeded},
+		wantRuns: ptrTo(1),
 	}, {
 		name:     "a run of a build whose end is recorded is a leftover: deleted, never adopted",
 		build:    &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseFailed, Failures: 1, RetryAfter: ago(0)},
 		run:      &pipelineRun{id: "b1", succeeded: corev1.ConditionUnknown},
 		want:     buildOutcome{Phase: v1alpha1.BuildPhaseFailed, Failures: 1, Retry: true},
 		wantRuns: ptrTo(0),
+	}, {
+		name:     "a run of the ended build's ID that the Function does not control: not the operator's to delete",
+		build:    &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseFailed, Failures: 1, RetryAfter: ago(0)},
+		run:      &pipelineRun{id: "b1", succeeded: corev1.ConditionUnknown, foreign: true},
+		want:     buildOutcome{Phase: v1alpha1.BuildPhaseFailed, Failures: 1, Retry: true},
+		wantRuns: ptrTo(1),
+	}, {
+		// The ID shows in the status: a tenant may copy it, first.
+		name:      "Starting, a copy of its ID made first by a tenant: the run the Function controls is followed",
+		build:     &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseStarting, StartTime: ago(time.Second)},
+		copies:    []pipelineRun{{id: "b1", name: "copy", succeeded: corev1.ConditionFalse, message: "forged", foreign: true}},
+		run:       &pipelineRun{id: "b1", succeeded: corev1.ConditionUnknown},
+		holdsSlot: true,
+		want:      buildOutcome{Phase: v1alpha1.BuildPhaseRunning, PipelineRun: "fn-run-b1", HoldsSlot: true},
+		wantSoon:  config.DefaultBuildTimeout,
+		wantRuns:  ptrTo(2),
+	}, {
+		name:      "Running in a recorded run, a failed copy of its ID controlled by the Function too: the recorded run is followed",
+		build:     &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseRunning, PipelineRun: "fn-run-b1", StartTime: ago(time.Minute)},
+		copies:    []pipelineRun{{id: "b1", name: "a-copy", succeeded: corev1.ConditionFalse, message: "forged"}},
+		run:       &pipelineRun{id: "b1", succeeded: corev1.ConditionUnknown},
+		holdsSlot: true,
+		want:      buildOutcome{Phase: v1alpha1.BuildPhaseRunning, PipelineRun: "fn-run-b1", HoldsSlot: true},
+		wantSoon:  config.DefaultBuildTimeout,
+	}, {
+		name:      "Running, its recorded run deleted, a copy of its ID left: failed, the copy not followed",
+		build:     &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseRunning, PipelineRun: "fn-run-b1", StartTime: ago(time.Minute)},
+		copies:    []pipelineRun{{id: "b1", name: "a-copy", succeeded: corev1.ConditionUnknown}},
+		holdsSlot: true,
+		want:      buildOutcome{Phase: v1alpha1.BuildPhaseFailed, PipelineRun: "fn-run-b1", Failures: 1, Retry: true},
+		wantMsg:   "was deleted before it finished",
 	}, {
 		name:      "Starting, its run now runs",
 		build:     &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseStarting, StartTime: ago(time.Second)},
@@ -277,10 +336,13 @@ func TestReconciler_observeBuild(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ns := newNamespace(t)
 			r, rec := newBuildReconciler(t)
+			for _, c := range tt.copies {
+				c.create(t, ns)
+			}
 			if tt.run != nil {
 				tt.run.create(t, ns)
 			}
-			fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fn"}}
+			fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fn", UID: testFunctionUID}}
 			fn.Status.Build = tt.build
 			if tt.holdsSlot {
 				r.Queue.Running(types.NamespacedName{Namespace: ns, Name: "fn"})
@@ -572,5 +634,42 @@ func TestReconcile_FailedBuildShownWhenStepsStop(t *testing.T) {
 	}
 	if c := got.Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate); c == nil || c.Reason == v1alpha1.ReasonRebuilding {
 		t.Errorf("MiddlewareUpToDate = %+v after the build failed, want it no longer Rebuilding", c)
+	}
+}
+
+// TestReconciler_recordBuildEvents_adopted: BuildAdopted is emitted for a build whose
+// run this process sees first but another process launched (it recorded the build
+// Starting before a restart), not for a build this process launched.
+func TestReconciler_recordBuildEvents_adopted(t *testing.T) {
+	for _, tt := range []struct {
+		name         string
+		launchedHere bool
+		want         []string
+	}{
+		{name: "launched by an earlier process: adopted", want: []string{"Normal BuildAdopted following build b1 already running in PipelineRun fn-run-b1"}},
+		{name: "launched by this process: no event", launchedHere: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, _ := newBuildReconciler(t)
+			events := record.NewFakeRecorder(10)
+			r.Recorder = events
+			fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "fn"}}
+			if tt.launchedHere {
+				r.Launcher.Launch(types.NamespacedName{Namespace: "ns", Name: "fn"}, "b1", funclib.BuildRequest{})
+				r.Launcher.wait()
+			}
+			orig := fn.DeepCopy()
+			orig.Status.Build = &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseStarting}
+			fn.Status.Build = &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseRunning, PipelineRun: "fn-run-b1"}
+			r.recordBuildEvents(orig, fn)
+			close(events.Events)
+			var got []string
+			for e := range events.Events {
+				got = append(got, e)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"knative.dev/pkg/apis"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
@@ -81,7 +82,9 @@ func (r *Reconciler) recordBuildEvents(orig, fn *v1alpha1.Function) {
 	case v1alpha1.BuildPhaseStarting:
 		r.Recorder.Eventf(fn, corev1.EventTypeNormal, "Rebuilding", "build %s started: rebuilding commit %s to bring middleware %s", after.ID, v1alpha1.ShortCommit(after.Commit), after.ToMiddleware)
 	case v1alpha1.BuildPhaseRunning:
-		if before == nil || before.ID != after.ID {
+		// A build whose run this process sees first, but did not launch: another
+		// process did, before a restart or a change of leader.
+		if before == nil || before.ID != after.ID || (before.Phase == v1alpha1.BuildPhaseStarting && !r.launchedHere(fn, after.ID)) {
 			r.Recorder.Eventf(fn, corev1.EventTypeNormal, "BuildAdopted", "following build %s already running in PipelineRun %s", after.ID, after.PipelineRun)
 		}
 	case v1alpha1.BuildPhaseSucceeded:
@@ -98,4 +101,13 @@ func buildDuration(b *v1alpha1.BuildStatus) time.Duration {
 		return -1
 	}
 	return b.CompletionTime.Sub(b.StartTime.Time)
+}
+
+// launchedHere reports whether this process launched build id of fn.
+func (r *Reconciler) launchedHere(fn *v1alpha1.Function, id string) bool {
+	if r.Launcher == nil {
+		return false
+	}
+	launched, _, _ := r.Launcher.Launched(types.NamespacedName{Namespace: fn.Namespace, Name: fn.Name}, id)
+	return launched
 }

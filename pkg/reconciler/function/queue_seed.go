@@ -6,26 +6,28 @@ import (
 	"math"
 	"time"
 
-	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/buildqueue"
-	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 )
 
-// QueueSeeder seeds the fleet budget from what the cluster records of builds: the
-// PipelineRuns that run and the Functions that wait in the queue. It makes the budget
+// QueueSeeder seeds the fleet budget from what the Functions' statuses record of
+// builds: those in flight (Starting or Running) and those that wait in the queue.
+// Only the status counts, which only the operator writes, and which records a build
+// before it is launched: PipelineRuns are not listed, since a tenant may create one
+// with the operator's labels and must not hold a slot by it. It makes the budget
 // and the queue's order survive an operator restart. Until it succeeds the queue
 // admits nothing; a failure is logged and retried with backoff. It runs as a manager
 // Runnable, on the leader, once the caches can be read.
 type QueueSeeder struct {
-	// Reader lists PipelineRuns and Functions, from the manager's cache.
+	// Reader lists Functions, from the manager's cache.
 	Reader client.Reader
 	Queue  *buildqueue.Queue
-	// Tekton is true when the cluster serves PipelineRuns.
+	// Tekton is true when the cluster serves PipelineRuns: without, no build is
+	// followed to its end, so none is counted.
 	Tekton bool
 }
 
@@ -51,26 +53,26 @@ func (s *QueueSeeder) Start(ctx context.Context) error {
 	return err
 }
 
-// list returns the Functions whose build runs and those that wait, with when they joined the queue.
+// list returns the Functions whose build is in flight and those that wait, with when
+// they joined the queue. A build in flight whose run ended while no process looked
+// holds its slot until its Function's first reconcile records the end, as does one
+// whose launch was lost until observeLaunch gives it up: never a slot too few.
 func (s *QueueSeeder) list(ctx context.Context) (running []buildqueue.Key, waiting map[buildqueue.Key]time.Time, err error) {
-	if s.Tekton {
-		var runs pipelinev1.PipelineRunList
-		if err := s.Reader.List(ctx, &runs, client.MatchingLabels{resources.LabelManagedBy: resources.ManagedBy}); err != nil {
-			return nil, nil, fmt.Errorf("listing build PipelineRuns: %w", err)
-		}
-		for _, pr := range runs.Items {
-			if name := pr.Labels[resources.LabelFunction]; name != "" && !pr.IsDone() {
-				running = append(running, buildqueue.Key{Namespace: pr.Namespace, Name: name})
-			}
-		}
-	}
 	var fns v1alpha1.FunctionList
 	if err := s.Reader.List(ctx, &fns); err != nil {
 		return nil, nil, fmt.Errorf("listing Functions: %w", err)
 	}
 	waiting = map[buildqueue.Key]time.Time{}
 	for _, fn := range fns.Items {
-		if b := fn.Status.Build; b != nil && b.Phase == v1alpha1.BuildPhaseQueued && b.QueuedAt != nil {
+		b := fn.Status.Build
+		switch {
+		case b == nil:
+		case b.Phase == v1alpha1.BuildPhaseStarting || b.Phase == v1alpha1.BuildPhaseRunning:
+			// Without Tekton no step follows a build to its end, which would free the slot.
+			if s.Tekton {
+				running = append(running, client.ObjectKeyFromObject(&fn))
+			}
+		case b.Phase == v1alpha1.BuildPhaseQueued && b.QueuedAt != nil:
 			waiting[client.ObjectKeyFromObject(&fn)] = b.QueuedAt.Time
 		}
 	}

@@ -18,7 +18,8 @@ const (
 	// LabelManagedBy marks the objects of func-operator.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	// LabelServiceUID is on a build's objects: the UID of the Knative Service the build
-	// was started for, so that an adopted build is checked against it too.
+	// was started for, for whoever reads them. The operator checks status.build's
+	// serviceUID, which it recorded itself: a label may be written by any tenant.
 	LabelServiceUID = "functions.dev/service-uid"
 	// ManagedBy is the value of LabelManagedBy.
 	ManagedBy = "func-operator"
