@@ -97,7 +97,7 @@ func TestAttack_BuildSlots(t *testing.T) {
 	victim := s.newFleet(t, "slots-victim", 0, 1, true)
 	v := victim.outdated[0]
 	until(t, time.Minute, "the other namespace's build admitted beside the look-alikes",
-		func() string { return s.buildPhase(victim.ns, v, v1alpha1.BuildPhaseRunning) })
+		func() string { return s.buildRunning(victim.ns, v) })
 	run := s.function(victim.ns, v).Status.Build.PipelineRun
 
 	// SIGKILL, with the look-alikes still there and the victim's build running.

@@ -289,7 +289,7 @@ func (s *suite) killMidBuild(t *testing.T) {
 	s.fleets = append(s.fleets, f)
 	until(t, 2*time.Minute, "both builds running", func() string {
 		for _, name := range f.outdated {
-			if msg := s.buildPhase(f.ns, name, v1alpha1.BuildPhaseRunning); msg != "" {
+			if msg := s.buildRunning(f.ns, name); msg != "" {
 				return msg
 			}
 		}
@@ -388,7 +388,7 @@ func (s *suite) killAt(t *testing.T, k killPoint) {
 func (s *suite) apiServerRestart(t *testing.T) {
 	f := s.newFleet(t, "apiserver", 0, 1, true)
 	s.fleets = append(s.fleets, f)
-	until(t, 2*time.Minute, "the build running", func() string { return s.buildPhase(f.ns, f.outdated[0], v1alpha1.BuildPhaseRunning) })
+	until(t, 2*time.Minute, "the build running", func() string { return s.buildRunning(f.ns, f.outdated[0]) })
 	healthy := s.obs.readyNow()
 	if err := s.env.StopAPIServer(); err != nil {
 		t.Fatal(err)
@@ -510,7 +510,7 @@ func (s *suite) pipelineRunDeleted(t *testing.T) {
 	f := s.newFleet(t, "run-deleted", 0, 1, true)
 	s.fleets = append(s.fleets, f)
 	name := f.outdated[0]
-	until(t, 2*time.Minute, "the build running", func() string { return s.buildPhase(f.ns, name, v1alpha1.BuildPhaseRunning) })
+	until(t, 2*time.Minute, "the build running", func() string { return s.buildRunning(f.ns, name) })
 	run := s.function(f.ns, name).Status.Build.PipelineRun
 	f.hold.Store(false)
 	s.deleteObject(t, &pipelinev1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: run}})

@@ -263,14 +263,14 @@ func (s *suite) ready(ns, name string) string {
 	return ""
 }
 
-// buildPhase says why the function's build is not in phase, "" once it is.
-func (s *suite) buildPhase(ns, name string, phase string) string {
+// buildRunning says why the function's build is not Running, "" once it is.
+func (s *suite) buildRunning(ns, name string) string {
 	fn := s.function(ns, name)
 	if fn == nil {
 		return "not read"
 	}
-	if b := fn.Status.Build; b == nil || b.Phase != phase {
-		return fmt.Sprintf("%s/%s: build %+v, want %s", ns, name, fn.Status.Build, phase)
+	if b := fn.Status.Build; b == nil || b.Phase != v1alpha1.BuildPhaseRunning {
+		return fmt.Sprintf("%s/%s: build %+v, want Running", ns, name, fn.Status.Build)
 	}
 	return ""
 }

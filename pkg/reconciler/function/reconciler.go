@@ -167,6 +167,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 		r.Repositories.Forget(req.NamespacedName)
 		r.Metrics.Checked(req.NamespacedName, false)
 		fn.Status.MarkSuspendedBy(settings.SuspendFrom)
+		// A build under way is still followed to its end, or its timeout: until then
+		// it holds a slot of the fleet's budget (and a restart seeds it from the
+		// status), so a suspend must not keep it.
+		if b := fn.Status.Build; b != nil && (b.Phase == v1alpha1.BuildPhaseStarting || b.Phase == v1alpha1.BuildPhaseRunning) {
+			res, stepErr = r.observeBuild(ctx, fn, &observation{})
+			if stepErr != nil {
+				return reconcile.Result{}, stepErr
+			}
+			return reconcile.Result{RequeueAfter: res.RequeueAfter}, nil
+		}
 		return reconcile.Result{}, nil
 	}
 	fn.Status.ClearSuspended()
