@@ -59,6 +59,9 @@ func run() error {
 		// when none does (the Deployment's Lease), never beside it, which would start
 		// builds twice.
 		LeaderElection: !embeddedPlane,
+		// The installed operator's Lease: config/ runs it with the default one; an
+		// install with --leader-election-id of its own needs LEADER_ELECTION_ID.
+		LeaderElectionID: envOr("LEADER_ELECTION_ID", operator.LeaderElectionID),
 	}
 	if err := ensureNamespace(ctx, cfg, o.SystemNamespace); err != nil {
 		return err
@@ -109,7 +112,7 @@ func clusterConfig(onCluster bool) (*rest.Config, func(), error) {
 	}
 	fmt.Fprintf(os.Stderr, "run: using the cluster at %s (from KUBECONFIG or ~/.kube/config); this process acts only while it holds "+
 		"the leader election Lease %s/%s, so not while an installed operator leads\n",
-		cfg.Host, envOr("SYSTEM_NAMESPACE", "func-operator"), operator.LeaderElectionID)
+		cfg.Host, envOr("SYSTEM_NAMESPACE", "func-operator"), envOr("LEADER_ELECTION_ID", operator.LeaderElectionID))
 	return cfg, nil, nil
 }
 

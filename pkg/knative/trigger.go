@@ -15,6 +15,10 @@ import (
 // replica's cache and every Function's status. A longer value is cut, ending in "...".
 const MaxAttributeBytes = 256
 
+// maxHostBytes is the longest host (a DNS name, and a port) a subscriber URI may
+// have and still name a Service's address.
+const maxHostBytes = 253 + len(":65535")
+
 // SlimTrigger is the cache's transform of a Trigger: it keeps only what the
 // operator reads (subscribesTo, the Function mapping, status.service.subscriptions):
 // the broker, the source and type filter attributes, each cut to MaxAttributeBytes,
@@ -43,8 +47,9 @@ func SlimTrigger(o any) (any, error) {
 	if ref := t.Spec.Subscriber.Ref; ref != nil {
 		slim.Spec.Subscriber.Ref = &duckv1.KReference{Kind: ref.Kind, Name: ref.Name, APIVersion: ref.APIVersion, Namespace: ref.Namespace}
 	}
-	if u := t.Spec.Subscriber.URI; u != nil {
-		// subscribesTo compares the host and the path: nothing else is kept.
+	if u := t.Spec.Subscriber.URI; u != nil && len(u.Host) <= maxHostBytes && len(u.Path) <= MaxAttributeBytes {
+		// subscribesTo compares the host and the path: nothing else is kept. A longer
+		// host (no DNS name is) or path is dropped: it matches no Service's address.
 		slim.Spec.Subscriber.URI = &apis.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}
 	}
 	return slim, nil

@@ -66,6 +66,12 @@ spec:
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("SlimTrigger (-want +got):\n%s", diff)
 	}
+	// A subscriber URI longer than any Service's address is dropped.
+	trigger.Spec.Subscriber.URI = &apis.URL{Host: "hello", Path: "/" + big}
+	got, _ = SlimTrigger(&trigger)
+	if u := got.(*eventingv1.Trigger).Spec.Subscriber.URI; u != nil {
+		t.Errorf("a subscriber URI with a 1 MiB path is kept: %d bytes", len(u.Path))
+	}
 	// The positive control: a type that is not a Trigger passes through unchanged.
 	if o, _ := SlimTrigger("not a trigger"); o != "not a trigger" {
 		t.Errorf("SlimTrigger changed a value of another type: %v", o)
