@@ -71,7 +71,7 @@ func New(opts Options) *Receiver {
 		opts:     opts,
 		global:   newLimiter(opts.GlobalRate, opts.GlobalBurst, 1),
 		receiver: newLimiter(opts.ReceiverRate, opts.ReceiverBurst, maxReceivers),
-		replays:  newDeliveries(replayWindow, maxRemembered),
+		replays:  newDeliveries(replayWindow, maxRemembered, maxRememberedPerNamespace),
 		bodies:   semaphore.NewWeighted(max(maxBodiesInFlight, opts.MaxBodyBytes)),
 		shares:   &shares{max: max(maxNamespaceBodies, opts.MaxBodyBytes), held: map[string]int64{}},
 		requests: newRequestsCounter(),
@@ -216,7 +216,7 @@ func (r *Receiver) handle(w http.ResponseWriter, req *http.Request) answer {
 	}
 	// Only verified deliveries are remembered: nobody without the token can fill the
 	// memory, or have a delivery refused before the host sends it.
-	if !r.replays.claim(deliveryKeys(key, p, req.Header, body), r.now()) {
+	if !r.replays.claim(key.Namespace, deliveryKeys(key, p, req.Header, body), r.now()) {
 		logger.Info("webhook refused: a delivery received already")
 		return replayed
 	}

@@ -17,6 +17,10 @@ const (
 	// maxRemembered caps the deliveries remembered over all receivers (about 6 MiB):
 	// only verified ones enter, at most GlobalRate a second (20: it fills in 27 min).
 	maxRemembered = 32768
+	// maxRememberedPerNamespace caps the deliveries remembered for one namespace's
+	// receivers: a tenant flooding its own receivers evicts its own, not others'
+	// (eight namespaces at the cap fill maxRemembered).
+	maxRememberedPerNamespace = maxRemembered / 8
 )
 
 // deliveries remembers the verified deliveries of the last replayWindow, by digest,
@@ -24,26 +28,31 @@ const (
 // signs the body, by the body too (the id header is not signed: whoever captured a
 // delivery can change it, but not the body).
 type deliveries struct {
-	window time.Duration
-	max    int
+	window     time.Duration
+	max, perNS int
 
 	mu    sync.Mutex
 	seen  map[[sha256.Size]byte]*list.Element
 	order *list.List // of *remembered, oldest first
+	// byNS holds each namespace's elements of order, oldest first.
+	byNS map[string]*list.List
 }
 
 type remembered struct {
-	key [sha256.Size]byte
-	at  time.Time
+	key       [sha256.Size]byte
+	at        time.Time
+	namespace string
+	inNS      *list.Element // its element in byNS[namespace]
 }
 
-func newDeliveries(window time.Duration, max int) *deliveries {
-	return &deliveries{window: window, max: max, seen: map[[sha256.Size]byte]*list.Element{}, order: list.New()}
+func newDeliveries(window time.Duration, max, perNamespace int) *deliveries {
+	return &deliveries{window: window, max: max, perNS: perNamespace,
+		seen: map[[sha256.Size]byte]*list.Element{}, order: list.New(), byNS: map[string]*list.List{}}
 }
 
 // claim is true when none of keys was claimed within the window, and claims them
-// all; false when one was (a replay), and then claims none.
-func (d *deliveries) claim(keys [][sha256.Size]byte, now time.Time) bool {
+// all for namespace; false when one was (a replay), and then claims none.
+func (d *deliveries) claim(namespace string, keys [][sha256.Size]byte, now time.Time) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for el := d.order.Front(); el != nil; el = d.order.Front() {
@@ -58,16 +67,34 @@ func (d *deliveries) claim(keys [][sha256.Size]byte, now time.Time) bool {
 		}
 	}
 	for _, k := range keys {
+		if ns := d.byNS[namespace]; ns != nil && ns.Len() >= d.perNS {
+			d.forget(ns.Front().Value.(*list.Element)) // the namespace's oldest: it evicts its own
+		}
 		for d.order.Len() >= d.max {
 			d.forget(d.order.Front()) // the oldest goes first: memory stays bounded
 		}
-		d.seen[k] = d.order.PushBack(&remembered{key: k, at: now})
+		r := &remembered{key: k, at: now, namespace: namespace}
+		el := d.order.PushBack(r)
+		ns := d.byNS[namespace]
+		if ns == nil {
+			ns = list.New()
+			d.byNS[namespace] = ns
+		}
+		r.inNS = ns.PushBack(el)
+		d.seen[k] = el
 	}
 	return true
 }
 
 func (d *deliveries) forget(el *list.Element) {
-	delete(d.seen, d.order.Remove(el).(*remembered).key)
+	r := d.order.Remove(el).(*remembered)
+	delete(d.seen, r.key)
+	if ns := d.byNS[r.namespace]; ns != nil {
+		ns.Remove(r.inNS)
+		if ns.Len() == 0 {
+			delete(d.byNS, r.namespace)
+		}
+	}
 }
 
 // len is how many deliveries d remembers.

@@ -79,9 +79,9 @@ func setDelivery(provider string, h http.Header, id string) {
 func TestDeliveriesBounded(t *testing.T) {
 	start := time.Unix(1_700_000_000, 0)
 	key := func(i int) [][sha256.Size]byte { return [][sha256.Size]byte{{byte(i)}} }
-	d := newDeliveries(time.Minute, 3)
+	d := newDeliveries(time.Minute, 3, 3)
 	for i := 0; i < 5; i++ {
-		if !d.claim(key(i), start) {
+		if !d.claim("ns", key(i), start) {
 			t.Fatalf("delivery %d refused, first time", i)
 		}
 	}
@@ -91,23 +91,54 @@ func TestDeliveriesBounded(t *testing.T) {
 	type claims map[int]bool
 	got := claims{}
 	for _, i := range []int{4, 3, 2, 0} {
-		got[i] = d.claim(key(i), start.Add(time.Second))
+		got[i] = d.claim("ns", key(i), start.Add(time.Second))
 	}
 	// 2, 3 and 4 remembered; 0 and 1 went first (0 claimed again, evicting 2).
 	if diff := cmp.Diff(claims{4: false, 3: false, 2: false, 0: true}, got); diff != "" {
 		t.Errorf("claims within the window (-want +got):\n%s", diff)
 	}
-	if !d.claim(key(4), start.Add(time.Minute)) {
+	if !d.claim("ns", key(4), start.Add(time.Minute)) {
 		t.Error("a delivery older than the window refused")
 	}
 	if got := d.len(); got != 2 {
 		t.Errorf("after the window: remembers %d deliveries, want 2 (0 again, and 4 again)", got)
 	}
 	// A replay among new keys claims none of them.
-	if d.claim(append(key(9), key(4)...), start.Add(time.Minute)) {
+	if d.claim("ns", append(key(9), key(4)...), start.Add(time.Minute)) {
 		t.Error("a replay of delivery 4 with a new key accepted")
 	}
-	if !d.claim(key(9), start.Add(time.Minute)) {
+	if !d.claim("ns", key(9), start.Add(time.Minute)) {
 		t.Error("a refused replay claimed its other key")
+	}
+}
+
+// TestAttack_ReplayEviction: a tenant that floods its own receivers with verified
+// deliveries evicts its own remembered deliveries, not another namespace's, which
+// stays refused as a replay. The positive control: the flooding namespace's own
+// oldest delivery is forgotten (accepted again), and a fresh delivery of the other
+// namespace is accepted.
+func TestAttack_ReplayEviction(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	key := func(i int) [][sha256.Size]byte { return [][sha256.Size]byte{{byte(i >> 8), byte(i)}} }
+	d := newDeliveries(time.Hour, 16, 4)
+	if !d.claim("tenant-a", key(1000), now) {
+		t.Fatal("tenant A's delivery refused, first time")
+	}
+	for i := range 100 {
+		if !d.claim("tenant-b", key(i), now) {
+			t.Fatalf("tenant B's delivery %d refused, first time", i)
+		}
+	}
+	if d.claim("tenant-a", key(1000), now) {
+		t.Error("tenant A's delivery accepted again after tenant B's flood: B evicted it")
+	}
+	if !d.claim("tenant-b", key(0), now) {
+		t.Error("tenant B's oldest delivery still remembered past its share (4)")
+	}
+	if !d.claim("tenant-a", key(1001), now) {
+		t.Error("a fresh delivery of tenant A refused")
+	}
+	if got := d.len(); got > 16 {
+		t.Errorf("remembers %d deliveries, want at most 16", got)
 	}
 }
