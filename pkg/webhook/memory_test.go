@@ -31,9 +31,11 @@ func TestAttack_BodiesInFlight(t *testing.T) {
 		namespaces = 8
 		maxBody    = 1 << 20
 	)
-	all := make([]*corev1.Secret, 0, namespaces+1)
+	all := make([]*corev1.Secret, 0, clients+1)
 	for i := range namespaces {
-		all = append(all, receiverSecretOf(fmt.Sprintf("tenant-%d", i), testName, testToken))
+		for j := range clients / namespaces {
+			all = append(all, receiverSecretOf(fmt.Sprintf("tenant-%d", i), fmt.Sprintf("hook-%d", j), testToken))
+		}
 	}
 	all = append(all, receiverSecretOf(testNamespace, testName, testToken))
 	addr := startReceiver(t, newFakeSecrets(all...), maxBody)
@@ -51,7 +53,7 @@ func TestAttack_BodiesInFlight(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			b, c := stall(t, addr, fmt.Sprintf("tenant-%d", i), clients/namespaces, maxBody)
+			b, c := stall(t, addr, receivers(fmt.Sprintf("tenant-%d", i), clients/namespaces), maxBody)
 			mu.Lock()
 			defer mu.Unlock()
 			busy += b
@@ -84,17 +86,20 @@ func TestAttack_BodiesInFlight(t *testing.T) {
 	eventually(t, 5*time.Second, func() string { return signedPush(t, addr, testNamespace) })
 }
 
-// TestAttack_NamespaceShare: a tenant whose clients stall on its own receiver holds
+// TestAttack_NamespaceShare: a tenant whose clients stall on its own receivers holds
 // at most its namespace's share of the bodies in flight, not the whole budget:
 // another namespace's push is taken meanwhile. (Before shares, 16 stalled bodies of
 // tenant B held all 16 MiB, and tenant A's push was answered 503.) The positive
 // control: B's first bodies are taken, up to its share.
 func TestAttack_NamespaceShare(t *testing.T) {
 	const maxBody = 1 << 20
-	addr := startReceiver(t, newFakeSecrets(receiverSecretOf(testNamespace, testName, testToken),
-		receiverSecretOf("tenant-b", testName, testToken)), maxBody)
 	n := maxBodiesInFlight / maxBody
-	busy, conns := stall(t, addr, "tenant-b", n, maxBody)
+	secrets := newFakeSecrets(receiverSecretOf(testNamespace, testName, testToken))
+	for _, p := range receivers("tenant-b", n) {
+		secrets.put(receiverSecretOf("tenant-b", p[strings.LastIndex(p, "/")+1:], testToken))
+	}
+	addr := startReceiver(t, secrets, maxBody)
+	busy, conns := stall(t, addr, receivers("tenant-b", n), maxBody)
 	defer func() {
 		for _, c := range conns {
 			_ = c.Close()
@@ -106,6 +111,33 @@ func TestAttack_NamespaceShare(t *testing.T) {
 	if msg := signedPush(t, addr, testNamespace); msg != "" {
 		t.Errorf("tenant A's push while tenant B stalls: %s", msg)
 	}
+}
+
+// TestAttack_ReceiverShare: one receiver reads one body as large as may be at a
+// time: a second stalled one is answered 503 at once, so that filling a namespace's
+// share takes as many receivers. The positive control: the first is taken.
+func TestAttack_ReceiverShare(t *testing.T) {
+	const maxBody = 1 << 20
+	addr := startReceiver(t, newFakeSecrets(receiverSecretOf(testNamespace, testName, testToken)), maxBody)
+	one := Path(testNamespace, testName)
+	busy, conns := stall(t, addr, []string{one, one, one}, maxBody)
+	defer func() {
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}()
+	if busy != 2 {
+		t.Errorf("%d of 3 stalled bodies to one receiver answered 503 at once, want 2 (one taken)", busy)
+	}
+}
+
+// receivers are the paths of n receivers hook-0 … of namespace.
+func receivers(namespace string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = Path(namespace, fmt.Sprintf("hook-%d", i))
+	}
+	return out
 }
 
 // startReceiver serves a Receiver on the loopback until the test ends, with the
@@ -128,18 +160,18 @@ func startReceiver(t *testing.T, secrets *fakeSecrets, maxBody int64) string {
 	return (<-addrs).String()
 }
 
-// stall sends n requests to namespace's receiver at once, each announcing a body of
-// maxBody bytes and sending half of it, and returns how many were answered 503 at
-// once, and the connections (the taken ones wait for the rest of their bodies).
-func stall(t *testing.T, addr, namespace string, n int, maxBody int) (busy int, conns []net.Conn) {
-	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-GitHub-Event: push\r\n"+
-		"X-Hub-Signature-256: sha256=00\r\nContent-Length: %d\r\n\r\n", Path(namespace, testName), maxBody)
-	msg := []byte(head + strings.Repeat(" ", maxBody/2)) // one for all: the test's own garbage stays small
+// stall sends a request to each path at once, each announcing a body of maxBody
+// bytes and sending half of it, and returns how many were answered 503 at once, and
+// the connections (the taken ones wait for the rest of their bodies).
+func stall(t *testing.T, addr string, paths []string, maxBody int) (busy int, conns []net.Conn) {
+	half := strings.Repeat(" ", maxBody/2) // one for all: the test's own garbage stays small
 	var (
 		wg sync.WaitGroup
 		mu sync.Mutex
 	)
-	for range n {
+	for _, path := range paths {
+		msg := []byte(fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-GitHub-Event: push\r\n"+
+			"X-Hub-Signature-256: sha256=00\r\nContent-Length: %d\r\n\r\n", path, maxBody) + half)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

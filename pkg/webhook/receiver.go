@@ -52,11 +52,12 @@ type Receiver struct {
 	receiver *limiter
 	replays  *deliveries
 	// bodies holds the bytes of the bodies being read; shares, those of each
-	// namespace's receivers.
-	bodies   *semaphore.Weighted
-	shares   *shares
-	requests *prometheus.CounterVec
-	now      func() time.Time
+	// namespace's receivers, and perReceiver those of each receiver.
+	bodies      *semaphore.Weighted
+	shares      *shares
+	perReceiver *shares
+	requests    *prometheus.CounterVec
+	now         func() time.Time
 	// listening, when set, is told the address Start listens on (tests).
 	listening func(net.Addr)
 }
@@ -74,8 +75,11 @@ func New(opts Options) *Receiver {
 		replays:  newDeliveries(replayWindow, maxRemembered, maxRememberedPerNamespace),
 		bodies:   semaphore.NewWeighted(max(maxBodiesInFlight, opts.MaxBodyBytes)),
 		shares:   &shares{max: max(maxNamespaceBodies, opts.MaxBodyBytes), held: map[string]int64{}},
-		requests: newRequestsCounter(),
-		now:      time.Now,
+		// One body as large as may be, or many small ones (hosts send a few KiB):
+		// filling a namespace's share takes as many receivers.
+		perReceiver: &shares{max: opts.MaxBodyBytes, held: map[string]int64{}},
+		requests:    newRequestsCounter(),
+		now:         time.Now,
 	}
 	r.secrets = newSecretCache(opts.Secrets, opts.SecretTTL, func() time.Time { return r.now() })
 	return r
@@ -191,6 +195,11 @@ func (r *Receiver) handle(w http.ResponseWriter, req *http.Request) answer {
 	if req.ContentLength >= 0 {
 		size = req.ContentLength // no more than MaxBodyBytes: refused above
 	}
+	if !r.perReceiver.take(key.String(), size) {
+		logger.V(1).Info("webhook refused: a body as large as may be is being read for the receiver")
+		return busy
+	}
+	defer r.perReceiver.give(key.String(), size)
 	if !r.shares.take(key.Namespace, size) {
 		logger.V(1).Info("webhook refused: too many bodies being read for the namespace")
 		return busy
