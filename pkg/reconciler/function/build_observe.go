@@ -172,8 +172,10 @@ func (r *Reconciler) sweepRuns(ctx context.Context, fn *v1alpha1.Function, runs 
 		}
 		id := pr.Labels[resources.LabelBuildID]
 		if b == nil || b.ID == "" || id != b.ID || !controlledBy(pr, fn) {
-			log.FromContext(ctx).V(1).Info("ignoring an unfinished PipelineRun labelled as a build of the Function: no build the operator started records it, "+
-				"so it is neither followed nor counted in the fleet budget, and it is left alone", "pipelineRun", pr.Name, "build", id)
+			if r.ignoredRuns.first(pr.UID) {
+				log.FromContext(ctx).Info("ignoring an unfinished PipelineRun labelled as a build of the Function: no build the operator started records it, "+
+					"so it is neither followed nor counted in the fleet budget, and it is left alone", "pipelineRun", pr.Name, "build", id)
+			}
 			continue
 		}
 		err := r.Client.Delete(ctx, pr, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &pr.UID})

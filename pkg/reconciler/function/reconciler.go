@@ -85,6 +85,9 @@ type Reconciler struct {
 	// secrets keeps the Secrets read, until their watch sees them change; nil keeps
 	// none (see EnableSecretCache).
 	secrets *secretCache
+	// ignoredRuns are the look-alike PipelineRuns already logged (by UID), so that
+	// each is logged once however often its Function is checked.
+	ignoredRuns ignoredRuns
 }
 
 // EnableSecretCache keeps the Secrets Functions name between checks, read again only

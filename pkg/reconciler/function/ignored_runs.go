@@ -1,0 +1,30 @@
+package function
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/lru"
+)
+
+// maxIgnoredRuns bounds the look-alike runs remembered as logged: past it, the
+// oldest may be logged once more.
+const maxIgnoredRuns = 4096
+
+// ignoredRuns remembers, by UID, the PipelineRuns that carry a Function's build
+// labels but no build the operator started, once logged: a tenant's look-alikes are
+// reported once each, not at every check of their Function.
+type ignoredRuns struct {
+	once sync.Once
+	seen *lru.Cache
+}
+
+// first reports whether uid is seen for the first time, and remembers it.
+func (i *ignoredRuns) first(uid types.UID) bool {
+	i.once.Do(func() { i.seen = lru.New(maxIgnoredRuns) })
+	if _, ok := i.seen.Get(uid); ok {
+		return false
+	}
+	i.seen.Add(uid, struct{}{})
+	return true
+}
