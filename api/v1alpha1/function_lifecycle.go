@@ -49,16 +49,16 @@ const (
 
 // Reasons of the SourceReady condition.
 const (
-	ReasonSourceReady        = "FuncYamlRead"
+	ReasonFuncYamlRead       = "FuncYamlRead"
 	ReasonAuthSecretNotFound = "AuthSecretNotFound"
 	ReasonAuthSecretInvalid  = "AuthSecretInvalid"
 	ReasonGitCloneFailed     = "GitCloneFailed"
 	// ReasonBranchListFailed is listing the repository's branches failing (before any
 	// clone): the host is unreachable, or refused the credentials.
 	ReasonBranchListFailed = "BranchListFailed"
-	// ReasonSourceReachable is a True SourceReachable.
-	ReasonSourceReachable = "Reachable"
-	ReasonBranchNotFound  = "BranchNotFound"
+	// ReasonReachable is a True SourceReachable.
+	ReasonReachable      = "Reachable"
+	ReasonBranchNotFound = "BranchNotFound"
 	// ReasonTagNotFound: spec.repository.ref.tag is not in the repository, or no tag
 	// matches spec.repository.ref.semver.
 	ReasonTagNotFound = "TagNotFound"
@@ -115,16 +115,16 @@ const (
 
 // Reasons of the MiddlewareUpToDate condition.
 const (
-	ReasonMiddlewareUpToDate = "UpToDate"
+	ReasonUpToDate = "UpToDate"
 	// ReasonMiddlewareOutdated is a False MiddlewareUpToDate whose rebuild is due.
 	ReasonMiddlewareOutdated = "MiddlewareOutdated"
 	// ReasonAutoUpdateDisabled is a False MiddlewareUpToDate of severity Info: outdated,
 	// but auto-update is off, so it does not gate Ready.
 	ReasonAutoUpdateDisabled = "AutoUpdateDisabled"
-	// ReasonSourceManaged is a MiddlewareUpToDate of middleware that lives in the
+	// ReasonSourceManagedMiddleware is a MiddlewareUpToDate of middleware that lives in the
 	// function's own source, which a rebuild cannot change: True, or False or Unknown
 	// with severity Info.
-	ReasonSourceManaged = "SourceManagedMiddleware"
+	ReasonSourceManagedMiddleware = "SourceManagedMiddleware"
 	// ReasonRegistryUnreachable: the registry did not answer, or answered 5xx; retried with backoff.
 	ReasonRegistryUnreachable = "RegistryUnreachable"
 	// ReasonRegistryAuthFailed: the registry refused the credentials of
@@ -145,10 +145,10 @@ const (
 	// ReasonImageDigestMismatch: the registry served a layer whose bytes are not
 	// the digest its manifest names (a corrupt or a forged layer): no verdict is
 	// drawn from it.
-	ReasonImageDigestMismatch    = "ImageDigestMismatch"
-	ReasonUnsupportedRuntime     = "UnsupportedRuntime"
-	ReasonRegistrySecretNotFound = "RegistryAuthSecretNotFound"
-	ReasonRegistrySecretInvalid  = "RegistryAuthSecretInvalid"
+	ReasonImageDigestMismatch        = "ImageDigestMismatch"
+	ReasonUnsupportedRuntime         = "UnsupportedRuntime"
+	ReasonRegistryAuthSecretNotFound = "RegistryAuthSecretNotFound"
+	ReasonRegistryAuthSecretInvalid  = "RegistryAuthSecretInvalid"
 	// ReasonRebuildQueued is a False MiddlewareUpToDate whose rebuild waits for the budget.
 	ReasonRebuildQueued = "RebuildQueued"
 	// ReasonRebuilding is a False MiddlewareUpToDate while its rebuild runs.
@@ -285,7 +285,7 @@ func (fs *FunctionStatus) MarkSourceReady(branch, commit string) {
 // MarkSourceReadyAt records that func.yaml was read at commit of ref, a reference as
 // messages show it ("branch main", "tag v1.2.3").
 func (fs *FunctionStatus) MarkSourceReadyAt(ref, commit string) {
-	fs.markTrue(FunctionConditionSourceReady, ReasonSourceReady, "func.yaml read from %s at commit %s", ref, ShortCommit(commit))
+	fs.markTrue(FunctionConditionSourceReady, ReasonFuncYamlRead, "func.yaml read from %s at commit %s", ref, ShortCommit(commit))
 }
 
 // MarkSourceFailed records why the source could not be used.
@@ -359,7 +359,7 @@ func (fs *FunctionStatus) MarkDownstreamWaitingForSource() {
 
 // MarkMiddlewareUpToDate records that the function runs the newest middleware.
 func (fs *FunctionStatus) MarkMiddlewareUpToDate(messageFormat string, messageA ...interface{}) {
-	fs.markTrue(FunctionConditionMiddlewareUpToDate, ReasonMiddlewareUpToDate, messageFormat, messageA...)
+	fs.markTrue(FunctionConditionMiddlewareUpToDate, ReasonUpToDate, messageFormat, messageA...)
 }
 
 // MarkMiddlewareOutdated records that a rebuild would bring newer middleware, and is due.
@@ -376,20 +376,20 @@ func (fs *FunctionStatus) MarkAutoUpdateDisabled(messageFormat string, messageA 
 // MarkSourceManagedUpToDate records middleware of the function's own source that is
 // not older than what the linked func library pins, or that the library pins none of.
 func (fs *FunctionStatus) MarkSourceManagedUpToDate(messageFormat string, messageA ...interface{}) {
-	fs.markTrue(FunctionConditionMiddlewareUpToDate, ReasonSourceManaged, messageFormat, messageA...)
+	fs.markTrue(FunctionConditionMiddlewareUpToDate, ReasonSourceManagedMiddleware, messageFormat, messageA...)
 }
 
 // MarkSourceManagedOutdated records middleware of the function's own source that is
 // older than what the linked func library pins. A rebuild cannot change it, so it
 // does not gate Ready (severity Info): the function's owner updates the source.
 func (fs *FunctionStatus) MarkSourceManagedOutdated(messageFormat string, messageA ...interface{}) {
-	fs.markInfo(FunctionConditionMiddlewareUpToDate, corev1.ConditionFalse, ReasonSourceManaged, messageFormat, messageA...)
+	fs.markInfo(FunctionConditionMiddlewareUpToDate, corev1.ConditionFalse, ReasonSourceManagedMiddleware, messageFormat, messageA...)
 }
 
 // MarkSourceManagedUnknown records middleware of the function's own source whose
 // version could not be read (severity Info: it does not gate Ready).
 func (fs *FunctionStatus) MarkSourceManagedUnknown(messageFormat string, messageA ...interface{}) {
-	fs.markInfo(FunctionConditionMiddlewareUpToDate, corev1.ConditionUnknown, ReasonSourceManaged, messageFormat, messageA...)
+	fs.markInfo(FunctionConditionMiddlewareUpToDate, corev1.ConditionUnknown, ReasonSourceManagedMiddleware, messageFormat, messageA...)
 }
 
 // MarkRebuildQueued records an outdated function whose rebuild waits for a slot.
@@ -429,7 +429,7 @@ func (fs *FunctionStatus) MiddlewareOutdated() bool {
 // MarkSourceReachable records that the repository answered.
 func (fs *FunctionStatus) MarkSourceReachable() {
 	functionCondSet.Manage(fs).SetCondition(apis.Condition{Type: FunctionConditionSourceReachable, Status: corev1.ConditionTrue,
-		Reason: ReasonSourceReachable})
+		Reason: ReasonReachable})
 }
 
 // MarkSourceUnreachable records that the repository does not answer. The condition
@@ -442,7 +442,7 @@ func (fs *FunctionStatus) MarkSourceUnreachable(reason, messageFormat string, me
 // MarkRegistryReachable records that the registry answered.
 func (fs *FunctionStatus) MarkRegistryReachable() {
 	functionCondSet.Manage(fs).SetCondition(apis.Condition{Type: FunctionConditionRegistryReachable, Status: corev1.ConditionTrue,
-		Reason: ReasonSourceReachable})
+		Reason: ReasonReachable})
 }
 
 // MarkRegistryUnreachable records that the registry does not let the image be read

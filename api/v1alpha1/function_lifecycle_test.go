@@ -86,7 +86,7 @@ func TestFunctionStatus_MarkSourceReady(t *testing.T) {
 			fs.MarkSourceReady("main", tt.commit)
 
 			got := conds(fs)
-			if diff := cmp.Diff(cond{Status: corev1.ConditionTrue, Reason: ReasonSourceReady, Message: tt.wantMsg},
+			if diff := cmp.Diff(cond{Status: corev1.ConditionTrue, Reason: ReasonFuncYamlRead, Message: tt.wantMsg},
 				got[FunctionConditionSourceReady]); diff != "" {
 				t.Errorf("SourceReady (-want +got):\n%s", diff)
 			}
@@ -298,7 +298,7 @@ func TestFunctionStatus_LastTransitionTime(t *testing.T) {
 
 func TestFunctionStatus_DeploymentMarks(t *testing.T) {
 	outdated := cond{Status: corev1.ConditionFalse, Reason: ReasonMiddlewareOutdated, Message: "v1 is available"}
-	sourceReady := cond{Status: corev1.ConditionTrue, Reason: ReasonSourceReady,
+	sourceReady := cond{Status: corev1.ConditionTrue, Reason: ReasonFuncYamlRead,
 		Message: "func.yaml read from branch main at commit " + testShortCommit}
 	notDeployed := cond{Status: corev1.ConditionFalse, Reason: ReasonNotDeployed,
 		Message: `no Knative Service "hello" in namespace "team-a": deploy the function (func deploy)`}
@@ -356,7 +356,7 @@ func TestFunctionStatus_DeploymentMarks(t *testing.T) {
 		want: map[apis.ConditionType]cond{
 			FunctionConditionSourceReady:        sourceReady,
 			FunctionConditionDeployed:           {Status: corev1.ConditionTrue, Reason: ReasonDeployed, Message: "Knative Service hello runs img"},
-			FunctionConditionMiddlewareUpToDate: {Status: corev1.ConditionTrue, Reason: ReasonMiddlewareUpToDate, Message: "v1 is the newest"},
+			FunctionConditionMiddlewareUpToDate: {Status: corev1.ConditionTrue, Reason: ReasonUpToDate, Message: "v1 is the newest"},
 			FunctionConditionServiceReady:       {Status: corev1.ConditionFalse, Reason: "RevisionMissing", Message: `Configuration "hello" does not have any ready Revision.`},
 			FunctionConditionReady:              {Status: corev1.ConditionFalse, Reason: "RevisionMissing", Message: `Configuration "hello" does not have any ready Revision.`},
 		},
@@ -700,20 +700,20 @@ func TestFunctionStatus_NonGatingMiddleware(t *testing.T) {
 	}, {
 		name:         "source-managed and older: False, Info; Ready True",
 		mark:         func(fs *FunctionStatus) { ready(fs); fs.MarkSourceManagedOutdated("update the source") },
-		wantMw:       cond{Status: corev1.ConditionFalse, Reason: ReasonSourceManaged, Message: "update the source"},
+		wantMw:       cond{Status: corev1.ConditionFalse, Reason: ReasonSourceManagedMiddleware, Message: "update the source"},
 		wantSeverity: apis.ConditionSeverityInfo,
 		wantReady:    cond{Status: corev1.ConditionTrue},
 		wantOutdated: true,
 	}, {
 		name:         "source-managed, version unreadable: Unknown, Info; Ready True",
 		mark:         func(fs *FunctionStatus) { ready(fs); fs.MarkSourceManagedUnknown("no version") },
-		wantMw:       cond{Status: corev1.ConditionUnknown, Reason: ReasonSourceManaged, Message: "no version"},
+		wantMw:       cond{Status: corev1.ConditionUnknown, Reason: ReasonSourceManagedMiddleware, Message: "no version"},
 		wantSeverity: apis.ConditionSeverityInfo,
 		wantReady:    cond{Status: corev1.ConditionTrue},
 	}, {
 		name:      "source-managed and current: True",
 		mark:      func(fs *FunctionStatus) { ready(fs); fs.MarkSourceManagedUpToDate("pins the newest") },
-		wantMw:    cond{Status: corev1.ConditionTrue, Reason: ReasonSourceManaged, Message: "pins the newest"},
+		wantMw:    cond{Status: corev1.ConditionTrue, Reason: ReasonSourceManagedMiddleware, Message: "pins the newest"},
 		wantReady: cond{Status: corev1.ConditionTrue},
 	}, {
 		name: "auto-update turned on again: outdated gates Ready (severity Error)",

@@ -71,7 +71,7 @@ func TestOperator_OneListingPerRepository(t *testing.T) {
 
 	for _, fn := range append(monoFns, ns1+"/tagged", ns1+"/priv", ns2+"/priv") {
 		ns, name := splitKey(fn)
-		eventually(t, 30*time.Second, sourceReady(ns, name, corev1.ConditionTrue, v1alpha1.ReasonSourceReady))
+		eventually(t, 30*time.Second, sourceReady(ns, name, corev1.ConditionTrue, v1alpha1.ReasonFuncYamlRead))
 	}
 	// Other credentials, and none, never get the listing made with the token.
 	eventually(t, 30*time.Second, sourceReady(ns2, "priv-wrong", corev1.ConditionFalse, v1alpha1.ReasonBranchListFailed))

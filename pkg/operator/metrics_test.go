@@ -120,7 +120,7 @@ func TestOperator_Metrics(t *testing.T) {
 		if _, ok := value(m, "func_operator_function_condition", series("MiddlewareUpToDate", "False", v1alpha1.ReasonRebuilding)); ok {
 			return "the Rebuilding series is still there after the rebuild"
 		}
-		if v, ok := value(m, "func_operator_function_condition", series("MiddlewareUpToDate", "True", v1alpha1.ReasonMiddlewareUpToDate)); !ok || v != 1 {
+		if v, ok := value(m, "func_operator_function_condition", series("MiddlewareUpToDate", "True", v1alpha1.ReasonUpToDate)); !ok || v != 1 {
 			return "no MiddlewareUpToDate True UpToDate series"
 		}
 		for name, want := range map[string]float64{"func_operator_middleware_outdated_functions": 0, "func_operator_builds_running": 0} {

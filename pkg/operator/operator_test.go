@@ -68,7 +68,7 @@ func TestOperator_NewCommitIsObservedOnTheNextCheck(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, sourceReady(ns, "app", corev1.ConditionTrue, v1alpha1.ReasonSourceReady))
+	eventually(t, 20*time.Second, sourceReady(ns, "app", corev1.ConditionTrue, v1alpha1.ReasonFuncYamlRead))
 
 	second := repo.Commit(t, "main", map[string]string{"func.yaml": funcYAML("app", "node")}, "second")
 	eventually(t, 20*time.Second, func() string {
@@ -128,7 +128,7 @@ func TestOperator_SecretChangesReconcileTheFunctions(t *testing.T) {
 	if err := k8sClient.Update(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, sourceReady(ns, "private", corev1.ConditionTrue, v1alpha1.ReasonSourceReady))
+	eventually(t, 20*time.Second, sourceReady(ns, "private", corev1.ConditionTrue, v1alpha1.ReasonFuncYamlRead))
 
 	if err := k8sClient.Delete(ctx, secret); err != nil {
 		t.Fatal(err)
@@ -206,7 +206,7 @@ func TestOperator_UpstreamFunctionReconciles(t *testing.T) {
 	if err := k8sClient.Create(context.Background(), u); err != nil {
 		t.Fatalf("the API server refused the Function func deploy writes: %v", err)
 	}
-	eventually(t, 20*time.Second, sourceReady(ns, "hello", corev1.ConditionTrue, v1alpha1.ReasonSourceReady))
+	eventually(t, 20*time.Second, sourceReady(ns, "hello", corev1.ConditionTrue, v1alpha1.ReasonFuncYamlRead))
 	fn := getFunction(t, ns, "hello")
 	if fn.Status.Name != "hello" || fn.Status.Git.ResolvedBranch != "develop" || fn.Status.Git.ObservedCommit != develop {
 		t.Errorf("status = name %q, git %+v; want name hello, branch develop at %s", fn.Status.Name, fn.Status.Git, develop)
@@ -233,7 +233,7 @@ func TestOperator_WatchNamespaces(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 20*time.Second, sourceReady(watched, "r", corev1.ConditionTrue, v1alpha1.ReasonSourceReady))
+	eventually(t, 20*time.Second, sourceReady(watched, "r", corev1.ConditionTrue, v1alpha1.ReasonFuncYamlRead))
 	if fn := getFunction(t, other, "r"); len(fn.Status.Conditions) != 0 {
 		t.Errorf("a Function outside WATCH_NAMESPACE was reconciled: %+v", fn.Status)
 	}
@@ -305,7 +305,7 @@ func TestOperator_AnnotationRequestsACheck(t *testing.T) {
 	if err := k8sClient.Create(ctx, fn); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, sourceReady(ns, "r", corev1.ConditionTrue, v1alpha1.ReasonSourceReady))
+	eventually(t, 20*time.Second, sourceReady(ns, "r", corev1.ConditionTrue, v1alpha1.ReasonFuncYamlRead))
 
 	second := repo.Commit(t, "main", map[string]string{"func.yaml": funcYAML("r", "node")}, "second")
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"functions.dev/requested-at":"1"}}}`))

@@ -873,7 +873,7 @@ func TestOperator_GitOutageKeepsLastKnownGood(t *testing.T) {
 			}
 
 			f.srv.FailWith(0)
-			eventually(t, 20*time.Second, condition(ns, "hello", v1alpha1.FunctionConditionSourceReachable, corev1.ConditionTrue, v1alpha1.ReasonSourceReachable))
+			eventually(t, 20*time.Second, condition(ns, "hello", v1alpha1.FunctionConditionSourceReachable, corev1.ConditionTrue, v1alpha1.ReasonReachable))
 			if fn := getFunction(t, ns, "hello"); fn.Status.Git.UnreachableSince != nil {
 				t.Errorf("unreachableSince = %v after the outage, want none", fn.Status.Git.UnreachableSince)
 			}
@@ -931,7 +931,7 @@ func TestOperator_RegistryOutageKeepsLastKnownGood(t *testing.T) {
 		t.Errorf("%d PipelineRuns during the outage, want %d", n, runsBefore)
 	}
 	f.reg.FailWith(0)
-	eventually(t, 20*time.Second, condition(ns, "hello", v1alpha1.FunctionConditionRegistryReachable, corev1.ConditionTrue, v1alpha1.ReasonSourceReachable))
+	eventually(t, 20*time.Second, condition(ns, "hello", v1alpha1.FunctionConditionRegistryReachable, corev1.ConditionTrue, v1alpha1.ReasonReachable))
 }
 
 // markKnativeServiceReady plays Knative Serving's controller, which envtest has not

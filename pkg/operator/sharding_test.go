@@ -36,7 +36,7 @@ func TestOperator_Shards(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 30*time.Second, sourceReady(ns, "fn-a", corev1.ConditionTrue, v1alpha1.ReasonSourceReady))
+	eventually(t, 30*time.Second, sourceReady(ns, "fn-a", corev1.ConditionTrue, v1alpha1.ReasonFuncYamlRead))
 	time.Sleep(3 * time.Second) // three check intervals
 	if got := getFunction(t, ns, "fn-b"); len(got.Status.Conditions) != 0 {
 		t.Fatalf("shard a's operator reconciled fn-b (shard b): status %+v", got.Status)
@@ -46,5 +46,5 @@ func TestOperator_Shards(t *testing.T) {
 	startOperatorOptions(t, cfg, nil, func(o *Options) {
 		o.WatchLabelSelector, o.LeaderElection, o.LeaderElectionID = "functions.dev/shard=b", true, "shard-b"
 	}, ns)
-	eventually(t, 30*time.Second, sourceReady(ns, "fn-b", corev1.ConditionTrue, v1alpha1.ReasonSourceReady))
+	eventually(t, 30*time.Second, sourceReady(ns, "fn-b", corev1.ConditionTrue, v1alpha1.ReasonFuncYamlRead))
 }

@@ -89,9 +89,9 @@ func TestAttack_PushReceiverSharedListing(t *testing.T) {
 	}
 	create(nsB, "b", "b")
 	for i := 0; i < fnsA; i++ {
-		eventually(t, 30*time.Second, sourceReady(nsA, fmt.Sprintf("a%d", i), corev1.ConditionTrue, v1alpha1.ReasonSourceReady))
+		eventually(t, 30*time.Second, sourceReady(nsA, fmt.Sprintf("a%d", i), corev1.ConditionTrue, v1alpha1.ReasonFuncYamlRead))
 	}
-	eventually(t, 30*time.Second, sourceReady(nsB, "b", corev1.ConditionTrue, v1alpha1.ReasonSourceReady))
+	eventually(t, 30*time.Second, sourceReady(nsB, "b", corev1.ConditionTrue, v1alpha1.ReasonFuncYamlRead))
 
 	// B's Function is known on the shared listing; B then points it at a Secret that
 	// does not exist, so that its own checks stop before any listing: whatever lists
@@ -151,7 +151,7 @@ func TestAttack_PushReceiverSharedListing(t *testing.T) {
 	store.Set(cfg)
 	time.Sleep(interval + time.Second) // every check queued at the old interval has run
 	setAuth(nil)
-	eventually(t, 30*time.Second, sourceReady(nsB, "b", corev1.ConditionTrue, v1alpha1.ReasonSourceReady))
+	eventually(t, 30*time.Second, sourceReady(nsB, "b", corev1.ConditionTrue, v1alpha1.ReasonFuncYamlRead))
 	second := mono.Commit(t, "main", map[string]string{"README.md": "second"}, "second")
 	listingsBefore = srv.RefAdvertisements("mono") - srv.UploadPacks("mono")
 	if code := signedPush(t, addr, nsB, hookToken, "control", payload()); code != http.StatusAccepted {

@@ -52,7 +52,7 @@ func TestOperator_PushWebhook(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, sourceReady(ns, "hooked", corev1.ConditionTrue, v1alpha1.ReasonSourceReady))
+	eventually(t, 30*time.Second, sourceReady(ns, "hooked", corev1.ConditionTrue, v1alpha1.ReasonFuncYamlRead))
 
 	// The git host's own form of the URL: https://host/org/repo.git and the like
 	// normalize to the same key as the Function's.

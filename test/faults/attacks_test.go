@@ -244,7 +244,7 @@ func (s *suite) launchAttacks(t *testing.T, ns string) []attack {
 	add("zip-bomb", ready, v1alpha1.ReasonImageTooLarge)
 	// Its executable, padded to 256 MiB, is read for its build info: func-go
 	// FuncGoVersion, what the linked func builds.
-	add("padded-elf", ready, v1alpha1.ReasonMiddlewareUpToDate)
+	add("padded-elf", ready, v1alpha1.ReasonUpToDate)
 	add("registry-error-body", ready, v1alpha1.ReasonImageInspectFailed)
 	add("registry-trickle", ready, v1alpha1.ReasonRegistryTimedOut)
 	add("registry-api-server", ready, v1alpha1.ReasonHostNotAllowed)

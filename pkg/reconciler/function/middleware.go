@@ -158,21 +158,21 @@ func (r *Reconciler) registryKeychain(ctx context.Context, fn *v1alpha1.Function
 	case err != nil:
 		return nil, "", err
 	case secret == nil:
-		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonRegistrySecretNotFound,
+		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonRegistryAuthSecretNotFound,
 			"Secret %q named by spec.registry.authSecretRef does not exist in namespace %q", ref.Name, fn.Namespace)
-		return nil, "", rerror.NewStalling(v1alpha1.ReasonRegistrySecretNotFound, "registry Secret %q not found", ref.Name)
+		return nil, "", rerror.NewStalling(v1alpha1.ReasonRegistryAuthSecretNotFound, "registry Secret %q not found", ref.Name)
 	}
 	content, ok := secret.Data[corev1.DockerConfigJsonKey]
 	if !ok {
-		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonRegistrySecretInvalid,
+		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonRegistryAuthSecretInvalid,
 			"Secret %q named by spec.registry.authSecretRef has no key %q: it must be a %s Secret",
 			ref.Name, corev1.DockerConfigJsonKey, corev1.SecretTypeDockerConfigJson)
-		return nil, "", rerror.NewStalling(v1alpha1.ReasonRegistrySecretInvalid, "registry Secret %q has no %s", ref.Name, corev1.DockerConfigJsonKey)
+		return nil, "", rerror.NewStalling(v1alpha1.ReasonRegistryAuthSecretInvalid, "registry Secret %q has no %s", ref.Name, corev1.DockerConfigJsonKey)
 	}
 	kc, err = registry.KeychainWithCA(content, secret.Data[registry.KeyCACert])
 	if err != nil {
-		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonRegistrySecretInvalid, "Secret %q: %s", ref.Name, err)
-		return nil, "", rerror.NewStalling(v1alpha1.ReasonRegistrySecretInvalid, "registry Secret %q: %w", ref.Name, err)
+		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonRegistryAuthSecretInvalid, "Secret %q: %s", ref.Name, err)
+		return nil, "", rerror.NewStalling(v1alpha1.ReasonRegistryAuthSecretInvalid, "registry Secret %q: %w", ref.Name, err)
 	}
 	return kc, "secret/" + secret.Name + "@" + secret.ResourceVersion, nil
 }

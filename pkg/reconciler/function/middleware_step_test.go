@@ -126,7 +126,7 @@ func TestReconciler_reconcileMiddleware(t *testing.T) {
 		name:        "registry Secret missing: stalls before any registry call",
 		runtime:     "go",
 		registryRef: "regcred",
-		want:        outcome{Kind: "stalling", Reason: v1alpha1.ReasonRegistrySecretNotFound, Condition: "Unknown/RegistryAuthSecretNotFound/"},
+		want:        outcome{Kind: "stalling", Reason: v1alpha1.ReasonRegistryAuthSecretNotFound, Condition: "Unknown/RegistryAuthSecretNotFound/"},
 	}, {
 		name:        "node: older middleware in the function's source: False, severity Info",
 		runtime:     "node",

@@ -68,14 +68,14 @@ func TestReconcile_Middleware(t *testing.T) {
 		want     want
 	}{{
 		name: "up to date", repo: "gofn", image: current,
-		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonMiddlewareUpToDate, current: pin.Version, currentSource: "label", autoUpdate: operatorOn},
+		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonUpToDate, current: pin.Version, currentSource: "label", autoUpdate: operatorOn},
 	}, {
 		name: "outdated: a rebuild is pending", repo: "gofn", image: older,
 		want: want{status: corev1.ConditionFalse, reason: v1alpha1.ReasonMiddlewareOutdated, message: pin.Version + " is available (running: v0.1.0)",
 			current: "v0.1.0", currentSource: "label", pendingRebuild: true, autoUpdate: operatorOn},
 	}, {
 		name: "an older available is no update", repo: "gofn", image: newer,
-		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonMiddlewareUpToDate, current: "v99.0.0", currentSource: "label", autoUpdate: operatorOn},
+		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonUpToDate, current: "v99.0.0", currentSource: "label", autoUpdate: operatorOn},
 	}, {
 		name: "outdated, auto-update off on the Function", repo: "gofn", image: older, override: &off,
 		want: want{status: corev1.ConditionFalse, reason: v1alpha1.ReasonAutoUpdateDisabled, message: "set by Function", readyTrue: true,
@@ -96,18 +96,18 @@ func TestReconcile_Middleware(t *testing.T) {
 	}, {
 		name: "unknown current as up to date by policy", repo: "gofn", image: unlabelled,
 		cfg:  func(c *config.Config) { c.UnknownMiddlewarePolicy = config.UnknownMiddlewareUpToDate },
-		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonMiddlewareUpToDate, autoUpdate: operatorOn},
+		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonUpToDate, autoUpdate: operatorOn},
 	}, {
 		name: "node: middleware in the user's source, which pins an older one", repo: "nodefn", image: older,
-		want: want{status: corev1.ConditionFalse, reason: v1alpha1.ReasonSourceManaged, readyTrue: true,
+		want: want{status: corev1.ConditionFalse, reason: v1alpha1.ReasonSourceManagedMiddleware, readyTrue: true,
 			message: "source, which pins faas-js-runtime ^2.3.0, older than " + nodePin.Version + " that func " + funclib.Version() + " templates pin: update it in the source", current: "^2.3.0", currentSource: "source", autoUpdate: operatorOn},
 	}, {
 		name: "registry Secret missing", repo: "gofn", image: current, ref: "regcred",
-		want: want{status: corev1.ConditionUnknown, reason: v1alpha1.ReasonRegistrySecretNotFound, message: `"regcred"`, autoUpdate: operatorOn},
+		want: want{status: corev1.ConditionUnknown, reason: v1alpha1.ReasonRegistryAuthSecretNotFound, message: `"regcred"`, autoUpdate: operatorOn},
 	}, {
 		name: "registry Secret of the wrong type", repo: "gofn", image: current,
 		secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "regcred"}, Data: map[string][]byte{"token": []byte("x")}},
-		want:   want{status: corev1.ConditionUnknown, reason: v1alpha1.ReasonRegistrySecretInvalid, message: ".dockerconfigjson", autoUpdate: operatorOn},
+		want:   want{status: corev1.ConditionUnknown, reason: v1alpha1.ReasonRegistryAuthSecretInvalid, message: ".dockerconfigjson", autoUpdate: operatorOn},
 	}, {
 		name: "image not in the registry", repo: "gofn", image: reg.Host + "/fns/missing@sha256:" + strings.Repeat("0", 64),
 		want: want{status: corev1.ConditionUnknown, reason: v1alpha1.ReasonImageNotFound, message: "not found in registry", autoUpdate: operatorOn},
@@ -234,7 +234,7 @@ func TestReconcile_MiddlewarePrivateRegistry(t *testing.T) {
 		secret     []byte // nil: no Secret referenced
 		wantReason string
 	}{
-		{name: "with the Secret", secret: reg.DockerConfigJSON(), wantReason: v1alpha1.ReasonMiddlewareUpToDate},
+		{name: "with the Secret", secret: reg.DockerConfigJSON(), wantReason: v1alpha1.ReasonUpToDate},
 		{name: "anonymous", wantReason: v1alpha1.ReasonRegistryAuthFailed},
 		{name: "wrong password", secret: registrytest.StartPrivate(t, "pusher", "wrong-"+password).DockerConfigJSONFor(reg.Host),
 			wantReason: v1alpha1.ReasonRegistryAuthFailed},

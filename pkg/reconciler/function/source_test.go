@@ -53,35 +53,35 @@ func TestReconcile_Source(t *testing.T) {
 	}{{
 		name: "public repository, default branch",
 		repo: v1alpha1.Repository{URL: g.http.URL("public")},
-		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonSourceReady, message: "branch main",
+		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonFuncYamlRead, message: "branch main",
 			runtime: "go", name: "hello", branch: "main", commit: g.public.Head(t, "main")},
 	}, {
 		name: "monorepo path",
 		repo: v1alpha1.Repository{URL: g.http.URL("public"), Branch: "main", Path: "fns/echo"},
-		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonSourceReady,
+		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonFuncYamlRead,
 			runtime: "node", name: "echo", branch: "main", commit: g.public.Head(t, "main")},
 	}, {
 		name: "default branch other than main is resolved",
 		repo: v1alpha1.Repository{URL: g.http.URL("trunk")},
-		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonSourceReady, message: "branch trunk",
+		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonFuncYamlRead, message: "branch trunk",
 			runtime: "rust", name: "trunky", branch: "trunk", commit: g.trunk.Head(t, "trunk")},
 	}, {
 		name:   "private repository with token",
 		repo:   v1alpha1.Repository{URL: g.http.URL("private"), AuthSecretRef: secretRef("git-token")},
 		secret: secret("git-token", map[string]string{"token": testToken}),
-		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonSourceReady,
+		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonFuncYamlRead,
 			runtime: "python", name: "private", branch: "main", commit: g.private.Head(t, "main")},
 	}, {
 		name:   "private repository with username and password",
 		repo:   v1alpha1.Repository{URL: g.http.URL("basic"), AuthSecretRef: secretRef("git-basic")},
 		secret: secret("git-basic", map[string]string{"username": testUser, "password": testPassword}),
-		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonSourceReady,
+		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonFuncYamlRead,
 			runtime: "quarkus", name: "basic", branch: "main", commit: g.basic.Head(t, "main")},
 	}, {
 		name:   "ssh with key and known_hosts",
 		repo:   v1alpha1.Repository{URL: ssh.URL(sshRepo.Dir), AuthSecretRef: secretRef("ssh-auth")},
 		secret: sshSecret(ssh.KnownHosts()),
-		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonSourceReady,
+		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonFuncYamlRead,
 			runtime: "springboot", name: "sshfn", branch: "main", commit: sshRepo.Head(t, "main")},
 	}, {
 		name: "AuthSecretNotFound",
