@@ -118,10 +118,24 @@ func RunPipeline(ctx context.Context, req BuildRequest) error {
 			return "", errors.New("pipelines-as-code is not used by func-operator")
 		}),
 	)
-	if _, _, err := pp.Run(ctx, f); err != nil {
+	if err := recovered("running the pipeline", func() error { _, _, err := pp.Run(ctx, f); return err }); err != nil {
 		return fmt.Errorf("func pipeline: %w", err)
 	}
 	return nil
+}
+
+// recovered runs call and turns a panic in it into an error. The func library
+// panics where it ignores an error of its own: v0.50.1 fetching a failed step's log
+// (k8s.GetPodLogs) dereferences the client it could not make when the kubeconfig
+// it reads is gone. A build runs on a goroutine of its own, where a panic would end
+// the operator: it must fail that build only.
+func recovered(what string, call func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the func library panicked %s: %v", what, p)
+		}
+	}()
+	return call()
 }
 
 // CheckBuildable says why func's pipelines cannot build the function, if they cannot.
