@@ -22,19 +22,7 @@ import (
 // TestReconciler_Subscriptions describes the Knative Eventing Triggers that deliver
 // events to the function, matched by subscriber reference or by the Service's address.
 func TestReconcile_Subscriptions(t *testing.T) {
-	pin, err := funclib.AvailableMiddleware("go", "http")
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := registrytest.Start(t)
-	image := reg.Push(t, "fns/hello", pin.Version)
-	root := gitserver.NewRepoRoot(t)
-	srv := gitserver.StartHTTP(t, root)
-	gitserver.CreateRepo(t, root, "hello").Commit(t, "main", map[string]string{"func.yaml": funcYAML("hello", "go")}, "hello")
-
-	ns := newNamespace(t)
-	knativeService{ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionTrue},
-		readyRevision: "hello-00001", revisionDigest: image}.create(t, ns)
+	ns, repoURL := deployedHello(t)
 	trigger := func(name, broker string, attrs map[string]string, dest duckv1.Destination) *eventingv1.Trigger {
 		return &eventingv1.Trigger{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -51,7 +39,7 @@ func TestReconcile_Subscriptions(t *testing.T) {
 		trigger("other-uri", "default", map[string]string{"type": "y"},
 			duckv1.Destination{URI: apis.HTTP("other." + ns + ".svc.cluster.local")}),
 	)
-	mustCreate(t, newFunction(ns, "fn", v1alpha1.Repository{URL: srv.URL("hello")}))
+	mustCreate(t, newFunction(ns, "fn", v1alpha1.Repository{URL: repoURL}))
 
 	// Until Knative Eventing is known to be served, no Trigger is looked for.
 	r, _ := newTestReconciler(t, 10)
@@ -86,19 +74,7 @@ func TestReconcile_Subscriptions(t *testing.T) {
 // limit). The positive control is TestReconcile_Subscriptions: Triggers within the
 // bounds show whole.
 func TestReconcile_SubscriptionsBounded(t *testing.T) {
-	pin, err := funclib.AvailableMiddleware("go", "http")
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := registrytest.Start(t)
-	image := reg.Push(t, "fns/hello", pin.Version)
-	root := gitserver.NewRepoRoot(t)
-	srv := gitserver.StartHTTP(t, root)
-	gitserver.CreateRepo(t, root, "hello").Commit(t, "main", map[string]string{"func.yaml": funcYAML("hello", "go")}, "hello")
-
-	ns := newNamespace(t)
-	knativeService{ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionTrue},
-		readyRevision: "hello-00001", revisionDigest: image}.create(t, ns)
+	ns, repoURL := deployedHello(t)
 	const triggers = 200
 	long := strings.Repeat("s", 8<<10)
 	for i := range triggers {
@@ -109,7 +85,7 @@ func TestReconcile_SubscriptionsBounded(t *testing.T) {
 				Subscriber: duckv1.Destination{Ref: &duckv1.KReference{APIVersion: "serving.knative.dev/v1", Kind: "Service", Name: "hello"}}},
 		})
 	}
-	mustCreate(t, newFunction(ns, "fn", v1alpha1.Repository{URL: srv.URL("hello")}))
+	mustCreate(t, newFunction(ns, "fn", v1alpha1.Repository{URL: repoURL}))
 	r, _ := newTestReconciler(t, 10)
 	r.Services.EnableEventing()
 	if _, err := reconcileOnce(t, r, ns, "fn"); err != nil {
@@ -127,4 +103,24 @@ func TestReconcile_SubscriptionsBounded(t *testing.T) {
 	if first := got.Subscriptions[0]; first.Type != "t000" || first.Source != wantSource {
 		t.Errorf("first subscription = type %q, source of %d bytes; want t000, cut to %d bytes", first.Type, len(first.Source), len(wantSource))
 	}
+}
+
+// deployedHello is function hello in a namespace of its own: its repository served
+// here, its image up to date, and a ready Knative Service running it. It returns the
+// namespace and the repository's URL.
+func deployedHello(t *testing.T) (ns, repoURL string) {
+	t.Helper()
+	pin, err := funclib.AvailableMiddleware("go", "http")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registrytest.Start(t)
+	image := reg.Push(t, "fns/hello", pin.Version)
+	root := gitserver.NewRepoRoot(t)
+	srv := gitserver.StartHTTP(t, root)
+	gitserver.CreateRepo(t, root, "hello").Commit(t, "main", map[string]string{"func.yaml": funcYAML("hello", "go")}, "hello")
+	ns = newNamespace(t)
+	knativeService{ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionTrue},
+		readyRevision: "hello-00001", revisionDigest: image}.create(t, ns)
+	return ns, srv.URL("hello")
 }
