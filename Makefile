@@ -111,9 +111,9 @@ bench-scale: ## Scale benchmark (not part of test): N Functions on R repositorie
 FUZZ_TARGETS ?= \
 	./pkg/funclib:FuzzLoadFuncYAML \
 	./pkg/funclib:FuzzCheckNoLocalEnv \
-	./pkg/source:FuzzRepositoryURL \
-	./pkg/source:FuzzRepositoryPath \
-	./pkg/source:FuzzRemoteHead \
+	./pkg/git:FuzzRepositoryURL \
+	./pkg/git:FuzzRepositoryPath \
+	./pkg/git:FuzzRemoteHead \
 	./pkg/registry:FuzzKeychain \
 	./pkg/registry:FuzzBuildInfo
 FUZZTIME ?= 5m

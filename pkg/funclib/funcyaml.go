@@ -210,7 +210,7 @@ func checkNoLocalEnvDecoded(f fn.Function) error {
 	return localEnvError(found)
 }
 
-// Limits on the shape of a func.yaml. pkg/source reads up to 1 MiB of it, but what
+// Limits on the shape of a func.yaml. pkg/git reads up to 1 MiB of it, but what
 // parsing and decoding YAML costs grows with its nodes, not its bytes: without these
 // limits, 1 MiB of "[a,a,a,...]" (500,000 nodes) cost LoadFuncYAML 0.8 s and 371 MiB,
 // 100,000 envs of an old-format func.yaml 1.2 s and 484 MiB (the func library decodes

@@ -410,7 +410,7 @@ func TestLoadFuncYAML_UnusableTmpDir(t *testing.T) {
 // hostileHeader makes a func.yaml that would load but for what follows it.
 const hostileHeader = "specVersion: 0.36.0\nname: hostile\nruntime: go\n"
 
-// What hostile func.yaml may cost LoadFuncYAML, at most: pkg/source hands it up to
+// What hostile func.yaml may cost LoadFuncYAML, at most: pkg/git hands it up to
 // 1 MiB. The figures are for one call: TotalAlloc (all it allocates, garbage
 // included), on 2 cores.
 const (
@@ -616,7 +616,7 @@ func TestLoadFuncYAML_Hostile(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if len(tt.content) > 1<<20 {
-				t.Fatalf("the test's func.yaml is %d bytes, more than pkg/source passes on", len(tt.content))
+				t.Fatalf("the test's func.yaml is %d bytes, more than pkg/git passes on", len(tt.content))
 			}
 			tmp := t.TempDir()
 			_, d, alloc, err := measureLoad([]byte(tt.content), tmp)
@@ -717,7 +717,7 @@ deploy:
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if len(tt.content) > 1<<20 {
-				t.Fatalf("the test's func.yaml is %d bytes, more than pkg/source passes on", len(tt.content))
+				t.Fatalf("the test's func.yaml is %d bytes, more than pkg/git passes on", len(tt.content))
 			}
 			tmp := t.TempDir()
 			got, d, alloc, err := measureLoad([]byte(tt.content), tmp)

@@ -12,30 +12,30 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/fnops/func-operator/pkg/config"
+	"github.com/fnops/func-operator/pkg/git"
 	"github.com/fnops/func-operator/pkg/netguard"
 	"github.com/fnops/func-operator/pkg/registry"
-	"github.com/fnops/func-operator/pkg/source"
 )
 
 // remotes returns what reads Functions' repositories and images, every connection
 // through the network guard and every read within the ConfigMap's bounds.
-func remotes(restConfig *rest.Config, store *config.Store, workDir string, own []netip.AddrPort) (*netguard.Guard, *source.Fetcher, *registry.Inspector, error) {
+func remotes(restConfig *rest.Config, store *config.Store, workDir string, own []netip.AddrPort) (*netguard.Guard, *git.Fetcher, *registry.Inspector, error) {
 	guard, err := newGuard(restConfig, own, store.Load())
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	source.InstallGuard(guard)
+	git.InstallGuard(guard)
 	inspector := registry.NewInspector(registry.DefaultCacheSize, remote.WithTransport(guard.Transport(0)))
 	inspector.Guard = guard // the transports of inspections with a Secret's ca.crt
 	inspector.Limits = func() registry.Limits {
 		c := store.Load()
 		return registry.Limits{MaxMemory: c.InspectMaxMemory, MaxBytes: c.InspectMaxBytes}
 	}
-	fetcher := source.NewFetcher(workDir, source.DefaultCacheSize)
+	fetcher := git.NewFetcher(workDir, git.DefaultCacheSize)
 	fetcher.Guard = guard
-	fetcher.Limits = func() source.Limits {
+	fetcher.Limits = func() git.Limits {
 		c := store.Load()
-		return source.Limits{MaxBytes: c.CloneMaxBytes, MaxFiles: c.CloneMaxFiles, MaxObjectBytes: c.CloneMaxObjectBytes}
+		return git.Limits{MaxBytes: c.CloneMaxBytes, MaxFiles: c.CloneMaxFiles, MaxObjectBytes: c.CloneMaxObjectBytes}
 	}
 	return guard, fetcher, inspector, nil
 }

@@ -239,7 +239,7 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 	if err := register(m.Collectors()); err != nil {
 		return nil, err
 	}
-	services := &knative.Source{Reader: mgr.GetClient()}
+	services := &knative.Services{Reader: mgr.GetClient()}
 	own := ownListeners(o.MetricsAddr, o.ProbeAddr, o.WebhookAddr)
 	guard, fetcher, inspector, err := remotes(restConfig, store, o.WorkDir, own)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
-	"github.com/fnops/func-operator/pkg/source"
+	"github.com/fnops/func-operator/pkg/git"
 	"github.com/fnops/func-operator/test/envtest"
 	"github.com/fnops/func-operator/test/gitserver"
 	"github.com/fnops/func-operator/test/registrytest"
@@ -83,7 +83,7 @@ func TestAttacks(t *testing.T) {
 		repo := gitserver.CreateRepo(t, gitserver.NewRepoRoot(t), "ssh-fn")
 		repo.Commit(t, "main", files, "init")
 		return ssh.URL(repo.Dir)
-	}, map[string][]byte{source.KeySSHPrivateKey: ssh.ClientPrivateKeyPEM(), source.KeyKnownHosts: ssh.KnownHosts()})
+	}, map[string][]byte{git.KeySSHPrivateKey: ssh.ClientPrivateKeyPEM(), git.KeyKnownHosts: ssh.KnownHosts()})
 
 	ns := envtest.NewNamespace(t, s.env.Config, "attacks-", true)
 	s.createSecrets(t, ns)

@@ -13,10 +13,10 @@ import (
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/git"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 	"github.com/fnops/func-operator/pkg/registry"
 	"github.com/fnops/func-operator/pkg/rerror"
-	"github.com/fnops/func-operator/pkg/source"
 )
 
 // reconcileRebuild rebuilds a Function whose middleware is outdated (obs.middleware),
@@ -69,7 +69,7 @@ func (r *Reconciler) reconcileRebuild(ctx context.Context, fn *v1alpha1.Function
 	}
 
 	// The clone step gets the credentials the check read the repository with.
-	var cloneCreds *source.CloneCredentials
+	var cloneCreds *git.CloneCredentials
 	if obs.source.auth != nil {
 		cloneCreds, err = obs.source.auth.ForClone()
 		if err == nil && cloneCreds != nil {
@@ -86,7 +86,7 @@ func (r *Reconciler) reconcileRebuild(ctx context.Context, fn *v1alpha1.Function
 	cfg := r.Config.Load()
 	// Only a Function that may build now holds a place in the queue.
 	if err := r.Access.Check(ctx, fn.Namespace, cfg.PipelineServiceAccount); err != nil {
-		if rerror.Reason(err) == v1alpha1.ReasonNamespaceNotOnboarded {
+		if IsNotOnboarded(err) {
 			r.leaveQueue(fn)
 			fn.Status.MarkNamespaceNotOnboarded("%s is available (running: %s) but %s", mw.available, running, err)
 		}
@@ -148,7 +148,7 @@ func (r *Reconciler) reconcileRebuild(ctx context.Context, fn *v1alpha1.Function
 }
 
 // gitCredentials are c for the func library's build, nil when anonymous.
-func gitCredentials(c *source.CloneCredentials) *funclib.GitCredentials {
+func gitCredentials(c *git.CloneCredentials) *funclib.GitCredentials {
 	if c == nil {
 		return nil
 	}

@@ -65,6 +65,7 @@ func TestReconciler_Finalize(t *testing.T) {
 // gone reports whether o no longer exists (or is being deleted).
 func gone(t *testing.T, o client.Object) bool {
 	t.Helper()
+	apiServer(t)
 	got := o.DeepCopyObject().(client.Object)
 	err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(o), got)
 	if apierrors.IsNotFound(err) {

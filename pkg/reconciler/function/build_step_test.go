@@ -23,8 +23,8 @@ import (
 	"github.com/fnops/func-operator/pkg/buildqueue"
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/git"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
-	"github.com/fnops/func-operator/pkg/source"
 )
 
 // pipelineRun is a build's PipelineRun with the status a Tekton controller would give it.
@@ -489,13 +489,13 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 			fn.Status.Deployment = &v1alpha1.DeploymentStatus{Image: image}
 			md := tt.meta
 			obs := &observation{
-				source:     sourceArtifact{head: source.Head{Branch: "main", Commit: "0123456789abcdef"}, name: "hello", runtime: "go", metadata: &md},
+				source:     sourceArtifact{head: git.Head{Branch: "main", Commit: "0123456789abcdef"}, name: "hello", runtime: "go", metadata: &md},
 				deployment: deployment{image: image},
 				middleware: tt.middleware,
 			}
 
 			if tt.private {
-				auth, err := source.AuthFromSecret(fn.Spec.Repository.URL, &corev1.Secret{Data: map[string][]byte{"token": []byte("tok")}})
+				auth, err := git.AuthFromSecret(fn.Spec.Repository.URL, &corev1.Secret{Data: map[string][]byte{"token": []byte("tok")}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -592,7 +592,7 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 		fn.Status.Deployment = &v1alpha1.DeploymentStatus{Image: image}
 		md := meta
 		res, err := r.reconcileRebuild(context.Background(), fn, &observation{
-			source: sourceArtifact{head: source.Head{Branch: "main", Commit: "c1"}, metadata: &md}, middleware: due})
+			source: sourceArtifact{head: git.Head{Branch: "main", Commit: "c1"}, metadata: &md}, middleware: due})
 		if err != nil || res.AfterPatch == nil {
 			t.Fatalf("reconcileRebuild = %+v, %v; want a launch after the patch", res, err)
 		}

@@ -45,6 +45,7 @@ func (r *recordingRun) requests() []funclib.BuildRequest {
 }
 
 func TestReconcile_Rebuild(t *testing.T) {
+	apiServer(t)
 	reg := registrytest.Start(t)
 	outdated := reg.Push(t, "fns/hello", "v0.1.0")
 	root := gitserver.NewRepoRoot(t)
@@ -270,6 +271,7 @@ func failuresBefore(b *v1alpha1.BuildStatus) int32 {
 // and its Queued build, so that it cannot hold the head of the queue while it cannot
 // build; once it can again, it joins the queue anew.
 func TestReconcile_QueuedGivesUpItsPlace(t *testing.T) {
+	apiServer(t)
 	reg := registrytest.Start(t)
 	outdated := reg.Push(t, "fns/hello", "v0.1.0")
 	root := gitserver.NewRepoRoot(t)

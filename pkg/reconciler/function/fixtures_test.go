@@ -15,9 +15,9 @@ import (
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/git"
 	"github.com/fnops/func-operator/pkg/knative"
 	"github.com/fnops/func-operator/pkg/registry"
-	"github.com/fnops/func-operator/pkg/source"
 	"github.com/fnops/func-operator/test/gitserver"
 )
 
@@ -78,8 +78,9 @@ func newGitFixture(t *testing.T) *gitFixture {
 // straight from the API server (no cache), which the direct step tests rely on.
 func newTestReconciler(t *testing.T, events int) (*Reconciler, *record.FakeRecorder) {
 	t.Helper()
+	apiServer(t)
 	rec := record.NewFakeRecorder(events)
-	services := &knative.Source{Reader: k8sClient}
+	services := &knative.Services{Reader: k8sClient}
 	return &Reconciler{
 		Describer: funclib.NewDescriber(services),
 		Services:  services,
@@ -88,7 +89,7 @@ func newTestReconciler(t *testing.T, events int) (*Reconciler, *record.FakeRecor
 		APIReader: k8sClient,
 		Recorder:  rec,
 		Config:    config.NewStore(),
-		Fetcher:   source.NewFetcher(t.TempDir(), 0),
+		Fetcher:   git.NewFetcher(t.TempDir(), 0),
 		Access:    &NamespaceAccess{Client: k8sClient, Reader: k8sClient},
 	}, rec
 }
@@ -106,6 +107,7 @@ func secretRef(name string) *corev1.LocalObjectReference {
 
 func mustCreate(t *testing.T, objs ...client.Object) {
 	t.Helper()
+	apiServer(t)
 	for _, o := range objs {
 		if err := k8sClient.Create(context.Background(), o); err != nil {
 			t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
@@ -115,6 +117,7 @@ func mustCreate(t *testing.T, objs ...client.Object) {
 
 func getFunction(t *testing.T, ns, name string) *v1alpha1.Function {
 	t.Helper()
+	apiServer(t)
 	fn := &v1alpha1.Function{}
 	if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, fn); err != nil {
 		t.Fatalf("getting Function %s/%s: %v", ns, name, err)

@@ -1,6 +1,7 @@
 package function
 
 import (
+	"errors"
 	"net"
 	"strconv"
 	"strings"
@@ -169,6 +170,19 @@ func registryHost(image string) string {
 // laneBusy is the wait of a Function whose host has no free lane: nothing about
 // the Function changes, and it is checked again shortly.
 func laneBusy(host string) error {
-	return rerror.NewWaiting(v1alpha1.ReasonHostBusy, wait.Jitter(laneWait, 0.5),
-		"%s, or this namespace's Functions, hold as many workers as they may: checked again shortly", host)
+	return &rerror.Waiting{Reason: v1alpha1.ReasonHostBusy, RequeueAfter: wait.Jitter(laneWait, 0.5), Err: &BusyError{Host: host}}
+}
+
+// BusyError is a Function's wait for a lane of its host (HostBusy): callers tell it
+// with IsHostBusy, never by its reason.
+type BusyError struct{ Host string }
+
+func (e *BusyError) Error() string {
+	return e.Host + ", or this namespace's Functions, hold as many workers as they may: checked again shortly"
+}
+
+// IsHostBusy reports whether err's chain holds a BusyError.
+func IsHostBusy(err error) bool {
+	var b *BusyError
+	return errors.As(err, &b)
 }

@@ -152,7 +152,7 @@ func (r *Reconciler) registryKeychain(ctx context.Context, fn *v1alpha1.Function
 	}
 	secret, err := r.secret(ctx, fn, ref.Name)
 	switch {
-	case rerror.Reason(err) == v1alpha1.ReasonNamespaceNotOnboarded:
+	case IsNotOnboarded(err):
 		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonNamespaceNotOnboarded, "%s", err)
 		return nil, "", err
 	case err != nil:

@@ -277,6 +277,7 @@ func TestReconcile_MiddlewarePrivateRegistry(t *testing.T) {
 // secretVersion returns the resourceVersion of a Secret of the test's.
 func secretVersion(t *testing.T, ns, name string) string {
 	t.Helper()
+	apiServer(t)
 	var s corev1.Secret
 	if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &s); err != nil {
 		t.Fatal(err)

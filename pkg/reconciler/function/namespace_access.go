@@ -2,6 +2,7 @@ package function
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -130,7 +131,25 @@ func (a *NamespaceAccess) Check(ctx context.Context, namespace, serviceAccount s
 // accessTTL, since no watch sees a namespace onboard.
 func notOnboarded(namespace, what string) *rerror.Stalling {
 	return &rerror.Stalling{Reason: v1alpha1.ReasonNamespaceNotOnboarded, RecheckAfter: accessTTL,
-		Err: fmt.Errorf("%s; a namespace admin grants it with `kubectl apply -n %s -f %s` (from the func-operator release)", what, namespace, OnboardingManifest)}
+		Err: &NotOnboardedError{Namespace: namespace, What: what}}
+}
+
+// NotOnboardedError is a namespace that has not granted the operator what it needs
+// (NamespaceNotOnboarded): callers tell it with IsNotOnboarded, never by its reason.
+type NotOnboardedError struct {
+	Namespace string
+	// What is lacking, in words.
+	What string
+}
+
+func (e *NotOnboardedError) Error() string {
+	return fmt.Sprintf("%s; a namespace admin grants it with `kubectl apply -n %s -f %s` (from the func-operator release)", e.What, e.Namespace, OnboardingManifest)
+}
+
+// IsNotOnboarded reports whether err's chain holds a NotOnboardedError.
+func IsNotOnboarded(err error) bool {
+	var n *NotOnboardedError
+	return errors.As(err, &n)
 }
 
 // missing lists, in words, what namespace lacks.

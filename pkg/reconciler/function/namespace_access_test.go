@@ -22,6 +22,7 @@ import (
 // asOperator is a client with the operator's identity and only the RBAC of config/.
 func asOperator(t *testing.T) client.Client {
 	t.Helper()
+	apiServer(t)
 	c, err := client.New(envtest.AsOperator(restConfig), client.Options{Scheme: k8sClient.Scheme()})
 	if err != nil {
 		t.Fatal(err)
@@ -206,6 +207,7 @@ func until(t *testing.T, what string, cond func() bool) {
 
 func onboard(t *testing.T, ns string) {
 	t.Helper()
+	apiServer(t)
 	if err := envtest.Onboard(context.Background(), restConfig, ns); err != nil {
 		t.Fatal(err)
 	}
@@ -213,6 +215,7 @@ func onboard(t *testing.T, ns string) {
 
 func mustDelete(t *testing.T, o client.Object) {
 	t.Helper()
+	apiServer(t)
 	if err := k8sClient.Delete(context.Background(), o); err != nil {
 		t.Fatalf("deleting %T %s: %v", o, o.GetName(), err)
 	}

@@ -22,10 +22,10 @@ import (
 	"github.com/fnops/func-operator/pkg/buildqueue"
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/git"
 	"github.com/fnops/func-operator/pkg/knative"
 	"github.com/fnops/func-operator/pkg/metrics"
 	"github.com/fnops/func-operator/pkg/rerror"
-	"github.com/fnops/func-operator/pkg/source"
 )
 
 // Reconciler reconciles Functions. Its permissions are in rbac.go.
@@ -37,13 +37,13 @@ type Reconciler struct {
 	APIReader client.Reader
 	Recorder  record.EventRecorder
 	Config    *config.Store
-	Fetcher   *source.Fetcher
+	Fetcher   *git.Fetcher
 	// Lanes keeps one git host or registry from holding every worker; nil: no bound.
 	Lanes *Lanes
 	// Describer describes deployed functions through the func library.
 	Describer *funclib.Describer
 	// Services reads Knative Services, from the manager's cache.
-	Services *knative.Source
+	Services *knative.Services
 	// Inspector reads the middleware version of images, cached by digest.
 	Inspector ImageInspector
 	// Now returns the current time; time.Now when nil.
@@ -192,7 +192,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 		sr, stepErr = step(ctx, fn, obs)
 		res = res.merge(sr)
 		if stepErr != nil {
-			if i < len(steps)-1 && rerror.Reason(stepErr) != v1alpha1.ReasonHostBusy {
+			if i < len(steps)-1 && !IsHostBusy(stepErr) {
 				// A step before the rebuild failed: the Function cannot build now, and
 				// a queued one gives its place up rather than block the queue's head
 				// (not for a moment's wait for its host).

@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/fnops/func-operator/pkg/source"
+	"github.com/fnops/func-operator/pkg/git"
 )
 
 // Repositories knows which Functions read which repository with which credentials,
@@ -15,26 +15,26 @@ import (
 // names it. A Function is known from its first check until it is deleted or suspended.
 //
 // It also keeps, for each Function a push webhook of its namespace named, the
-// listing mark of the push (see source.Fetcher.ListingMark): its next check needs a
+// listing mark of the push (see git.Fetcher.ListingMark): its next check needs a
 // listing begun after it, and no other Function's does.
 type Repositories struct {
 	mu     sync.Mutex
-	byKey  map[source.ListingKey]map[types.NamespacedName]struct{}
-	byFn   map[types.NamespacedName]source.ListingKey
+	byKey  map[git.ListingKey]map[types.NamespacedName]struct{}
+	byFn   map[types.NamespacedName]git.ListingKey
 	pushed map[types.NamespacedName]uint64
 }
 
 // NewRepositories returns an empty Repositories.
 func NewRepositories() *Repositories {
 	return &Repositories{
-		byKey:  map[source.ListingKey]map[types.NamespacedName]struct{}{},
-		byFn:   map[types.NamespacedName]source.ListingKey{},
+		byKey:  map[git.ListingKey]map[types.NamespacedName]struct{}{},
+		byFn:   map[types.NamespacedName]git.ListingKey{},
 		pushed: map[types.NamespacedName]uint64{},
 	}
 }
 
 // Watch records that fn reads key. A nil Repositories records nothing.
-func (rs *Repositories) Watch(fn types.NamespacedName, key source.ListingKey) {
+func (rs *Repositories) Watch(fn types.NamespacedName, key git.ListingKey) {
 	if rs == nil {
 		return
 	}
@@ -67,7 +67,7 @@ func (rs *Repositories) Forget(fn types.NamespacedName) {
 	}
 }
 
-func (rs *Repositories) drop(fn types.NamespacedName, key source.ListingKey) {
+func (rs *Repositories) drop(fn types.NamespacedName, key git.ListingKey) {
 	delete(rs.byFn, fn)
 	delete(rs.pushed, fn)
 	if set := rs.byKey[key]; set != nil {
@@ -79,7 +79,7 @@ func (rs *Repositories) drop(fn types.NamespacedName, key source.ListingKey) {
 }
 
 // Functions returns the Functions reading key.
-func (rs *Repositories) Functions(key source.ListingKey) []types.NamespacedName {
+func (rs *Repositories) Functions(key git.ListingKey) []types.NamespacedName {
 	if rs == nil {
 		return nil
 	}
@@ -146,7 +146,7 @@ func (rs *Repositories) PushSeen(fn types.NamespacedName, mark uint64) {
 // RepositoryChanged brings back every Function reading key: its listing changed. It
 // does not wait; what cannot be handed over within a check interval is left to the
 // periodic checks.
-func (r *Reconciler) RepositoryChanged(key source.ListingKey) {
+func (r *Reconciler) RepositoryChanged(key git.ListingKey) {
 	fns := r.Repositories.Functions(key)
 	if len(fns) == 0 || r.Wakeups == nil {
 		return

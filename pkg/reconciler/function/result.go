@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fnops/func-operator/pkg/funclib"
-	"github.com/fnops/func-operator/pkg/source"
+	"github.com/fnops/func-operator/pkg/git"
 )
 
 // Result is what a step asks of the end of its reconcile, besides its error.
@@ -54,9 +54,9 @@ type observation struct {
 // sourceArtifact is the function's source at the branch head.
 type sourceArtifact struct {
 	// head is the branch followed and its commit.
-	head source.Head
+	head git.Head
 	// auth are the repository credentials, read in this reconcile.
-	auth *source.Auth
+	auth *git.Auth
 	// name, runtime and invoke are func.yaml's, read at head by this reconcile or by
 	// an earlier one (then from the status).
 	name, runtime, invoke string

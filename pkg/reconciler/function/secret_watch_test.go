@@ -23,6 +23,7 @@ import (
 // change after the watch starts is reported (the first list too); in one that did
 // not, the refused watch ends instead of retrying forever, and Stop ends one.
 func TestSecretWatches(t *testing.T) {
+	apiServer(t)
 	mc, err := metadata.NewForConfig(envtest.AsOperator(restConfig))
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +66,7 @@ func TestSecretWatches(t *testing.T) {
 // neither, nor labels it does not read. The positive control: the same watch still
 // tells the Secret's resourceVersion and finds a build's git credentials by label.
 func TestSecretWatches_KeepNoValues(t *testing.T) {
+	apiServer(t)
 	mc, err := metadata.NewForConfig(envtest.AsOperator(restConfig))
 	if err != nil {
 		t.Fatal(err)

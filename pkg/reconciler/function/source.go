@@ -13,9 +13,9 @@ import (
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
+	"github.com/fnops/func-operator/pkg/git"
 	"github.com/fnops/func-operator/pkg/metrics"
 	"github.com/fnops/func-operator/pkg/rerror"
-	"github.com/fnops/func-operator/pkg/source"
 )
 
 // reconcileSource reads func.yaml from the Function's repository into obs.source. It
@@ -31,7 +31,7 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 	if err != nil {
 		return Result{}, sourceFailed(fn, err)
 	}
-	key := source.ListingKey{URL: repo.URL, Identity: identity}
+	key := git.ListingKey{URL: repo.URL, Identity: identity}
 	fnKey := types.NamespacedName{Namespace: fn.Namespace, Name: fn.Name}
 	r.Repositories.Watch(fnKey, key)
 	// A push webhook of the Function's namespace named its repository: a listing
@@ -65,7 +65,7 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 		maxAge = 0
 	}
 	var (
-		listing *source.Listing
+		listing *git.Listing
 		shared  bool
 	)
 	if maxAge > 0 {
@@ -82,7 +82,7 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 		fn.Status.LastHandledRequestedAt = requested
 		if asked {
 			r.Metrics.GitFetch(metrics.GitListRefs, time.Since(start))
-			timedOut = rerror.Reason(err) == v1alpha1.ReasonGitTimedOut
+			timedOut = git.IsTimeout(err)
 		}
 		shared = !asked
 	}
@@ -118,7 +118,7 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 	}
 	start := time.Now()
 	res, err := r.Fetcher.Read(ctx, repo.URL, head, repo.CleanPath(), auth, cfg.GitTimeout)
-	timedOut = rerror.Reason(err) == v1alpha1.ReasonGitTimedOut
+	timedOut = git.IsTimeout(err)
 	if res.Cloned {
 		r.Metrics.GitFetch(metrics.GitClone, time.Since(start))
 	}
@@ -194,7 +194,7 @@ func sourceReached(fn *v1alpha1.Function) {
 
 // sourceUpToDate is true when the Function already shows a usable source read at
 // head for its current spec.
-func sourceUpToDate(fn *v1alpha1.Function, head source.Head) bool {
+func sourceUpToDate(fn *v1alpha1.Function, head git.Head) bool {
 	g := fn.Status.Git
 	c := fn.Status.GetCondition(v1alpha1.FunctionConditionSourceReady)
 	// An empty resolvedRef is a branch's, from an operator that did not show it.
@@ -205,11 +205,11 @@ func sourceUpToDate(fn *v1alpha1.Function, head source.Head) bool {
 
 // repositoryAuth reads the Secret named by spec.repository.authSecretRef from the
 // Function's own namespace, straight from the API server, and returns the credentials
-// and their identity (see source.Auth.Identity).
-func (r *Reconciler) repositoryAuth(ctx context.Context, fn *v1alpha1.Function) (*source.Auth, string, error) {
+// and their identity (see git.Auth.Identity).
+func (r *Reconciler) repositoryAuth(ctx context.Context, fn *v1alpha1.Function) (*git.Auth, string, error) {
 	ref := fn.Spec.Repository.AuthSecretRef
 	if ref == nil {
-		auth, err := source.AuthFromSecret(fn.Spec.Repository.URL, nil)
+		auth, err := git.AuthFromSecret(fn.Spec.Repository.URL, nil)
 		return auth, auth.Identity(), err
 	}
 	if ref.Name == "" {
@@ -223,7 +223,7 @@ func (r *Reconciler) repositoryAuth(ctx context.Context, fn *v1alpha1.Function) 
 		return nil, "", rerror.NewStalling(v1alpha1.ReasonAuthSecretNotFound,
 			"Secret %q named by spec.repository.authSecretRef does not exist in namespace %q", ref.Name, fn.Namespace)
 	}
-	auth, err := source.AuthFromSecret(fn.Spec.Repository.URL, secret)
+	auth, err := git.AuthFromSecret(fn.Spec.Repository.URL, secret)
 	return auth, auth.Identity(), err
 }
 
@@ -238,11 +238,11 @@ func handledValue(v string) string {
 }
 
 // specRef is the ref spec.repository follows.
-func specRef(repo v1alpha1.Repository) source.Ref {
+func specRef(repo v1alpha1.Repository) git.Ref {
 	if r := repo.Ref; r != nil {
-		return source.Ref{Tag: r.Tag, SemVer: r.SemVer, Commit: r.Commit}
+		return git.Ref{Tag: r.Tag, SemVer: r.SemVer, Commit: r.Commit}
 	}
-	return source.Ref{Branch: repo.Branch}
+	return git.Ref{Branch: repo.Branch}
 }
 
 // sourceFailed records a failure to read the source in SourceReady and returns it:

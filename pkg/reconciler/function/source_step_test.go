@@ -10,12 +10,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
-	"github.com/fnops/func-operator/pkg/source"
+	"github.com/fnops/func-operator/pkg/git"
 )
 
 // artifact is what the source step tests compare of obs.source.
 type artifact struct {
-	Head                  source.Head
+	Head                  git.Head
 	Name, Runtime, Invoke string
 	HasMetadata           bool // func.yaml was read in this step
 	HasAuth               bool
@@ -27,7 +27,7 @@ func artifactOf(a sourceArtifact) artifact {
 
 func TestReconciler_reconcileSource(t *testing.T) {
 	g := newGitFixture(t)
-	head := source.Head{Branch: "main", Ref: "refs/heads/main", Commit: g.public.Head(t, "main")}
+	head := git.Head{Branch: "main", Ref: "refs/heads/main", Commit: g.public.Head(t, "main")}
 	tests := []struct {
 		name string
 		repo v1alpha1.Repository
@@ -58,13 +58,13 @@ func TestReconciler_reconcileSource(t *testing.T) {
 		name:         "tag: func.yaml read at the commit it points at",
 		repo:         v1alpha1.Repository{URL: g.http.URL("public"), Ref: &v1alpha1.GitRef{Tag: "v1.0.0"}},
 		want:         outcome{Condition: "True/FuncYamlRead/"},
-		wantArtifact: artifact{Head: source.Head{Ref: "refs/tags/v1.0.0", Commit: head.Commit}, Name: "hello", Runtime: "go", Invoke: "http", HasMetadata: true, HasAuth: true},
+		wantArtifact: artifact{Head: git.Head{Ref: "refs/tags/v1.0.0", Commit: head.Commit}, Name: "hello", Runtime: "go", Invoke: "http", HasMetadata: true, HasAuth: true},
 		wantClones:   1,
 	}, {
 		name:         "semver range: its highest tag",
 		repo:         v1alpha1.Repository{URL: g.http.URL("public"), Ref: &v1alpha1.GitRef{SemVer: ">=1.0.0"}},
 		want:         outcome{Condition: "True/FuncYamlRead/"},
-		wantArtifact: artifact{Head: source.Head{Ref: "refs/tags/v1.0.0", Commit: head.Commit}, Name: "hello", Runtime: "go", Invoke: "http", HasMetadata: true, HasAuth: true},
+		wantArtifact: artifact{Head: git.Head{Ref: "refs/tags/v1.0.0", Commit: head.Commit}, Name: "hello", Runtime: "go", Invoke: "http", HasMetadata: true, HasAuth: true},
 		wantClones:   1,
 	}, {
 		name: "semver range that is not one: stalls",
@@ -78,14 +78,14 @@ func TestReconciler_reconcileSource(t *testing.T) {
 		name:         "fixed commit",
 		repo:         v1alpha1.Repository{URL: g.http.URL("public"), Ref: &v1alpha1.GitRef{Commit: head.Commit}},
 		want:         outcome{Condition: "True/FuncYamlRead/"},
-		wantArtifact: artifact{Head: source.Head{Commit: head.Commit, Tip: "refs/heads/main"}, Name: "hello", Runtime: "go", Invoke: "http", HasMetadata: true, HasAuth: true},
+		wantArtifact: artifact{Head: git.Head{Commit: head.Commit, Tip: "refs/heads/main"}, Name: "hello", Runtime: "go", Invoke: "http", HasMetadata: true, HasAuth: true},
 		wantClones:   1,
 	}, {
 		name:   "private repository with its token",
 		repo:   v1alpha1.Repository{URL: g.http.URL("private"), AuthSecretRef: secretRef("git")},
 		secret: map[string]string{"token": testToken},
 		want:   outcome{Condition: "True/FuncYamlRead/"},
-		wantArtifact: artifact{Head: source.Head{Branch: "main", Ref: "refs/heads/main", Commit: g.private.Head(t, "main")},
+		wantArtifact: artifact{Head: git.Head{Branch: "main", Ref: "refs/heads/main", Commit: g.private.Head(t, "main")},
 			Name: "private", Runtime: "python", Invoke: "http", HasMetadata: true, HasAuth: true},
 		wantClones: 1,
 	}, {

@@ -20,44 +20,54 @@ import (
 	"github.com/fnops/func-operator/test/envtest"
 )
 
-// k8sClient talks to the control plane shared by every test of this package.
+// controlPlane is the API server shared by the tests of this package that need one:
+// started by the first of them (newNamespace, newBareNamespace or apiServer), so that
+// the pure tests run without it, and skipped under -short (make test-unit).
+var controlPlane = envtest.Shared{
+	CRDs: []string{envtest.KnativeServingCRDs, envtest.KnativeEventingCRDs, envtest.TektonCRDs},
+	Setup: func(env *envtest.Environment) error {
+		scheme := runtime.NewScheme()
+		err := errors.Join(clientgoscheme.AddToScheme(scheme), v1alpha1.AddToScheme(scheme), servingv1.AddToScheme(scheme), eventingv1.AddToScheme(scheme), pipelinev1.AddToScheme(scheme))
+		if err == nil {
+			k8sClient, err = client.New(env.Config, client.Options{Scheme: scheme})
+		}
+		if err == nil {
+			_, err = envtest.Apply(context.Background(), env.Config, envtest.RBACFiles...)
+		}
+		restConfig = env.Config
+		return err
+	},
+}
+
+// k8sClient talks to the control plane as its admin; set by apiServer.
 var (
 	k8sClient  client.Client
 	restConfig *rest.Config // the admin's
 )
 
 func TestMain(m *testing.M) {
-	env, err := envtest.Start(envtest.KnativeServingCRDs, envtest.KnativeEventingCRDs, envtest.TektonCRDs)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	scheme := runtime.NewScheme()
-	err = errors.Join(clientgoscheme.AddToScheme(scheme), v1alpha1.AddToScheme(scheme), servingv1.AddToScheme(scheme), eventingv1.AddToScheme(scheme), pipelinev1.AddToScheme(scheme))
-	if err == nil {
-		k8sClient, err = client.New(env.Config, client.Options{Scheme: scheme})
-	}
-	if err == nil {
-		_, err = envtest.Apply(context.Background(), env.Config, envtest.RBACFiles...)
-	}
-	restConfig = env.Config
-	code := 1
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	} else {
-		code = m.Run()
-	}
-	if err := env.Stop(); err != nil {
+	code := m.Run()
+	if err := controlPlane.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 	}
 	os.Exit(code)
 }
 
+// apiServer starts the package's control plane if no test did yet (k8sClient and
+// restConfig are set from then on), and skips the test under -short.
+func apiServer(t *testing.T) { t.Helper(); controlPlane.Get(t) }
+
 // newNamespace creates a namespace of its own for a test, onboarded to the operator
 // as config/namespace/onboard.yaml does it.
-func newNamespace(t *testing.T) string { return envtest.NewNamespace(t, restConfig, "fn-test-", true) }
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	apiServer(t)
+	return envtest.NewNamespace(t, restConfig, "fn-test-", true)
+}
 
 // newBareNamespace creates a namespace of its own for a test, not onboarded.
 func newBareNamespace(t *testing.T) string {
+	t.Helper()
+	apiServer(t)
 	return envtest.NewNamespace(t, restConfig, "fn-test-", false)
 }
