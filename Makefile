@@ -80,6 +80,16 @@ test: test-deps verify-tracked-files verify-generated verify-third-party vet lin
 		FUNC_OPERATOR_TEKTON_CONTROLLER="$$(hack/tekton-controller.sh)" FUNC_OPERATOR_KO="$$(hack/ko.sh)" FUNC_OPERATOR_REQUIRE_SSHD=1 FUNC_OPERATOR_REQUIRE_ALL=1 go test $(GO_TEST_FLAGS) $(PKGS)
 	@$(MAKE) --no-print-directory fuzz-short
 
+# The quick tier: every package but the integration ones (pkg/operator wires the manager,
+# test/ runs the binary, hack/run runs make run), with -short: tests that need a control
+# plane (envtest.Shared, envtest.StartT) or build the binary skip. Pure logic and
+# loopback git servers only: no Tekton controller, no ko.
+UNIT_PKGS ?= $$(go list ./... | grep -v -e /test/ -e /pkg/operator -e /hack/)
+
+.PHONY: test-unit
+test-unit: ## The quick tier: go test -short over the non-integration packages, no control plane (make test runs everything).
+	go test -short -count=1 $(UNIT_PKGS)
+
 # The func-facing tests, for a func bump (README, Upgrading func): the adapter on a real
 # API server with func's real templates, the middleware table and image labels, the Tekton
 # controller with the kubelet simulation, and the operator's rebuild and func deploy tests.

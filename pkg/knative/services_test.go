@@ -31,20 +31,16 @@ var (
 	stopInformers = func() {}
 )
 
+// controlPlane is the API server of this package's tests, started by the first test
+// that needs one (newNamespace) and skipped under -short (make test-unit).
+var controlPlane = envtest.Shared{CRDs: []string{envtest.KnativeServingCRDs}, Setup: setup}
+
 func TestMain(m *testing.M) {
-	env, err := envtest.Start(envtest.KnativeServingCRDs)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+	code := m.Run()
+	if stopInformers != nil {
+		stopInformers()
 	}
-	code := 1
-	if err = setup(env); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	} else {
-		code = m.Run()
-	}
-	stopInformers()
-	if err := env.Stop(); err != nil {
+	if err := controlPlane.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 	}
 	os.Exit(code)
@@ -118,6 +114,7 @@ func ptr[T any](v T) *T { return &v }
 
 func newNamespace(t *testing.T) string {
 	t.Helper()
+	controlPlane.Get(t)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "kn-test-"}}
 	if err := k8sClient.Create(context.Background(), ns); err != nil {
 		t.Fatal(err)
@@ -142,7 +139,7 @@ func describeEventually(t *testing.T, ns, name string, done func(funclib.Instanc
 
 // TestSource_Describe runs on a control plane without Knative Eventing: describing
 // works, with no subscriptions.
-func TestSource_Describe(t *testing.T) {
+func TestServices_Describe(t *testing.T) {
 	ns := newNamespace(t)
 	deploy(t, ns, "hello", "hello-00001")
 	deploy(t, ns, "fresh", "")
@@ -180,7 +177,7 @@ func TestSource_Describe(t *testing.T) {
 	}
 }
 
-func TestSource_NotDeployed(t *testing.T) {
+func TestServices_NotDeployed(t *testing.T) {
 	ns := newNamespace(t)
 	_, err := describeEventually(t, ns, "nothing", func(_ funclib.Instance, err error) bool { return err != nil })
 	if !errors.Is(err, funclib.ErrNotDeployed) {
@@ -189,6 +186,7 @@ func TestSource_NotDeployed(t *testing.T) {
 }
 
 func TestDescriber_NeedsNameAndNamespace(t *testing.T) {
+	controlPlane.Get(t) // the informers
 	d := funclib.NewDescriber(&Services{Reader: informers})
 	for _, c := range [][2]string{{"", "ns"}, {"name", ""}} {
 		if _, err := d.Describe(context.Background(), c[0], c[1]); err == nil {

@@ -191,6 +191,7 @@ func (e *Environment) Stop() error {
 // test ends.
 func StartT(t testing.TB, extraCRDs ...string) *Environment {
 	t.Helper()
+	skipShort(t)
 	env, err := Start(extraCRDs...)
 	if err != nil {
 		t.Fatal(err)
@@ -202,6 +203,7 @@ func StartT(t testing.TB, extraCRDs ...string) *Environment {
 // StartFromT is StartT with the binaries of the directory assets (StartFrom).
 func StartFromT(t testing.TB, assets string, extraCRDs ...string) *Environment {
 	t.Helper()
+	skipShort(t)
 	env, err := StartFrom(assets, extraCRDs...)
 	if err != nil {
 		t.Fatal(err)
@@ -245,4 +247,13 @@ func (e *Environment) InstallCRDs(dirs ...string) error {
 		return fmt.Errorf("installing CRDs: %w", err)
 	}
 	return nil
+}
+
+// skipShort skips a test that needs a control plane under -short: it is not of the
+// quick tier (make test-unit).
+func skipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs a control plane: not in the quick tier (-short, make test-unit)")
+	}
 }

@@ -24,9 +24,7 @@ type Shared struct {
 // skips the test: it is not of the quick tier.
 func (s *Shared) Get(t testing.TB) *Environment {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs a control plane: not in the quick tier (-short, make test-unit)")
-	}
+	skipShort(t)
 	s.once.Do(func() {
 		s.env, s.err = Start(s.CRDs...)
 		if s.err == nil && s.Setup != nil {

@@ -20,20 +20,18 @@ import (
 // stalls fn with its own reason, and fn creates nothing.
 func (r *Reconciler) bind(ctx context.Context, fn *v1alpha1.Function, svc *servingv1.Service) error {
 	if got := svc.Labels[knative.FunctionNameLabel]; got != svc.Name {
-		fn.Status.MarkNotBound(v1alpha1.ReasonServiceNotFromFunc,
+		return markedBy(fn.Status.MarkNotBound, rerror.NewStalling(v1alpha1.ReasonServiceNotFromFunc,
 			"Knative Service %s was not deployed by func for function %q (its label %s is %q): the operator does not describe, inspect or rebuild it",
-			svc.Name, svc.Name, knative.FunctionNameLabel, got)
-		return rerror.NewStalling(v1alpha1.ReasonServiceNotFromFunc, "Knative Service %s/%s was not deployed by func for this function", svc.Namespace, svc.Name)
+			svc.Name, svc.Name, knative.FunctionNameLabel, got))
 	}
 	holder, err := r.holder(ctx, fn, svc)
 	if err != nil {
 		return rerror.NewTransient(v1alpha1.ReasonDescribeFailed, "finding the Function bound to Knative Service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
 	if holder != nil {
-		fn.Status.MarkNotBound(v1alpha1.ReasonFunctionNameConflict,
+		return markedBy(fn.Status.MarkNotBound, rerror.NewStalling(v1alpha1.ReasonFunctionNameConflict,
 			"Function %s is bound to Knative Service %s of function %q: this Function describes, inspects and rebuilds nothing while it is",
-			holder.Name, svc.Name, svc.Name)
-		return rerror.NewStalling(v1alpha1.ReasonFunctionNameConflict, "Function %s/%s holds Knative Service %s", holder.Namespace, holder.Name, svc.Name)
+			holder.Name, svc.Name, svc.Name))
 	}
 	return nil
 }

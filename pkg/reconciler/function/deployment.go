@@ -42,14 +42,14 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, fn *v1alpha1.Funct
 		}
 		return Result{}, rerror.NewWaiting(v1alpha1.ReasonNotDeployed, 0, "waiting for Knative Service %s/%s", fn.Namespace, name)
 	case meta.IsNoMatchError(err):
-		fn.Status.MarkDeployedUnknown(v1alpha1.ReasonKnativeServingNotInstalled,
-			"the cluster has no Knative Serving API (serving.knative.dev/v1 Service): install Knative Serving")
+		// The API's absence says all the cause would (no match for the kind).
+		stall := markedBy(fn.Status.MarkDeployedUnknown, rerror.NewStalling(v1alpha1.ReasonKnativeServingNotInstalled,
+			"the cluster has no Knative Serving API (serving.knative.dev/v1 Service): install Knative Serving"))
 		fn.Status.MarkServiceReadyUnknown(v1alpha1.ReasonKnativeServingNotInstalled, "the cluster has no Knative Serving API")
 		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonKnativeServingNotInstalled, "the cluster has no Knative Serving API")
-		return Result{}, rerror.NewStalling(v1alpha1.ReasonKnativeServingNotInstalled, "Knative Serving is not installed: %w", err)
+		return Result{}, stall
 	case err != nil:
-		fn.Status.MarkDeployedUnknown(v1alpha1.ReasonDescribeFailed, "describing Knative Service %s failed: %s", name, err)
-		return Result{}, rerror.NewTransient(v1alpha1.ReasonDescribeFailed, "describing Knative Service %s/%s: %w", fn.Namespace, name, err)
+		return Result{}, markedBy(fn.Status.MarkDeployedUnknown, rerror.NewTransient(v1alpha1.ReasonDescribeFailed, "describing Knative Service %s failed: %w", name, err))
 	}
 
 	if err := r.stopUnboundBuild(ctx, fn, svc.UID); err != nil {

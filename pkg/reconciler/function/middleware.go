@@ -45,9 +45,8 @@ func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Funct
 	}
 	if err != nil {
 		mw.Available, mw.PendingRebuild = "", false
-		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonUnsupportedRuntime, "func %s has no template for runtime %q, invoke %q: %s",
-			mw.FuncVersion, runtime, invoke, err)
-		return Result{}, rerror.NewStalling(v1alpha1.ReasonUnsupportedRuntime, "runtime %q, invoke %q: %w", runtime, invoke, err)
+		return Result{}, markedBy(fn.Status.MarkMiddlewareUnknown, rerror.NewStalling(v1alpha1.ReasonUnsupportedRuntime,
+			"func %s has no template for runtime %q, invoke %q: %w", mw.FuncVersion, runtime, invoke, err))
 	}
 	mw.Available = pin.Version
 	if pin.SourceManaged {
@@ -83,8 +82,7 @@ func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Funct
 
 	outcome, err := middleware.Compare(got.Version, pin.Version)
 	if err != nil {
-		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonImageInspectFailed, "comparing middleware versions: %s", err)
-		return Result{}, rerror.NewStalling(v1alpha1.ReasonImageInspectFailed, "comparing middleware versions: %w", err)
+		return Result{}, markedBy(fn.Status.MarkMiddlewareUnknown, rerror.NewStalling(v1alpha1.ReasonImageInspectFailed, "comparing middleware versions: %w", err))
 	}
 	current := got.Version
 	if outcome == middleware.Unknown {
@@ -158,21 +156,18 @@ func (r *Reconciler) registryKeychain(ctx context.Context, fn *v1alpha1.Function
 	case err != nil:
 		return nil, "", err
 	case secret == nil:
-		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonRegistryAuthSecretNotFound,
-			"Secret %q named by spec.registry.authSecretRef does not exist in namespace %q", ref.Name, fn.Namespace)
-		return nil, "", rerror.NewStalling(v1alpha1.ReasonRegistryAuthSecretNotFound, "registry Secret %q not found", ref.Name)
+		return nil, "", markedBy(fn.Status.MarkMiddlewareUnknown, rerror.NewStalling(v1alpha1.ReasonRegistryAuthSecretNotFound,
+			"Secret %q named by spec.registry.authSecretRef does not exist in namespace %q", ref.Name, fn.Namespace))
 	}
 	content, ok := secret.Data[corev1.DockerConfigJsonKey]
 	if !ok {
-		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonRegistryAuthSecretInvalid,
+		return nil, "", markedBy(fn.Status.MarkMiddlewareUnknown, rerror.NewStalling(v1alpha1.ReasonRegistryAuthSecretInvalid,
 			"Secret %q named by spec.registry.authSecretRef has no key %q: it must be a %s Secret",
-			ref.Name, corev1.DockerConfigJsonKey, corev1.SecretTypeDockerConfigJson)
-		return nil, "", rerror.NewStalling(v1alpha1.ReasonRegistryAuthSecretInvalid, "registry Secret %q has no %s", ref.Name, corev1.DockerConfigJsonKey)
+			ref.Name, corev1.DockerConfigJsonKey, corev1.SecretTypeDockerConfigJson))
 	}
 	kc, err = registry.KeychainWithCA(content, secret.Data[registry.KeyCACert])
 	if err != nil {
-		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonRegistryAuthSecretInvalid, "Secret %q: %s", ref.Name, err)
-		return nil, "", rerror.NewStalling(v1alpha1.ReasonRegistryAuthSecretInvalid, "registry Secret %q: %w", ref.Name, err)
+		return nil, "", markedBy(fn.Status.MarkMiddlewareUnknown, rerror.NewStalling(v1alpha1.ReasonRegistryAuthSecretInvalid, "Secret %q: %w", ref.Name, err))
 	}
 	return kc, "secret/" + secret.Name + "@" + secret.ResourceVersion, nil
 }
@@ -237,8 +232,7 @@ func inspectFailed(fn *v1alpha1.Function, err error) error {
 		if unreachable.TimedOut {
 			reason = v1alpha1.ReasonRegistryTimedOut
 		}
-		fn.Status.MarkMiddlewareUnknown(reason, "%s", err)
-		return &rerror.Transient{Reason: reason, Err: err}
+		return markedBy(fn.Status.MarkMiddlewareUnknown, &rerror.Transient{Reason: reason, Err: err})
 	case errors.As(err, &auth):
 		reason = v1alpha1.ReasonRegistryAuthFailed
 	case errors.As(err, &inspect):
@@ -253,8 +247,7 @@ func inspectFailed(fn *v1alpha1.Function, err error) error {
 			reason = v1alpha1.ReasonHostNotAllowed
 		}
 	}
-	fn.Status.MarkMiddlewareUnknown(reason, "%s", err)
-	return &rerror.Stalling{Reason: reason, Err: err}
+	return markedBy(fn.Status.MarkMiddlewareUnknown, &rerror.Stalling{Reason: reason, Err: err})
 }
 
 // inspect reads image within timeout, and leaves its lane after, whatever happens

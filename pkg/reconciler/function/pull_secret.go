@@ -32,8 +32,8 @@ func (r *Reconciler) ensurePullSecret(ctx context.Context, fn *v1alpha1.Function
 	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: fn.Namespace, Name: name}, sa)
 	switch {
 	case apierrors.IsNotFound(err):
-		fn.Status.MarkRebuildNotPossible("the function's ServiceAccount %q (deploy.serviceAccountName in func.yaml) does not exist in namespace %q", name, fn.Namespace)
-		return rerror.NewStalling(v1alpha1.ReasonRebuildNotPossible, "ServiceAccount %s/%s not found", fn.Namespace, name)
+		return markedBy(withReason(fn.Status.MarkRebuildNotPossible), rerror.NewStalling(v1alpha1.ReasonRebuildNotPossible,
+			"the function's ServiceAccount %q (deploy.serviceAccountName in func.yaml) does not exist in namespace %q", name, fn.Namespace))
 	case err != nil:
 		return fmt.Errorf("reading ServiceAccount %s/%s: %w", fn.Namespace, name, err)
 	}
