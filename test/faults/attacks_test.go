@@ -33,8 +33,8 @@ var attackConfig = map[string]string{
 }
 
 // rssBound is the most memory the operator may use through every attack: its peak
-// resident set (VmHWM), against the Deployment's limit of 1Gi. Measured (see the
-// README): about 90 MiB.
+// resident set (VmHWM), against the Deployment's limit of 1Gi. Measured (see
+// docs/hostile-input.md): about 90 MiB.
 const rssBound = 192 << 20
 
 // attack is a Function that points at hostile input, and the condition reason it
@@ -350,7 +350,7 @@ func peakRSS(t *testing.T, pid int) int64 {
 	return 0
 }
 
-// writeAttackTable writes the README's table of attacks: what each ended in, and
+// writeAttackTable writes the table of attacks of docs/hostile-input.md: what each ended in, and
 // the figures.
 func writeAttackTable(t *testing.T, path string, attacks []attack, hwm int64, waited time.Duration) {
 	t.Helper()

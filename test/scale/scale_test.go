@@ -139,7 +139,7 @@ type repo struct {
 // TestScale runs N Functions on R repositories against the operator binary as
 // config/ ships it, and reports listings and clones per interval, writes,
 // reconciles, CPU per reconcile, memory and the time until all are Ready. Run it
-// with `make bench-scale`; see README.md.
+// with `make bench-scale`; see docs/scale.md.
 func TestScale(t *testing.T) {
 	p := readParams(t)
 	ctrl.SetLogger(logr.Discard())
