@@ -90,7 +90,7 @@ UNIT_PKGS ?= $$(go list ./... | grep -v -e /test/ -e /pkg/operator -e /hack/)
 test-unit: ## The quick tier: go test -short over the non-integration packages, no control plane (make test runs everything).
 	go test -short -count=1 $(UNIT_PKGS)
 
-# The func-facing tests, for a func bump (README, Upgrading func): the adapter on a real
+# The func-facing tests, for a func bump (docs/upgrading-func.md): the adapter on a real
 # API server with func's real templates, the middleware table and image labels, the Tekton
 # controller with the kubelet simulation, and the operator's rebuild and func deploy tests.
 FUNC_PKGS ?= ./pkg/funclib/ ./pkg/middleware/ ./pkg/registry/ ./test/tekton/
@@ -125,7 +125,8 @@ FUZZ_TARGETS ?= \
 	./pkg/git:FuzzRepositoryPath \
 	./pkg/git:FuzzRemoteHead \
 	./pkg/registry:FuzzKeychain \
-	./pkg/registry:FuzzBuildInfo
+	./pkg/registry:FuzzBuildInfo \
+	./pkg/receiver:FuzzNormalizeURL
 FUZZTIME ?= 5m
 # Minimizing each new interesting input for go's default 60s would leave a short run idle.
 FUZZ_FLAGS ?= -fuzzminimizetime=10s
