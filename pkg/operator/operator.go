@@ -40,10 +40,12 @@ import (
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/knative"
+	"github.com/fnops/func-operator/pkg/lanes"
 	"github.com/fnops/func-operator/pkg/metrics"
 	"github.com/fnops/func-operator/pkg/netguard"
 	"github.com/fnops/func-operator/pkg/reconciler/function"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
+	"github.com/fnops/func-operator/pkg/tenancy"
 )
 
 // Options configure the operator.
@@ -257,11 +259,11 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 
 		Config:   store,
 		Fetcher:  fetcher,
-		Lanes:    &function.Lanes{Workers: o.Concurrency},
+		Lanes:    &lanes.Lanes{Workers: o.Concurrency},
 		Tekton:   tekton,
 		Queue:    queue,
 		Launcher: launcher,
-		Access:   &function.NamespaceAccess{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()},
+		Access:   &tenancy.NamespaceAccess{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()},
 		WorkDir:  o.WorkDir,
 		Metrics:  m,
 		Wakeups:  wakeups,
@@ -311,9 +313,9 @@ func addRunnables(mgr manager.Manager, restConfig *rest.Config, r *function.Reco
 	if err != nil {
 		return fmt.Errorf("creating the metadata client: %w", err)
 	}
-	r.SecretWatches = &function.SecretWatches{Client: metadataClient, OnChange: r.SecretChanged}
-	r.EnableSecretCache()
-	if err := mgr.Add(r.SecretWatches); err != nil {
+	watches := &tenancy.SecretWatches{Client: metadataClient, OnChange: r.SecretChanged}
+	r.Secrets = tenancy.NewSecrets(mgr.GetAPIReader(), watches)
+	if err := mgr.Add(watches); err != nil {
 		return fmt.Errorf("adding the Secret watches: %w", err)
 	}
 	if err := mgr.Add(&function.QueueSeeder{Reader: mgr.GetClient(), Queue: r.Queue, Tekton: r.Tekton}); err != nil {

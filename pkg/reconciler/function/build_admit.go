@@ -17,6 +17,7 @@ import (
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 	"github.com/fnops/func-operator/pkg/registry"
 	"github.com/fnops/func-operator/pkg/rerror"
+	"github.com/fnops/func-operator/pkg/tenancy"
 )
 
 // reconcileRebuild rebuilds a Function whose middleware is outdated (obs.middleware),
@@ -86,7 +87,7 @@ func (r *Reconciler) reconcileRebuild(ctx context.Context, fn *v1alpha1.Function
 	cfg := r.Config.Load()
 	// Only a Function that may build now holds a place in the queue.
 	if err := r.Access.Check(ctx, fn.Namespace, cfg.PipelineServiceAccount); err != nil {
-		if IsNotOnboarded(err) {
+		if tenancy.IsNotOnboarded(err) {
 			r.leaveQueue(fn)
 			fn.Status.MarkNamespaceNotOnboarded("%s is available (running: %s) but %s", mw.available, running, err)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
+	"github.com/fnops/func-operator/pkg/tenancy"
 )
 
 // finalize forgets a deleted Function: its metrics series, its build (func's provider
@@ -41,7 +42,7 @@ func (r *Reconciler) finalize(ctx context.Context, key types.NamespacedName) err
 	// The last Function of a namespace takes its Secret watch along.
 	var left v1alpha1.FunctionList
 	if err := r.Client.List(ctx, &left, client.InNamespace(key.Namespace), client.Limit(1)); err == nil && len(left.Items) == 0 {
-		r.SecretWatches.Stop(key.Namespace)
+		r.Secrets.Forget(key.Namespace)
 	}
 	if r.Launcher != nil {
 		r.Launcher.Cancel(key)
@@ -71,7 +72,7 @@ func (r *Reconciler) deleteBuildObjects(ctx context.Context, key types.Namespace
 		left, err := r.deleteLabelled(ctx, gvk, key.Namespace,
 			client.MatchingLabels{resources.LabelFunction: key.Name, resources.LabelManagedBy: resources.ManagedBy})
 		if len(left) > 0 {
-			log.FromContext(ctx).Info("leaving build objects the namespace does not let the operator delete (ClusterRole "+NamespaceClusterRole+")",
+			log.FromContext(ctx).Info("leaving build objects the namespace does not let the operator delete (ClusterRole "+tenancy.NamespaceClusterRole+")",
 				"kind", gvk.Kind, "namespace", key.Namespace, "names", left)
 		}
 		errs = append(errs, err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
+	"github.com/fnops/func-operator/pkg/tenancy"
 )
 
 // pruneHistory deletes the finished PipelineRuns of fn beyond spec.buildHistoryLimit,
@@ -54,7 +55,7 @@ func (r *Reconciler) pruneHistory(ctx context.Context, fn *v1alpha1.Function, ru
 		switch {
 		case apierrors.IsForbidden(err):
 			log.FromContext(ctx).Info("leaving a finished PipelineRun over spec.buildHistoryLimit that the namespace does not let the operator delete (ClusterRole "+
-				NamespaceClusterRole+")", "pipelineRun", pr.Name)
+				tenancy.NamespaceClusterRole+")", "pipelineRun", pr.Name)
 			return nil
 		case client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err):
 			errs = append(errs, fmt.Errorf("deleting PipelineRun %s/%s over spec.buildHistoryLimit: %w", pr.Namespace, pr.Name, err))
@@ -69,14 +70,14 @@ func (r *Reconciler) pruneHistory(ctx context.Context, fn *v1alpha1.Function, ru
 // It reads the namespace's Secret watch (an index), not the API server. Only Secrets
 // fn owns are deleted.
 func (r *Reconciler) sweepGitCredentials(ctx context.Context, fn *v1alpha1.Function) {
-	if r.SecretWatches == nil || (r.Launcher != nil && r.Launcher.Busy(client.ObjectKeyFromObject(fn))) {
+	if r.Secrets == nil || (r.Launcher != nil && r.Launcher.Busy(client.ObjectKeyFromObject(fn))) {
 		return // a launch of this process may be creating one
 	}
 	inFlight := ""
 	if b := fn.Status.Build; b != nil && (b.Phase == v1alpha1.BuildPhaseStarting || b.Phase == v1alpha1.BuildPhaseRunning) {
 		inFlight = b.ID
 	}
-	for _, m := range r.SecretWatches.GitCredentials(fn.Namespace, fn.Name) {
+	for _, m := range r.Secrets.GitCredentials(fn.Namespace, fn.Name) {
 		if m.Labels[resources.LabelBuildID] == inFlight || !m.DeletionTimestamp.IsZero() || !ownedBy(m, fn) {
 			continue
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
+	"github.com/fnops/func-operator/pkg/tenancy"
 	"github.com/fnops/func-operator/test/envtest"
 )
 
@@ -116,8 +117,8 @@ func TestReconciler_sweepGitCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.SecretWatches = &SecretWatches{Client: mc, OnChange: func(context.Context, client.Object) {}}
-	go func() { _ = r.SecretWatches.Start(ctx) }()
+	r.Secrets.Watches = &tenancy.SecretWatches{Client: mc, OnChange: func(context.Context, client.Object) {}}
+	go func() { _ = r.Secrets.Watches.Start(ctx) }()
 	fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fn", UID: "uid-fn"}}
 	fn.Status.Build = &v1alpha1.BuildStatus{ID: "running", Phase: v1alpha1.BuildPhaseRunning}
 	secret := func(id string, owner types.UID) *corev1.Secret {
@@ -126,8 +127,8 @@ func TestReconciler_sweepGitCredentials(t *testing.T) {
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "functions.dev/v1alpha1", Kind: "Function", Name: "fn", UID: owner}}}}
 	}
 	mustCreate(t, secret("ended", "uid-fn"), secret("running", "uid-fn"), secret("others", "uid-other"))
-	r.SecretWatches.Ensure(ns)
-	until(t, "the watch sees the three Secrets", func() bool { return len(r.SecretWatches.GitCredentials(ns, "fn")) == 3 })
+	r.Secrets.Watches.Ensure(ns)
+	until(t, "the watch sees the three Secrets", func() bool { return len(r.Secrets.Watches.GitCredentials(ns, "fn")) == 3 })
 
 	left := func() []string {
 		var list corev1.SecretList
@@ -157,7 +158,7 @@ func TestReconciler_sweepGitCredentials(t *testing.T) {
 	}
 	// The build ended: its Secret goes too.
 	fn.Status.Build.Phase = v1alpha1.BuildPhaseSucceeded
-	until(t, "the watch sees the deletion", func() bool { return len(r.SecretWatches.GitCredentials(ns, "fn")) == 2 })
+	until(t, "the watch sees the deletion", func() bool { return len(r.Secrets.Watches.GitCredentials(ns, "fn")) == 2 })
 	r.sweepGitCredentials(ctx, fn)
 	if diff := cmp.Diff([]string{"others"}, left()); diff != "" {
 		t.Errorf("after the build ended, Secrets left (-want +got):\n%s", diff)

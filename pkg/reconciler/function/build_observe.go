@@ -16,6 +16,7 @@ import (
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
+	"github.com/fnops/func-operator/pkg/tenancy"
 )
 
 // Timings of a build's life that are not configurable.
@@ -181,7 +182,7 @@ func (r *Reconciler) sweepRuns(ctx context.Context, fn *v1alpha1.Function, runs 
 		err := r.Client.Delete(ctx, pr, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &pr.UID})
 		if apierrors.IsForbidden(err) {
 			log.FromContext(ctx).Info("leaving a PipelineRun of an ended build that the namespace does not let the operator delete (ClusterRole "+
-				NamespaceClusterRole+")", "pipelineRun", pr.Name, "build", b.ID)
+				tenancy.NamespaceClusterRole+")", "pipelineRun", pr.Name, "build", b.ID)
 			continue
 		}
 		if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
@@ -271,7 +272,7 @@ func (r *Reconciler) timedOut(ctx context.Context, fn *v1alpha1.Function, pr *pi
 	msg := fmt.Sprintf("did not finish within %s (ConfigMap %s, key %s): PipelineRun %s deleted", timeout, config.ConfigMapName, config.KeyBuildTimeout, pr.Name)
 	if len(left) > 0 {
 		msg = fmt.Sprintf("did not finish within %s (ConfigMap %s, key %s), and the namespace does not let the operator delete PipelineRun %s (ClusterRole %s): delete it yourself",
-			timeout, config.ConfigMapName, config.KeyBuildTimeout, pr.Name, NamespaceClusterRole)
+			timeout, config.ConfigMapName, config.KeyBuildTimeout, pr.Name, tenancy.NamespaceClusterRole)
 	}
 	r.buildFailed(fn, r.now(), failure{message: msg})
 	return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 	"github.com/fnops/func-operator/pkg/rerror"
+	"github.com/fnops/func-operator/pkg/tenancy"
 )
 
 // stopUnboundBuild stops fn's build in flight when it was started for another Knative
@@ -33,7 +34,7 @@ func (r *Reconciler) stopUnboundBuild(ctx context.Context, fn *v1alpha1.Function
 		b.ServiceUID)
 	if len(left) > 0 {
 		msg += fmt.Sprintf("; the namespace no longer lets the operator delete its PipelineRun (%s, ClusterRole %s): delete it yourself",
-			strings.Join(left, ", "), NamespaceClusterRole)
+			strings.Join(left, ", "), tenancy.NamespaceClusterRole)
 	}
 	r.buildFailed(fn, r.now(), failure{message: msg})
 	return nil

@@ -36,7 +36,7 @@ const ControllerName = "function"
 
 // SetupWithManager registers the reconciler: Functions are reconciled when their spec
 // or annotations change, when their Knative Service changes, and (through
-// SecretWatches and Wakeups, in the namespaces that onboarded the operator) when a
+// tenancy.SecretWatches and Wakeups, in the namespaces that onboarded the operator) when a
 // Secret they reference changes. Without Knative Serving on the cluster, Services are
 // not watched.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, concurrency int) error {

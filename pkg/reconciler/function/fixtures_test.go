@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +19,8 @@ import (
 	"github.com/fnops/func-operator/pkg/git"
 	"github.com/fnops/func-operator/pkg/knative"
 	"github.com/fnops/func-operator/pkg/registry"
+	"github.com/fnops/func-operator/pkg/tenancy"
+	"github.com/fnops/func-operator/test/envtest"
 	"github.com/fnops/func-operator/test/gitserver"
 )
 
@@ -90,7 +93,8 @@ func newTestReconciler(t *testing.T, events int) (*Reconciler, *record.FakeRecor
 		Recorder:  rec,
 		Config:    config.NewStore(),
 		Fetcher:   git.NewFetcher(t.TempDir(), 0),
-		Access:    &NamespaceAccess{Client: k8sClient, Reader: k8sClient},
+		Access:    &tenancy.NamespaceAccess{Client: k8sClient, Reader: k8sClient},
+		Secrets:   &tenancy.Secrets{Reader: k8sClient},
 	}, rec
 }
 
@@ -128,4 +132,42 @@ func getFunction(t *testing.T, ns, name string) *v1alpha1.Function {
 func reconcileOnce(t *testing.T, r *Reconciler, ns, name string) (reconcile.Result, error) {
 	t.Helper()
 	return r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+}
+
+// asOperator is a client with the operator's identity and only the RBAC of config/.
+func asOperator(t *testing.T) client.Client {
+	t.Helper()
+	apiServer(t)
+	c, err := client.New(envtest.AsOperator(restConfig), client.Options{Scheme: k8sClient.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// until polls cond for 10 seconds.
+func until(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("not within 10s: %s", what)
+}
+
+func onboard(t *testing.T, ns string) {
+	t.Helper()
+	apiServer(t)
+	if err := envtest.Onboard(context.Background(), restConfig, ns); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustDelete(t *testing.T, o client.Object) {
+	t.Helper()
+	apiServer(t)
+	if err := k8sClient.Delete(context.Background(), o); err != nil {
+		t.Fatalf("deleting %T %s: %v", o, o.GetName(), err)
+	}
 }

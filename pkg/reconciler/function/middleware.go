@@ -12,9 +12,11 @@ import (
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/lanes"
 	"github.com/fnops/func-operator/pkg/middleware"
 	"github.com/fnops/func-operator/pkg/registry"
 	"github.com/fnops/func-operator/pkg/rerror"
+	"github.com/fnops/func-operator/pkg/tenancy"
 )
 
 // ImageInspector tells which middleware an image was built with.
@@ -64,10 +66,10 @@ func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Funct
 	if err != nil {
 		return Result{}, err
 	}
-	host := registryHost(obs.deployment.image)
+	host := lanes.RegistryHost(obs.deployment.image)
 	leave, ok := r.Lanes.Enter(host, fn.Namespace)
 	if !ok {
-		return Result{}, laneBusy(host)
+		return Result{}, lanes.Busy(host)
 	}
 	got, err := r.inspect(ctx, obs.deployment.image, kc, cfg.RegistryTimeout, leave)
 	if cannotRead(err) {
@@ -148,9 +150,9 @@ func (r *Reconciler) registryKeychain(ctx context.Context, fn *v1alpha1.Function
 	if ref == nil || ref.Name == "" {
 		return authn.NewMultiKeychain(), "", nil
 	}
-	secret, err := r.secret(ctx, fn, ref.Name)
+	secret, err := r.Secrets.Get(ctx, fn.Namespace, ref.Name)
 	switch {
-	case IsNotOnboarded(err):
+	case tenancy.IsNotOnboarded(err):
 		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonNamespaceNotOnboarded, "%s", err)
 		return nil, "", err
 	case err != nil:

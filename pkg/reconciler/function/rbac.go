@@ -6,7 +6,7 @@ package function
 // Secrets, ServiceAccounts, RoleBindings, PVCs or pods anywhere: what a build writes
 // in a namespace, the operator may write only where that namespace granted it the
 // ClusterRole func-operator-namespace (config/200-namespace-clusterrole.yaml,
-// onboarded with config/namespace/onboard.yaml). namespaceGrant lists those rights
+// onboarded with config/namespace/onboard.yaml). tenancy.NamespaceGrant lists those rights
 // for the access check; a test keeps the two equal.
 
 // +kubebuilder:rbac:groups=functions.dev,resources=functions,verbs=get;list;watch

@@ -24,22 +24,23 @@ import (
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/git"
 	"github.com/fnops/func-operator/pkg/knative"
+	"github.com/fnops/func-operator/pkg/lanes"
 	"github.com/fnops/func-operator/pkg/metrics"
 	"github.com/fnops/func-operator/pkg/rerror"
+	"github.com/fnops/func-operator/pkg/tenancy"
 )
 
 // Reconciler reconciles Functions. Its permissions are in rbac.go.
 type Reconciler struct {
 	// Client reads Functions from the manager's cache and writes their status.
 	Client client.Client
-	// APIReader reads Secrets straight from the API server, so that no Secret
-	// value is ever held in the operator's cache.
+	// APIReader reads straight from the API server what the cache does not hold.
 	APIReader client.Reader
 	Recorder  record.EventRecorder
 	Config    *config.Store
 	Fetcher   *git.Fetcher
 	// Lanes keeps one git host or registry from holding every worker; nil: no bound.
-	Lanes *Lanes
+	Lanes *lanes.Lanes
 	// Describer describes deployed functions through the func library.
 	Describer *funclib.Describer
 	// Services reads Knative Services, from the manager's cache.
@@ -58,10 +59,10 @@ type Reconciler struct {
 	// then Queue and Access are not used).
 	Launcher *Launcher
 	// Access tells whether a namespace has onboarded the operator for rebuilds.
-	Access *NamespaceAccess
-	// SecretWatches watches the Secrets of the namespaces where the operator may
-	// read them; nil watches none.
-	SecretWatches *SecretWatches
+	Access *tenancy.NamespaceAccess
+	// Secrets reads the Secrets Functions name (never into the manager's cache),
+	// and watches them, by metadata, in the namespaces where the operator may.
+	Secrets *tenancy.Secrets
 	// WorkDir holds scratch directories of builds.
 	WorkDir string
 	// Metrics records the operator's metrics; nil records none.
@@ -82,17 +83,10 @@ type Reconciler struct {
 	// WatchSelected is the label selector of this shard's Functions; nil: all.
 	WatchSelected labels.Selector
 
-	// secrets keeps the Secrets read, until their watch sees them change; nil keeps
-	// none (see EnableSecretCache).
-	secrets *secretCache
 	// ignoredRuns are the look-alike PipelineRuns already logged (by UID), so that
 	// each is logged once however often its Function is checked.
 	ignoredRuns ignoredRuns
 }
-
-// EnableSecretCache keeps the Secrets Functions name between checks, read again only
-// when the namespace's metadata watch (SecretWatches) sees them change.
-func (r *Reconciler) EnableSecretCache() { r.secrets = newSecretCache() }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
 
@@ -192,7 +186,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 		sr, stepErr = step(ctx, fn, obs)
 		res = res.merge(sr)
 		if stepErr != nil {
-			if i < len(steps)-1 && !IsHostBusy(stepErr) {
+			if i < len(steps)-1 && !lanes.IsHostBusy(stepErr) {
 				// A step before the rebuild failed: the Function cannot build now, and
 				// a queued one gives its place up rather than block the queue's head
 				// (not for a moment's wait for its host).

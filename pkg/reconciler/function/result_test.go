@@ -8,10 +8,11 @@ import (
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/rerror"
+	"github.com/fnops/func-operator/pkg/tenancy"
 )
 
 // TestReconciler_Result: when a reconcile comes back. A namespace that has not
-// onboarded the operator is looked at again within accessTTL, since no watch sees
+// onboarded the operator is looked at again within tenancy.AccessTTL, since no watch sees
 // onboarding; any other stall waits for the next check.
 func TestReconciler_Result(t *testing.T) {
 	store := config.NewStore()
@@ -24,7 +25,7 @@ func TestReconciler_Result(t *testing.T) {
 		err      error
 		min, max time.Duration
 	}{
-		{name: "not onboarded: soon", err: notOnboarded("ns", "x"), min: accessTTL, max: accessTTL},
+		{name: "not onboarded: soon", err: tenancy.NotOnboarded("ns", "x"), min: tenancy.AccessTTL, max: tenancy.AccessTTL},
 		// Within the interval: 90–100% of it, so every Function is checked within it.
 		{name: "another stall: the next check", err: rerror.NewStalling(v1alpha1.ReasonFuncYamlInvalid, "x"), min: 54 * time.Minute, max: time.Hour},
 		{name: "no error: the next check", min: 54 * time.Minute, max: time.Hour},

@@ -14,6 +14,7 @@ import (
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/git"
+	"github.com/fnops/func-operator/pkg/lanes"
 	"github.com/fnops/func-operator/pkg/metrics"
 	"github.com/fnops/func-operator/pkg/rerror"
 )
@@ -38,7 +39,7 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 	// begun after the push, which the others on the repository then share.
 	pushMark := r.Repositories.PushMark(fnKey)
 
-	host := gitHost(repo.URL)
+	host := lanes.GitHost(repo.URL)
 	var leave func(timedOut bool)
 	timedOut := false
 	defer func() { // also when a library panics
@@ -52,7 +53,7 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 		}
 		l, ok := r.Lanes.Enter(host, fn.Namespace)
 		if !ok {
-			return laneBusy(host)
+			return lanes.Busy(host)
 		}
 		leave = l
 		return nil
@@ -215,7 +216,7 @@ func (r *Reconciler) repositoryAuth(ctx context.Context, fn *v1alpha1.Function) 
 	if ref.Name == "" {
 		return nil, "", rerror.NewStalling(v1alpha1.ReasonAuthSecretNotFound, "spec.repository.authSecretRef has no name")
 	}
-	secret, err := r.secret(ctx, fn, ref.Name)
+	secret, err := r.Secrets.Get(ctx, fn.Namespace, ref.Name)
 	switch {
 	case err != nil:
 		return nil, "", err

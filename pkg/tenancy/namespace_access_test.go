@@ -1,4 +1,4 @@
-package function
+package tenancy
 
 import (
 	"context"
@@ -12,23 +12,11 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/rerror"
 	"github.com/fnops/func-operator/test/envtest"
 )
-
-// asOperator is a client with the operator's identity and only the RBAC of config/.
-func asOperator(t *testing.T) client.Client {
-	t.Helper()
-	apiServer(t)
-	c, err := client.New(envtest.AsOperator(restConfig), client.Options{Scheme: k8sClient.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
 
 // TestNamespaceAccess checks, as the operator, what a namespace that onboarded it
 // (config/namespace/onboard.yaml) and one missing each part of it report.
@@ -127,7 +115,7 @@ func TestNamespaceAccess(t *testing.T) {
 }
 
 // TestNamespaceAccess_CachesOnlySuccess: an onboarded namespace is not reviewed again
-// within accessTTL; one that is not is reviewed every time, so onboarding shows at once.
+// within AccessTTL; one that is not is reviewed every time, so onboarding shows at once.
 func TestNamespaceAccess_CachesOnlySuccess(t *testing.T) {
 	op := asOperator(t)
 	ctx := context.Background()
@@ -148,7 +136,7 @@ func TestNamespaceAccess_CachesOnlySuccess(t *testing.T) {
 	if err := a.Check(ctx, ns, "func-operator-builder"); err != nil {
 		t.Errorf("within the TTL: %v, want the remembered success", err)
 	}
-	now = now.Add(accessTTL)
+	now = now.Add(AccessTTL)
 	if err := a.Check(ctx, ns, "func-operator-builder"); err == nil {
 		t.Error("after the TTL, a revoked grant still passes")
 	}
@@ -191,32 +179,5 @@ func TestNamespaceGrant_MatchesConfig(t *testing.T) {
 		if diff := cmp.Diff(sortGrants(want), sortGrants(got)); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", file, diff)
 		}
-	}
-}
-
-// until polls cond for 10 seconds.
-func until(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("not within 10s: %s", what)
-}
-
-func onboard(t *testing.T, ns string) {
-	t.Helper()
-	apiServer(t)
-	if err := envtest.Onboard(context.Background(), restConfig, ns); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func mustDelete(t *testing.T, o client.Object) {
-	t.Helper()
-	apiServer(t)
-	if err := k8sClient.Delete(context.Background(), o); err != nil {
-		t.Fatalf("deleting %T %s: %v", o, o.GetName(), err)
 	}
 }

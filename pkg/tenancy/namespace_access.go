@@ -1,4 +1,4 @@
-package function
+package tenancy
 
 import (
 	"context"
@@ -74,13 +74,15 @@ func grants(group, resource string, verbs ...string) []Grant {
 	return out
 }
 
-// accessTTL is how long a namespace found onboarded is not checked again.
-const accessTTL = time.Minute
+// AccessTTL is how long a namespace found onboarded is not checked again, and how
+// soon a Function whose namespace was not is looked at again: no watch sees a
+// namespace onboard.
+const AccessTTL = time.Minute
 
 // NamespaceAccess tells whether a namespace has onboarded func-operator: the
 // operator holds NamespaceGrant there (one SelfSubjectRulesReview), and the build
 // ServiceAccount exists and holds BuilderGrant (SubjectAccessReviews). A namespace
-// found onboarded is believed for accessTTL.
+// found onboarded is believed for AccessTTL.
 type NamespaceAccess struct {
 	Client client.Client
 	// Reader reads ServiceAccounts; the cache holds none.
@@ -102,7 +104,7 @@ func (a *NamespaceAccess) Check(ctx context.Context, namespace, serviceAccount s
 	}
 	a.mu.Lock()
 	at, found := a.ok[key]
-	fresh := found && now().Sub(at) < accessTTL
+	fresh := found && now().Sub(at) < AccessTTL
 	if found && !fresh {
 		delete(a.ok, key)
 	}
@@ -115,7 +117,7 @@ func (a *NamespaceAccess) Check(ctx context.Context, namespace, serviceAccount s
 		return err
 	}
 	if len(missing) > 0 {
-		return notOnboarded(namespace, fmt.Sprintf("namespace %s has not onboarded func-operator: %s", namespace, strings.Join(missing, "; ")))
+		return NotOnboarded(namespace, fmt.Sprintf("namespace %s has not onboarded func-operator: %s", namespace, strings.Join(missing, "; ")))
 	}
 	a.mu.Lock()
 	if a.ok == nil {
@@ -126,11 +128,11 @@ func (a *NamespaceAccess) Check(ctx context.Context, namespace, serviceAccount s
 	return nil
 }
 
-// notOnboarded is the stall of a Function whose namespace has not granted the operator
-// what it needs (what says which): it names the grant, and comes back within
-// accessTTL, since no watch sees a namespace onboard.
-func notOnboarded(namespace, what string) *rerror.Stalling {
-	return &rerror.Stalling{Reason: v1alpha1.ReasonNamespaceNotOnboarded, RecheckAfter: accessTTL,
+// NotOnboarded is the stall of a Function whose namespace has not granted the
+// operator what it needs (what says which): it names the grant, and comes back
+// within AccessTTL, since no watch sees a namespace onboard.
+func NotOnboarded(namespace, what string) *rerror.Stalling {
+	return &rerror.Stalling{Reason: v1alpha1.ReasonNamespaceNotOnboarded, RecheckAfter: AccessTTL,
 		Err: &NotOnboardedError{Namespace: namespace, What: what}}
 }
 

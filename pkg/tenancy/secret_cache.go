@@ -1,14 +1,14 @@
-package function
+package tenancy
 
 import (
-	"container/list"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/lru"
 )
 
-// Bounds of the Secrets a Reconciler keeps.
+// Bounds of the Secrets a Secrets keeps.
 const (
 	// secretCacheBytes bounds the values of all kept Secrets together.
 	secretCacheBytes = 16 << 20
@@ -19,23 +19,25 @@ const (
 // secretCache keeps the Secrets Functions name, as read from the API server, each
 // with the resourceVersion it was read at, so that a check reads a Secret again only
 // when the namespace's metadata watch (SecretWatches) saw it change. Only Secrets a
-// Function names are kept, never a namespace's others, within a memory bound.
+// Function names are kept, never a namespace's others, within a memory bound: the
+// least recently used go first (an lru.Cache with no bound on entries, trimmed by
+// their size).
 type secretCache struct {
-	mu      sync.Mutex
-	entries map[types.NamespacedName]*list.Element
-	lru     *list.List // of *secretEntry, most recently used first
-	bytes   int64
+	mu    sync.Mutex // holds put's remove, add and trim together
+	lru   *lru.Cache // types.NamespacedName -> *secretEntry
+	bytes int64      // of the entries in lru; changed by its eviction func, under mu
 }
 
 type secretEntry struct {
-	key     types.NamespacedName
 	version string         // "" for a Secret that does not exist
 	secret  *corev1.Secret // nil for one that does not exist
 	size    int64
 }
 
 func newSecretCache() *secretCache {
-	return &secretCache{entries: map[types.NamespacedName]*list.Element{}, lru: list.New()}
+	c := &secretCache{}
+	c.lru = lru.NewWithEvictionFunc(0, func(_ lru.Key, v any) { c.bytes -= v.(*secretEntry).size })
+	return c
 }
 
 // get returns the Secret kept for key at version ("" and nil: known not to exist).
@@ -43,17 +45,14 @@ func (c *secretCache) get(key types.NamespacedName, version string) (*corev1.Sec
 	if c == nil {
 		return nil, false
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.entries[key]
+	v, ok := c.lru.Get(key)
 	if !ok {
 		return nil, false
 	}
-	e := el.Value.(*secretEntry)
+	e := v.(*secretEntry)
 	if e.version != version {
 		return nil, false
 	}
-	c.lru.MoveToFront(el)
 	if e.secret == nil {
 		return nil, true
 	}
@@ -65,7 +64,7 @@ func (c *secretCache) put(key types.NamespacedName, secret *corev1.Secret) {
 	if c == nil {
 		return
 	}
-	e := &secretEntry{key: key, size: 256}
+	e := &secretEntry{size: 256}
 	if secret != nil {
 		e.version = secret.ResourceVersion
 		for k, v := range secret.Data {
@@ -84,26 +83,16 @@ func (c *secretCache) put(key types.NamespacedName, secret *corev1.Secret) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.entries[key]; ok {
-		c.remove(el)
-	}
-	c.entries[key] = c.lru.PushFront(e)
+	c.lru.Remove(key) // an Add over a kept key would not tell the eviction func
+	c.lru.Add(key, e)
 	c.bytes += e.size
 	for c.bytes > secretCacheBytes {
-		c.remove(c.lru.Back())
+		c.lru.RemoveOldest()
 	}
 }
 
 func (c *secretCache) drop(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.entries[key]; ok {
-		c.remove(el)
-	}
-}
-
-func (c *secretCache) remove(el *list.Element) {
-	e := c.lru.Remove(el).(*secretEntry)
-	delete(c.entries, e.key)
-	c.bytes -= e.size
+	c.lru.Remove(key)
 }

@@ -1,4 +1,4 @@
-package function
+package lanes
 
 import (
 	"errors"
@@ -138,8 +138,8 @@ func (l *Lanes) now() time.Time {
 	return time.Now()
 }
 
-// gitHost is the host:port a repository URL is read from, "" when it cannot tell.
-func gitHost(url string) string {
+// GitHost is the host:port a repository URL is read from, "" when it cannot tell.
+func GitHost(url string) string {
 	ep, err := transport.NewEndpoint(url)
 	if err != nil || ep.Host == "" {
 		return ""
@@ -158,8 +158,8 @@ func gitHost(url string) string {
 	return net.JoinHostPort(strings.Trim(strings.ToLower(ep.Host), "[]"), strconv.Itoa(port))
 }
 
-// registryHost is the registry an image is read from, "" when it cannot tell.
-func registryHost(image string) string {
+// RegistryHost is the registry an image is read from, "" when it cannot tell.
+func RegistryHost(image string) string {
 	ref, err := name.ParseReference(strings.TrimSpace(image))
 	if err != nil {
 		return ""
@@ -167,9 +167,9 @@ func registryHost(image string) string {
 	return "registry " + ref.Context().RegistryStr()
 }
 
-// laneBusy is the wait of a Function whose host has no free lane: nothing about
-// the Function changes, and it is checked again shortly.
-func laneBusy(host string) error {
+// Busy is the wait of a Function whose host has no free lane: nothing about the
+// Function changes, and it is checked again shortly.
+func Busy(host string) error {
 	return &rerror.Waiting{Reason: v1alpha1.ReasonHostBusy, RequeueAfter: wait.Jitter(laneWait, 0.5), Err: &BusyError{Host: host}}
 }
 

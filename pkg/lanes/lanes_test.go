@@ -1,13 +1,8 @@
-package function
+package lanes
 
 import (
-	"context"
 	"testing"
 	"time"
-
-	"github.com/google/go-containerregistry/pkg/authn"
-
-	"github.com/fnops/func-operator/pkg/registry"
 )
 
 func TestLanes(t *testing.T) {
@@ -106,8 +101,8 @@ func TestHosts(t *testing.T) {
 		{in: "ssh://git@[::1]:2222/repo.git", git: "[::1]:2222"},
 	}
 	for _, tt := range tests {
-		if got := gitHost(tt.in); got != tt.git {
-			t.Errorf("gitHost(%q) = %q, want %q", tt.in, got, tt.git)
+		if got := GitHost(tt.in); got != tt.git {
+			t.Errorf("GitHost(%q) = %q, want %q", tt.in, got, tt.git)
 		}
 	}
 	for in, want := range map[string]string{
@@ -116,34 +111,8 @@ func TestHosts(t *testing.T) {
 		"fn":                    "registry index.docker.io",
 		"::not an image::":      "",
 	} {
-		if got := registryHost(in); got != want {
-			t.Errorf("registryHost(%q) = %q, want %q", in, got, want)
+		if got := RegistryHost(in); got != want {
+			t.Errorf("RegistryHost(%q) = %q, want %q", in, got, want)
 		}
 	}
-}
-
-type panickingInspector struct{}
-
-func (panickingInspector) Inspect(context.Context, string, authn.Keychain) (registry.Middleware, error) {
-	panic("a library bug")
-}
-
-// TestLanes_LeftOnPanic: a panic under an image read (controller-runtime recovers
-// it and the process goes on) leaves the lane it held.
-func TestLanes_LeftOnPanic(t *testing.T) {
-	l := &Lanes{Workers: 2} // one lane per host
-	r := &Reconciler{Inspector: panickingInspector{}, Lanes: l}
-	leave, ok := l.Enter("registry r.example", "ns")
-	if !ok {
-		t.Fatal("the first lane was refused")
-	}
-	func() {
-		defer func() { _ = recover() }()
-		_, _ = r.inspect(context.Background(), "r.example/fn:v1", nil, time.Second, leave)
-	}()
-	leave2, ok := l.Enter("registry r.example", "ns")
-	if !ok {
-		t.Fatal("the lane a panicking read held is still taken")
-	}
-	leave2(false)
 }
