@@ -202,21 +202,28 @@ func InFlight(b *v1alpha1.BuildStatus) bool {
 	return b != nil && (b.Phase == v1alpha1.BuildPhaseStarting || b.Phase == v1alpha1.BuildPhaseRunning)
 }
 
+// inFlightOnly are the events of a build in flight: for any other build they change
+// nothing.
+var inFlightOnly = map[EventKind]bool{RunSeen: true, RunSucceeded: true, RunFailed: true, NoRun: true, LaunchLost: true, TimedOut: true, Stopped: true}
+
 // Next returns what follows event ev of build b (status.build; nil for none). b is
-// not changed.
+// not changed. Every phase change of a build is here:
+//
+//	none, Failed (after its backoff) → Queued (NoSlot) or Starting (Admitted)
+//	Queued → none (GaveUp)
+//	Starting → Running (RunSeen)
+//	Running → Succeeded (RunSucceeded), Failed (RunFailed, TimedOut)
+//	Starting, Running → Failed (NoRun: launch error, run deleted, launch lost; Stopped)
+//	Succeeded → verified, or Failed (Deployed)
 func (m Machine) Next(b *v1alpha1.BuildStatus, ev Event) Transition {
 	t := Transition{Build: b.DeepCopy()}
 	nb := t.Build
+	if inFlightOnly[ev.Kind] && !InFlight(nb) {
+		return t
+	}
 	switch ev.Kind {
 	case Due:
-		if nb != nil && nb.Phase == v1alpha1.BuildPhaseFailed && nb.RetryAfter != nil && ev.At.Before(nb.RetryAfter.Time) {
-			t.Backoff, t.RequeueAfter = true, nb.RetryAfter.Sub(ev.At)
-			return t
-		}
-		t.AskQueue, t.QueuedAt = true, ev.At
-		if nb != nil && nb.Phase == v1alpha1.BuildPhaseQueued && nb.QueuedAt != nil {
-			t.QueuedAt = nb.QueuedAt.Time
-		}
+		return m.due(t, ev)
 	case NoSlot:
 		queuedAt := metav1.NewTime(ev.QueuedAt)
 		t.Build = &v1alpha1.BuildStatus{Phase: v1alpha1.BuildPhaseQueued, QueuedAt: &queuedAt,
@@ -242,26 +249,8 @@ func (m Machine) Next(b *v1alpha1.BuildStatus, ev Event) Transition {
 			t.Slot = SlotLeave
 		}
 	case RunSeen:
-		if !InFlight(nb) {
-			return t
-		}
-		launched := nb.StartTime
-		nb.PipelineRun, nb.Phase = ev.Run, v1alpha1.BuildPhaseRunning
-		if st := ev.RunStart; st != nil && (launched == nil || st.Before(launched)) {
-			nb.StartTime = st.DeepCopy()
-		}
-		if launched == nil {
-			launched = &ev.RunCreated
-		}
-		if left := launched.Add(ev.Timeout).Sub(ev.At); left > 0 {
-			t.Slot, t.RequeueAfter = SlotHold, left
-			return t
-		}
-		t.Stop = true
+		return m.runSeen(t, ev)
 	case RunSucceeded:
-		if !InFlight(nb) {
-			return t
-		}
 		nb.PipelineRun = ev.Run
 		nb.Phase, nb.Failures, nb.RetryAfter = v1alpha1.BuildPhaseSucceeded, 0, nil
 		nb.FailedTask, nb.FailedStep = "", ""
@@ -269,49 +258,80 @@ func (m Machine) Next(b *v1alpha1.BuildStatus, ev Event) Transition {
 		nb.Message = fmt.Sprintf("PipelineRun %s succeeded", ev.Run)
 		t.Slot, t.LaunchDone = SlotRelease, true
 	case RunFailed:
-		if !InFlight(nb) {
-			return t
-		}
 		nb.PipelineRun = ev.Run
 		t = m.failed(t, ev.Ended, ev.Failure)
 		t.LaunchDone = true
 	case NoRun:
-		switch {
-		case !InFlight(nb):
-		case ev.Launch.Here && !ev.Launch.Ended:
-			t.RequeueAfter = PollWhileWaiting // the PipelineRun is on its way
-		case ev.Launch.Here && ev.Launch.Err != nil:
-			t = m.failed(t, ev.At, Failure{Message: fmt.Sprintf("starting the build failed: %s", ev.Launch.Err)})
-			t.LaunchDone = true
-		case nb.Phase == v1alpha1.BuildPhaseRunning:
-			t = m.failed(t, ev.At, Failure{Message: fmt.Sprintf("PipelineRun %s was deleted before it finished", nb.PipelineRun)})
-			t.LaunchDone = true
-		case nb.StartTime != nil && ev.At.Sub(nb.StartTime.Time) < LaunchGrace:
-			t.AskLeader, t.RequeueAfter = true, min(LaunchGrace-ev.At.Sub(nb.StartTime.Time), LeaderSettle)
-		default:
-			return m.Next(b, Event{Kind: LaunchLost, At: ev.At})
-		}
+		return m.noRun(t, ev)
 	case LaunchLost:
-		if !InFlight(nb) {
-			return t
-		}
 		// Retried now, without counting as a failure.
 		nb.Phase, nb.Message = v1alpha1.BuildPhaseFailed, "the build's launch was interrupted before its PipelineRun existed (the operator restarted?): it is retried now"
 		nb.CompletionTime, nb.RetryAfter = &metav1.Time{Time: ev.At}, &metav1.Time{Time: ev.At}
 		t.Slot = SlotRelease
 	case TimedOut, Stopped:
-		if !InFlight(nb) {
-			return t
-		}
 		t = m.failed(t, ev.At, ev.Failure)
 	case Bound:
 		// A build never goes on to deploy over a Service whose binding changed.
 		t.Stop = InFlight(nb) && nb.ServiceUID != "" && nb.ServiceUID != ev.ServiceUID
 	case Deployed:
-		if nb == nil || nb.Phase != v1alpha1.BuildPhaseSucceeded {
-			return t
+		if nb != nil && nb.Phase == v1alpha1.BuildPhaseSucceeded {
+			return m.deployed(t, ev)
 		}
-		return m.deployed(t, ev)
+	}
+	return t
+}
+
+// due: a failed build waits out its backoff; otherwise the queue is asked, with the
+// time a queued build joined it.
+func (m Machine) due(t Transition, ev Event) Transition {
+	b := t.Build
+	if b != nil && b.Phase == v1alpha1.BuildPhaseFailed && b.RetryAfter != nil && ev.At.Before(b.RetryAfter.Time) {
+		t.Backoff, t.RequeueAfter = true, b.RetryAfter.Sub(ev.At)
+		return t
+	}
+	t.AskQueue, t.QueuedAt = true, ev.At
+	if b != nil && b.Phase == v1alpha1.BuildPhaseQueued && b.QueuedAt != nil {
+		t.QueuedAt = b.QueuedAt.Time
+	}
+	return t
+}
+
+// runSeen: Starting → Running, holding a slot until its deadline; past it, stopped.
+func (m Machine) runSeen(t Transition, ev Event) Transition {
+	b := t.Build
+	launched := b.StartTime
+	b.PipelineRun, b.Phase = ev.Run, v1alpha1.BuildPhaseRunning
+	if st := ev.RunStart; st != nil && (launched == nil || st.Before(launched)) {
+		b.StartTime = st.DeepCopy()
+	}
+	if launched == nil {
+		launched = &ev.RunCreated
+	}
+	if left := launched.Add(ev.Timeout).Sub(ev.At); left > 0 {
+		t.Slot, t.RequeueAfter = SlotHold, left
+		return t
+	}
+	t.Stop = true
+	return t
+}
+
+// noRun follows a build in flight without a PipelineRun.
+func (m Machine) noRun(t Transition, ev Event) Transition {
+	b := t.Build
+	switch {
+	case ev.Launch.Here && !ev.Launch.Ended:
+		t.RequeueAfter = PollWhileWaiting // the PipelineRun is on its way
+	case ev.Launch.Here && ev.Launch.Err != nil:
+		t = m.failed(t, ev.At, Failure{Message: fmt.Sprintf("starting the build failed: %s", ev.Launch.Err)})
+		t.LaunchDone = true
+	case b.Phase == v1alpha1.BuildPhaseRunning:
+		t = m.failed(t, ev.At, Failure{Message: fmt.Sprintf("PipelineRun %s was deleted before it finished", b.PipelineRun)})
+		t.LaunchDone = true
+	case b.StartTime != nil && ev.At.Sub(b.StartTime.Time) < LaunchGrace:
+		t.AskLeader, t.RequeueAfter = true, min(LaunchGrace-ev.At.Sub(b.StartTime.Time), LeaderSettle)
+	default:
+		ev.Kind = LaunchLost
+		return m.Next(t.Build, ev)
 	}
 	return t
 }

@@ -189,7 +189,7 @@ func (r *Reconciler) observeLaunch(ctx context.Context, fn *v1alpha1.Function) (
 
 // launchedByEarlierLeader reports a build launched before this process led (start
 // times have second precision) whose PipelineRun the API server does not have: the
-// earlier leader is gone, so none will come. It waits leaderSettle into the
+// earlier leader is gone, so none will come. It waits rebuild.LeaderSettle into the
 // leadership, past the time an earlier leader could still act unaware that it lost
 // (renew deadline to lease duration), and reads the runs live: the cache may list
 // from a lagging watch cache.

@@ -110,7 +110,8 @@ func (r *Reconciler) rebuild(ctx context.Context, fn *v1alpha1.Function, obs *ob
 	// Only a Function that may build now holds a place in the queue.
 	if err := r.Access.Check(ctx, fn.Namespace, cfg.PipelineServiceAccount); err != nil {
 		if IsNotOnboarded(err) {
-			fn.Status.MarkNamespaceNotOnboarded("%s is available (running: %s) but %s", mw.available, running, err)
+			err = fmt.Errorf("%s is available (running: %s) but %w", mw.available, running, err)
+			fn.Status.MarkNamespaceNotOnboarded("%s", err)
 			return Result{}, cannotBuildNow, err
 		}
 		return Result{}, mayBuild, err

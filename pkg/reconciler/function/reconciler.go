@@ -87,19 +87,6 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 // an error of package rerror: stalling, waiting or transient.
 type reconcileFunc func(ctx context.Context, fn *v1alpha1.Function, obs *observation) (Result, error)
 
-// checks are the steps that observe the Function, run in order, stopping at the
-// first error. The rebuild step (reconcileRebuild) runs after them, when they all
-// succeeded.
-func (r *Reconciler) checks() []reconcileFunc {
-	return []reconcileFunc{
-		r.observeBuild,
-		r.reconcileSource,
-		r.reconcileDeployment,
-		r.reconcileServiceReady,
-		r.reconcileMiddleware,
-	}
-}
-
 // Reconcile runs the steps for one Function and patches its status once, at the end,
 // when it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (result reconcile.Result, retErr error) {
@@ -184,13 +171,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 	return r.result(ctx, res, stepErr)
 }
 
-// check runs the checks in order, stopping at the first error, then stops a build
-// in flight for a Knative Service the Function is no longer bound to, whatever the
-// checks concluded.
+// check runs the steps that observe the Function, in order, stopping at the first
+// error, then stops a build in flight for a Knative Service the Function is no longer
+// bound to, whatever they concluded. The rebuild step (reconcileRebuild) runs after
+// them, when they all succeeded.
 func (r *Reconciler) check(ctx context.Context, fn *v1alpha1.Function, obs *observation) (Result, error) {
-	var res Result
-	var err error
-	for _, step := range r.checks() {
+	var (
+		res Result
+		err error
+	)
+	for _, step := range []reconcileFunc{
+		r.observeBuild,
+		r.reconcileSource,
+		r.reconcileDeployment,
+		r.reconcileServiceReady,
+		r.reconcileMiddleware,
+	} {
 		var sr Result
 		sr, err = step(ctx, fn, obs)
 		res = res.merge(sr)
