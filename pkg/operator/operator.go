@@ -36,13 +36,13 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
-	"github.com/fnops/func-operator/pkg/buildqueue"
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/knative"
 	"github.com/fnops/func-operator/pkg/lanes"
 	"github.com/fnops/func-operator/pkg/metrics"
 	"github.com/fnops/func-operator/pkg/netguard"
+	"github.com/fnops/func-operator/pkg/rebuild"
 	"github.com/fnops/func-operator/pkg/reconciler/function"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 	"github.com/fnops/func-operator/pkg/tenancy"
@@ -234,10 +234,15 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 	// wake Functions through Wakeups, which the controller watches; the seeder fills
 	// the queue from the cluster once the caches can be read.
 	wakeups := function.NewWakeups()
-	queue := buildqueue.New(func() int { return store.Load().MaxConcurrentBuilds }, wakeups.Enqueue)
-	launcher := function.NewLauncher(funclib.RunPipeline, wakeups.Enqueue, mgr.GetLogger().WithName("builds"))
+	launcher := rebuild.NewLauncher(funclib.RunPipeline, wakeups.Enqueue, mgr.GetLogger().WithName("builds"))
 	launcher.LogLines = func() int { return store.Load().BuildLogLines }
-	m := metrics.New(queue.Len)
+	builds := &rebuild.Builds{
+		Queue:    rebuild.NewQueue(func() int { return store.Load().MaxConcurrentBuilds }, wakeups.Enqueue),
+		Launcher: launcher,
+		WorkDir:  o.WorkDir,
+		Tekton:   tekton,
+	}
+	m := metrics.New(builds.Queue.Len)
 	if err := register(m.Collectors()); err != nil {
 		return nil, err
 	}
@@ -257,16 +262,13 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 		// events.k8s.io/v1 one (GetEventRecorder) takes other RBAC and another Eventf.
 		Recorder: function.CappedRecorder(mgr.GetEventRecorderFor("func-operator"), func() int { return store.Load().EventMessageMaxBytes }), //nolint:staticcheck // see above
 
-		Config:   store,
-		Fetcher:  fetcher,
-		Lanes:    &lanes.Lanes{Workers: o.Concurrency},
-		Tekton:   tekton,
-		Queue:    queue,
-		Launcher: launcher,
-		Access:   &tenancy.NamespaceAccess{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()},
-		WorkDir:  o.WorkDir,
-		Metrics:  m,
-		Wakeups:  wakeups,
+		Config:  store,
+		Fetcher: fetcher,
+		Lanes:   &lanes.Lanes{Workers: o.Concurrency},
+		Builds:  builds,
+		Access:  &tenancy.NamespaceAccess{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()},
+		Metrics: m,
+		Wakeups: wakeups,
 
 		Repositories:  function.NewRepositories(),
 		WatchSelected: watchSelected,
@@ -278,8 +280,8 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 		return nil, err
 	}
 	if o.LeaderElection {
-		r.Leading = &function.Leading{}
-		if err := mgr.Add(r.Leading); err != nil {
+		builds.Leading = &rebuild.Leading{}
+		if err := mgr.Add(builds.Leading); err != nil {
 			return nil, fmt.Errorf("adding the leadership clock: %w", err)
 		}
 	}
@@ -298,7 +300,7 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 		Recorder:  mgr.GetEventRecorderFor("func-operator"), //nolint:staticcheck // core/v1 Events, as the Function controller's
 		Namespace: o.SystemNamespace,
 		Store:     store,
-		OnChange:  onConfigChange(r, queue, guard, restConfig, own),
+		OnChange:  onConfigChange(r, builds.Queue, guard, restConfig, own),
 	}
 	if err := watcher.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the config watcher: %w", err)
@@ -318,7 +320,7 @@ func addRunnables(mgr manager.Manager, restConfig *rest.Config, r *function.Reco
 	if err := mgr.Add(watches); err != nil {
 		return fmt.Errorf("adding the Secret watches: %w", err)
 	}
-	if err := mgr.Add(&function.QueueSeeder{Reader: mgr.GetClient(), Queue: r.Queue, Tekton: r.Tekton}); err != nil {
+	if err := mgr.Add(&rebuild.QueueSeeder{Reader: mgr.GetClient(), Queue: r.Builds.Queue, Tekton: r.Builds.Tekton}); err != nil {
 		return fmt.Errorf("adding the build queue's seeder: %w", err)
 	}
 	return nil
@@ -485,7 +487,7 @@ func privateDirs(mgr manager.Manager, workDir string) (work, kubeconfig string, 
 
 // onConfigChange applies a new configuration to what does not read the store at
 // each use.
-func onConfigChange(r *function.Reconciler, queue *buildqueue.Queue, guard *netguard.Guard, restConfig *rest.Config, own []netip.AddrPort) func(ctx context.Context, old, new config.Config) {
+func onConfigChange(r *function.Reconciler, queue *rebuild.Queue, guard *netguard.Guard, restConfig *rest.Config, own []netip.AddrPort) func(ctx context.Context, old, new config.Config) {
 	return func(ctx context.Context, old, new config.Config) {
 		if old.AutoUpdateMiddleware != new.AutoUpdateMiddleware || old.UnknownMiddlewarePolicy != new.UnknownMiddlewarePolicy {
 			r.OperatorPolicyChanged(ctx)

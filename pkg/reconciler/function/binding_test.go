@@ -84,7 +84,7 @@ func TestReconcile_TakeoverAttempt(t *testing.T) {
 				if _, err := reconcileOnce(t, r, ns, "attacker"); err != nil {
 					t.Fatalf("Reconcile %d: %v", i, err)
 				}
-				r.Launcher.wait()
+				r.Builds.Launcher.Wait()
 			}
 			got := getFunction(t, ns, "attacker")
 			c := got.Status.GetCondition(v1alpha1.FunctionConditionDeployed)
@@ -190,8 +190,8 @@ func TestReconcile_UnboundLeavesQueue(t *testing.T) {
 	if _, err := reconcileOnce(t, r, ns, "fn"); err != nil {
 		t.Fatal(err)
 	}
-	if b := getFunction(t, ns, "fn").Status.Build; b == nil || b.Phase != v1alpha1.BuildPhaseQueued || !r.Queue.IsWaiting(key) {
-		t.Fatalf("positive control: status.build = %+v, waiting %t; want Queued and waiting", b, r.Queue.IsWaiting(key))
+	if b := getFunction(t, ns, "fn").Status.Build; b == nil || b.Phase != v1alpha1.BuildPhaseQueued || !r.Builds.Queue.IsWaiting(key) {
+		t.Fatalf("positive control: status.build = %+v, waiting %t; want Queued and waiting", b, r.Builds.Queue.IsWaiting(key))
 	}
 	delete(svc.Labels, knative.FunctionNameLabel)
 	if err := k8sClient.Update(context.Background(), svc); err != nil {
@@ -201,17 +201,18 @@ func TestReconcile_UnboundLeavesQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := getFunction(t, ns, "fn")
-	if got.Status.Build != nil || r.Queue.IsWaiting(key) {
-		t.Errorf("status.build = %+v, waiting %t; want neither once the Service is not the Function's", got.Status.Build, r.Queue.IsWaiting(key))
+	if got.Status.Build != nil || r.Builds.Queue.IsWaiting(key) {
+		t.Errorf("status.build = %+v, waiting %t; want neither once the Service is not the Function's", got.Status.Build, r.Builds.Queue.IsWaiting(key))
 	}
 	if c := got.Status.GetCondition(v1alpha1.FunctionConditionDeployed); c.Reason != v1alpha1.ReasonServiceNotFromFunc {
 		t.Errorf("Deployed = %+v, want %s", c, v1alpha1.ReasonServiceNotFromFunc)
 	}
 }
 
-// TestReconciler_reconcileDeployment_ServiceReplaced: a build started for one Service
-// is stopped, its PipelineRun deleted, when the Service is replaced by another.
-func TestReconciler_reconcileDeployment_ServiceReplaced(t *testing.T) {
+// TestReconciler_stopUnboundBuild_ServiceReplaced: a build started for one Service
+// is stopped, its PipelineRun deleted, when the deployment step finds the Service
+// replaced by another.
+func TestReconciler_stopUnboundBuild_ServiceReplaced(t *testing.T) {
 	f := newBindingFixture(t)
 	for _, tt := range []struct {
 		name     string
@@ -230,14 +231,18 @@ func TestReconciler_reconcileDeployment_ServiceReplaced(t *testing.T) {
 			pipelineRun{id: "b1", succeeded: corev1.ConditionUnknown}.create(t, ns)
 			r, _ := newBuildReconciler(t)
 			key := types.NamespacedName{Namespace: ns, Name: "fn"}
-			r.Queue.Running(key)
+			r.Builds.Queue.Running(key)
 			fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fn", UID: "fn-uid"}}
 			fn.Status.InitializeConditions()
 			fn.Status.Build = &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseRunning, PipelineRun: "fn-run-b1", ServiceUID: startedFor}
 
-			_, err := r.reconcileDeployment(context.Background(), fn, &observation{source: sourceArtifact{name: "hello"}})
+			obs := &observation{source: sourceArtifact{name: "hello"}}
+			_, err := r.reconcileDeployment(context.Background(), fn, obs)
 			if err != nil {
 				t.Fatalf("reconcileDeployment: %v", err)
+			}
+			if err := r.stopUnboundBuild(context.Background(), fn, obs); err != nil {
+				t.Fatalf("stopUnboundBuild: %v", err)
 			}
 			var runs pipelinev1.PipelineRunList
 			if err := k8sClient.List(context.Background(), &runs, client.InNamespace(ns)); err != nil {

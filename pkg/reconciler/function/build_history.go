@@ -70,7 +70,7 @@ func (r *Reconciler) pruneHistory(ctx context.Context, fn *v1alpha1.Function, ru
 // It reads the namespace's Secret watch (an index), not the API server. Only Secrets
 // fn owns are deleted.
 func (r *Reconciler) sweepGitCredentials(ctx context.Context, fn *v1alpha1.Function) {
-	if r.Secrets == nil || (r.Launcher != nil && r.Launcher.Busy(client.ObjectKeyFromObject(fn))) {
+	if r.Secrets == nil || (r.Builds != nil && r.Builds.Launcher.Busy(client.ObjectKeyFromObject(fn))) {
 		return // a launch of this process may be creating one
 	}
 	inFlight := ""

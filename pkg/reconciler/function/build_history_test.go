@@ -20,6 +20,7 @@ import (
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/rebuild"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 	"github.com/fnops/func-operator/pkg/tenancy"
 	"github.com/fnops/func-operator/test/envtest"
@@ -144,11 +145,11 @@ func TestReconciler_sweepGitCredentials(t *testing.T) {
 	}
 	// While this process launches a build of fn, nothing goes.
 	release := make(chan struct{})
-	r.Launcher = NewLauncher(func(context.Context, funclib.BuildRequest) error { <-release; return nil }, nil, logr.Discard())
-	r.Launcher.Launch(types.NamespacedName{Namespace: ns, Name: "fn"}, "next", funclib.BuildRequest{})
+	r.Builds = &rebuild.Builds{Launcher: rebuild.NewLauncher(func(context.Context, funclib.BuildRequest) error { <-release; return nil }, nil, logr.Discard())}
+	r.Builds.Launcher.Launch(types.NamespacedName{Namespace: ns, Name: "fn"}, "next", funclib.BuildRequest{})
 	r.sweepGitCredentials(ctx, fn)
 	close(release)
-	r.Launcher.wait()
+	r.Builds.Launcher.Wait()
 	if diff := cmp.Diff([]string{"ended", "others", "running"}, left()); diff != "" {
 		t.Errorf("during a launch, Secrets left (-want +got):\n%s", diff)
 	}

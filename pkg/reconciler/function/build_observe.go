@@ -15,30 +15,13 @@ import (
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
+	"github.com/fnops/func-operator/pkg/rebuild"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 	"github.com/fnops/func-operator/pkg/tenancy"
 )
 
-// Timings of a build's life that are not configurable.
-const (
-	// launchGrace is how long a build may stay Starting, without a PipelineRun, when
-	// this process did not launch it: another process (before a restart) may still be
-	// creating its PipelineRun. After it, the launch counts as lost and is retried.
-	// With leader election, a build an earlier leader launched is retried sooner:
-	// leaderSettle into this process's leadership (launchedByEarlierLeader).
-	launchGrace = 2 * time.Minute
-	// deployGrace is how long after a successful PipelineRun the Knative Service may
-	// still run the old image before the build counts as failed.
-	deployGrace = 2 * time.Minute
-	// leaderSettle is how long a new leader waits before it counts a launch of an
-	// earlier leader as lost: past the lease duration (15s), an earlier leader that
-	// stalled has noticed it lost.
-	leaderSettle = 20 * time.Second
-	// pollWhileWaiting is the requeue while waiting for a launch or a deploy.
-	pollWhileWaiting = 2 * time.Second
-	// maxMessage bounds a build message copied from Tekton or the func library.
-	maxMessage = 1024
-)
+// pollWhileWaiting is the requeue while waiting for a launch or a deploy.
+const pollWhileWaiting = rebuild.PollWhileWaiting
 
 // observeBuild follows the Function's build (status.build) through its PipelineRun,
 // mapped back by the build ID the status recorded before the launch (buildRun), and
@@ -48,8 +31,8 @@ const (
 // sees fail shows in MiddlewareUpToDate at once, whether or not the rebuild step
 // (which words it further) runs after it.
 func (r *Reconciler) observeBuild(ctx context.Context, fn *v1alpha1.Function, _ *observation) (Result, error) {
-	if !r.tektonServed() || r.Launcher == nil {
-		return Result{}, nil
+	if !r.Builds.TektonServed() {
+		return Result{}, nil // no rebuilds, or none followed without Tekton
 	}
 	following := fn.Status.Build != nil && fn.Status.Build.Phase != v1alpha1.BuildPhaseFailed
 	res, err := r.followBuild(ctx, fn)
@@ -71,7 +54,7 @@ func (r *Reconciler) followBuild(ctx context.Context, fn *v1alpha1.Function) (Re
 		log.FromContext(ctx).Info("finished PipelineRuns over spec.buildHistoryLimit are left until the next reconcile", "reason", err.Error())
 	}
 	b := fn.Status.Build
-	if b == nil || (b.Phase != v1alpha1.BuildPhaseStarting && b.Phase != v1alpha1.BuildPhaseRunning) {
+	if !rebuild.InFlight(b) {
 		return Result{}, r.sweepRuns(ctx, fn, runs)
 	}
 
@@ -80,35 +63,23 @@ func (r *Reconciler) followBuild(ctx context.Context, fn *v1alpha1.Function) (Re
 		return r.observeLaunch(ctx, fn)
 	}
 
-	key := client.ObjectKeyFromObject(fn)
-	b.PipelineRun = pr.Name
+	m, now := r.machine(), r.now()
 	c := pr.Status.GetCondition(apis.ConditionSucceeded)
 	switch {
 	case c == nil || c.IsUnknown():
-		launched := b.StartTime
-		b.Phase = v1alpha1.BuildPhaseRunning
-		if st := startTime(pr); st != nil && (launched == nil || st.Before(launched)) {
-			b.StartTime = st
-		}
-		if launched == nil {
-			launched = &pr.CreationTimestamp
-		}
 		timeout := r.Config.Load().BuildTimeout
-		if left := launched.Add(timeout).Sub(r.now()); left > 0 {
-			r.Queue.Running(key)
-			return Result{RequeueAfter: left}, nil
+		t := m.Next(b, rebuild.Event{Kind: rebuild.RunSeen, At: now, Run: pr.Name,
+			RunStart: startTime(pr), RunCreated: pr.CreationTimestamp, Timeout: timeout})
+		r.apply(fn, t)
+		if t.Stop {
+			return Result{}, r.timedOut(ctx, fn, pr, timeout)
 		}
-		return Result{}, r.timedOut(ctx, fn, pr, timeout)
+		return Result{RequeueAfter: t.RequeueAfter}, nil
 	case c.IsTrue():
-		b.Phase, b.Failures, b.RetryAfter = v1alpha1.BuildPhaseSucceeded, 0, nil
-		b.FailedTask, b.FailedStep = "", ""
-		b.CompletionTime = completionTime(pr, r.now())
-		b.Message = fmt.Sprintf("PipelineRun %s succeeded", pr.Name)
-		r.Queue.Release(key)
-		r.Launcher.Done(key, b.ID)
+		r.apply(fn, m.Next(b, rebuild.Event{Kind: rebuild.RunSucceeded, At: now, Run: pr.Name, Ended: completionTime(pr, now).Time}))
 	default:
-		r.buildFailed(fn, completionTime(pr, r.now()).Time, r.failedTask(ctx, pr))
-		r.Launcher.Done(key, b.ID)
+		r.apply(fn, m.Next(b, rebuild.Event{Kind: rebuild.RunFailed, At: now, Run: pr.Name, Ended: completionTime(pr, now).Time,
+			Failure: rebuild.FailedTask(ctx, r.APIReader, pr)}))
 	}
 	return Result{}, nil
 }
@@ -162,7 +133,7 @@ func earlierClaim(fn *v1alpha1.Function, a, b *pipelinev1.PipelineRun) bool {
 // labels and owner references. Such a run is logged and left alone: it is neither
 // followed nor counted in the fleet budget, or a tenant could hold every slot of it.
 func (r *Reconciler) sweepRuns(ctx context.Context, fn *v1alpha1.Function, runs []pipelinev1.PipelineRun) error {
-	if r.Launcher.Busy(client.ObjectKeyFromObject(fn)) {
+	if r.Builds.Launcher.Busy(client.ObjectKeyFromObject(fn)) {
 		return nil // launched by this process, and not yet in the status this reconcile read
 	}
 	b := fn.Status.Build
@@ -173,7 +144,7 @@ func (r *Reconciler) sweepRuns(ctx context.Context, fn *v1alpha1.Function, runs 
 		}
 		id := pr.Labels[resources.LabelBuildID]
 		if b == nil || b.ID == "" || id != b.ID || !controlledBy(pr, fn) {
-			if r.ignoredRuns.first(pr.UID) {
+			if r.Builds.Ignored.First(pr.UID) {
 				log.FromContext(ctx).Info("ignoring an unfinished PipelineRun labelled as a build of the Function: no build the operator started records it, "+
 					"so it is neither followed nor counted in the fleet budget, and it is left alone", "pipelineRun", pr.Name, "build", id)
 			}
@@ -197,50 +168,35 @@ func (r *Reconciler) sweepRuns(ctx context.Context, fn *v1alpha1.Function, runs 
 // a process that is gone.
 func (r *Reconciler) observeLaunch(ctx context.Context, fn *v1alpha1.Function) (Result, error) {
 	key := client.ObjectKeyFromObject(fn)
-	b, now := fn.Status.Build, r.now()
-	launched, ended, launchErr := r.Launcher.Launched(key, b.ID)
-	switch {
-	case launched && !ended:
-		return requeueAfter(pollWhileWaiting), nil // the PipelineRun is on its way
-	case launched && launchErr != nil:
-		r.buildFailed(fn, now, failure{message: fmt.Sprintf("starting the build failed: %s", launchErr)})
-		r.Launcher.Done(key, b.ID)
-	case b.Phase == v1alpha1.BuildPhaseRunning:
-		r.buildFailed(fn, now, failure{message: fmt.Sprintf("PipelineRun %s was deleted before it finished", b.PipelineRun)})
-		r.Launcher.Done(key, b.ID)
-	case b.StartTime != nil && now.Sub(b.StartTime.Time) < launchGrace:
+	b, now, m := fn.Status.Build, r.now(), r.machine()
+	launched, ended, launchErr := r.Builds.Launcher.Launched(key, b.ID)
+	t := m.Next(b, rebuild.Event{Kind: rebuild.NoRun, At: now, Launch: rebuild.LaunchState{Here: launched, Ended: ended, Err: launchErr}})
+	if t.AskLeader {
 		earlier, err := r.launchedByEarlierLeader(ctx, fn, now)
 		if err != nil {
 			return Result{}, err
 		}
 		if !earlier {
-			return requeueAfter(min(launchGrace-now.Sub(b.StartTime.Time), leaderSettle)), nil
+			return requeueAfter(t.RequeueAfter), nil
 		}
-		r.launchLost(fn, now)
-	default:
-		r.launchLost(fn, now)
+		t = m.Next(b, rebuild.Event{Kind: rebuild.LaunchLost, At: now})
+	}
+	r.apply(fn, t)
+	if t.RequeueAfter > 0 {
+		return requeueAfter(t.RequeueAfter), nil // the PipelineRun is on its way
 	}
 	return Result{}, nil
 }
 
-// launchLost records a build launched by a process that is gone, of which no
-// PipelineRun came: it is retried now, without counting as a failure.
-func (r *Reconciler) launchLost(fn *v1alpha1.Function, now time.Time) {
-	b := fn.Status.Build
-	b.Phase, b.Message = v1alpha1.BuildPhaseFailed, "the build's launch was interrupted before its PipelineRun existed (the operator restarted?): it is retried now"
-	b.CompletionTime, b.RetryAfter = &metav1.Time{Time: now}, &metav1.Time{Time: now}
-	r.Queue.Release(client.ObjectKeyFromObject(fn))
-}
-
 // launchedByEarlierLeader reports a build launched before this process led (start
 // times have second precision) whose PipelineRun the API server does not have: the
-// earlier leader is gone, so none will come. It waits leaderSettle into the
+// earlier leader is gone, so none will come. It waits rebuild.LeaderSettle into the
 // leadership, past the time an earlier leader could still act unaware that it lost
 // (renew deadline to lease duration), and reads the runs live: the cache may list
 // from a lagging watch cache.
 func (r *Reconciler) launchedByEarlierLeader(ctx context.Context, fn *v1alpha1.Function, now time.Time) (bool, error) {
-	since, ok := r.Leading.Since()
-	if !ok || now.Sub(since) < leaderSettle || !fn.Status.Build.StartTime.Time.Before(since.Add(-time.Second)) {
+	since, ok := r.Builds.Leading.Since()
+	if !ok || now.Sub(since) < rebuild.LeaderSettle || !fn.Status.Build.StartTime.Time.Before(since.Add(-time.Second)) {
 		return false, nil
 	}
 	var list pipelinev1.PipelineRunList
@@ -249,17 +205,6 @@ func (r *Reconciler) launchedByEarlierLeader(ctx context.Context, fn *v1alpha1.F
 		return false, fmt.Errorf("reading the PipelineRuns of build %s from the API server: %w", fn.Status.Build.ID, err)
 	}
 	return len(list.Items) == 0, nil
-}
-
-// buildFailed records a failed build and when it may be retried, and frees its slot.
-func (r *Reconciler) buildFailed(fn *v1alpha1.Function, at time.Time, f failure) {
-	b := fn.Status.Build
-	b.Phase, b.FailedTask, b.FailedStep = v1alpha1.BuildPhaseFailed, f.task, f.step
-	b.Message = bound(f.message)
-	b.Failures++
-	b.CompletionTime = &metav1.Time{Time: at}
-	b.RetryAfter = &metav1.Time{Time: at.Add(r.Config.Load().BuildRetryDelay(b.Failures))}
-	r.Queue.Release(client.ObjectKeyFromObject(fn))
 }
 
 // timedOut stops a build that ran past buildTimeout (stopBuild), to be retried after
@@ -274,7 +219,7 @@ func (r *Reconciler) timedOut(ctx context.Context, fn *v1alpha1.Function, pr *pi
 		msg = fmt.Sprintf("did not finish within %s (ConfigMap %s, key %s), and the namespace does not let the operator delete PipelineRun %s (ClusterRole %s): delete it yourself",
 			timeout, config.ConfigMapName, config.KeyBuildTimeout, pr.Name, tenancy.NamespaceClusterRole)
 	}
-	r.buildFailed(fn, r.now(), failure{message: msg})
+	r.apply(fn, r.machine().Next(fn.Status.Build, rebuild.Event{Kind: rebuild.TimedOut, At: r.now(), Failure: rebuild.Failure{Message: msg}}))
 	return nil
 }
 
@@ -315,11 +260,4 @@ func completionTime(pr *pipelinev1.PipelineRun, now time.Time) *metav1.Time {
 		return pr.Status.CompletionTime.DeepCopy()
 	}
 	return &metav1.Time{Time: now}
-}
-
-func bound(s string) string {
-	if len(s) > maxMessage {
-		return s[:maxMessage] + "…"
-	}
-	return s
 }

@@ -20,10 +20,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
-	"github.com/fnops/func-operator/pkg/buildqueue"
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/git"
+	"github.com/fnops/func-operator/pkg/rebuild"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 )
 
@@ -129,12 +129,14 @@ func (c lagging) List(ctx context.Context, list client.ObjectList, opts ...clien
 func newBuildReconciler(t *testing.T) (*Reconciler, *recordingRun) {
 	t.Helper()
 	r, _ := newTestReconciler(t, 100)
-	r.Queue = buildqueue.New(func() int { return r.Config.Load().MaxConcurrentBuilds }, nil)
-	r.Queue.Seed(nil, nil)
 	rec := &recordingRun{}
-	r.Launcher = NewLauncher(rec.run, nil, logr.Discard())
-	r.Tekton = true
-	r.WorkDir = t.TempDir()
+	r.Builds = &rebuild.Builds{
+		Queue:    rebuild.NewQueue(func() int { return r.Config.Load().MaxConcurrentBuilds }, nil),
+		Launcher: rebuild.NewLauncher(rec.run, nil, logr.Discard()),
+		Tekton:   true,
+		WorkDir:  t.TempDir(),
+	}
+	r.Builds.Queue.Seed(nil, nil)
 	return r, rec
 }
 
@@ -148,7 +150,7 @@ type buildOutcome struct {
 }
 
 func buildOutcomeOf(r *Reconciler, fn *v1alpha1.Function) buildOutcome {
-	o := buildOutcome{HoldsSlot: r.Queue.IsRunning(types.NamespacedName{Namespace: fn.Namespace, Name: fn.Name})}
+	o := buildOutcome{HoldsSlot: r.Builds.Queue.IsRunning(types.NamespacedName{Namespace: fn.Namespace, Name: fn.Name})}
 	if b := fn.Status.Build; b != nil {
 		o.Phase, o.PipelineRun, o.FailedTask, o.FailedStep, o.Failures = b.Phase, b.PipelineRun, b.FailedTask, b.FailedStep, b.Failures
 		o.Retry = b.RetryAfter != nil
@@ -288,12 +290,12 @@ func TestReconciler_observeBuild(t *testing.T) {
 		build:     &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseStarting, StartTime: ago(10 * time.Second)},
 		holdsSlot: true,
 		want:      buildOutcome{Phase: v1alpha1.BuildPhaseStarting, HoldsSlot: true},
-		wantSoon:  launchGrace,
+		wantSoon:  rebuild.LaunchGrace,
 	}, {
 		name:       "Starting without a run, launched by an earlier leader: lost, retried now",
 		build:      &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseStarting, StartTime: ago(40 * time.Second)},
 		holdsSlot:  true,
-		leadingFor: leaderSettle + time.Second,
+		leadingFor: rebuild.LeaderSettle + time.Second,
 		want:       buildOutcome{Phase: v1alpha1.BuildPhaseFailed, Retry: true},
 		wantMsg:    "interrupted before its PipelineRun existed",
 	}, {
@@ -302,26 +304,26 @@ func TestReconciler_observeBuild(t *testing.T) {
 		run:        &pipelineRun{id: "b1", succeeded: corev1.ConditionUnknown},
 		cacheLags:  true,
 		holdsSlot:  true,
-		leadingFor: leaderSettle + time.Second,
+		leadingFor: rebuild.LeaderSettle + time.Second,
 		want:       buildOutcome{Phase: v1alpha1.BuildPhaseStarting, HoldsSlot: true},
-		wantSoon:   leaderSettle,
+		wantSoon:   rebuild.LeaderSettle,
 	}, {
-		name:       "launched by an earlier leader, but this one leads for less than leaderSettle: wait",
+		name:       "launched by an earlier leader, but this one leads for less than rebuild.LeaderSettle: wait",
 		build:      &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseStarting, StartTime: ago(40 * time.Second)},
 		holdsSlot:  true,
 		leadingFor: 5 * time.Second,
 		want:       buildOutcome{Phase: v1alpha1.BuildPhaseStarting, HoldsSlot: true},
-		wantSoon:   leaderSettle,
+		wantSoon:   rebuild.LeaderSettle,
 	}, {
 		name:       "Starting without a run, launched since this process leads: wait for it",
 		build:      &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseStarting, StartTime: ago(2 * time.Second)},
 		holdsSlot:  true,
-		leadingFor: leaderSettle + 5*time.Second,
+		leadingFor: rebuild.LeaderSettle + 5*time.Second,
 		want:       buildOutcome{Phase: v1alpha1.BuildPhaseStarting, HoldsSlot: true},
-		wantSoon:   leaderSettle,
+		wantSoon:   rebuild.LeaderSettle,
 	}, {
 		name:      "Starting without a run past the launch grace: lost, retried now",
-		build:     &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseStarting, StartTime: ago(launchGrace + time.Second)},
+		build:     &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseStarting, StartTime: ago(rebuild.LaunchGrace + time.Second)},
 		holdsSlot: true,
 		want:      buildOutcome{Phase: v1alpha1.BuildPhaseFailed, Retry: true},
 		wantMsg:   "interrupted before its PipelineRun existed",
@@ -345,7 +347,7 @@ func TestReconciler_observeBuild(t *testing.T) {
 			fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fn", UID: testFunctionUID}}
 			fn.Status.Build = tt.build
 			if tt.holdsSlot {
-				r.Queue.Running(types.NamespacedName{Namespace: ns, Name: "fn"})
+				r.Builds.Queue.Running(types.NamespacedName{Namespace: ns, Name: "fn"})
 			}
 			if tt.taskRunsUnreadable {
 				r.APIReader = taskRunsUnreadable{r.APIReader}
@@ -354,8 +356,7 @@ func TestReconciler_observeBuild(t *testing.T) {
 				r.Client = lagging{r.Client}
 			}
 			if tt.leadingFor > 0 {
-				r.Leading = &Leading{}
-				r.Leading.since.Store(time.Now().Add(-tt.leadingFor).UnixNano())
+				r.Builds.Leading = rebuild.LeadingSince(time.Now().Add(-tt.leadingFor))
 			}
 
 			res, err := r.observeBuild(context.Background(), fn, &observation{})
@@ -473,10 +474,10 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 			cfg := r.Config.Load()
 			cfg.MaxConcurrentBuilds = tt.budget
 			r.Config.Set(cfg)
-			r.Tekton = !tt.noTekton
+			r.Builds.Tekton = !tt.noTekton
 			key := types.NamespacedName{Namespace: ns, Name: "fn"}
 			if tt.queued {
-				r.Queue.Admit(key, now)
+				r.Builds.Queue.Admit(key, now)
 			}
 			fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fn", UID: "uid-1"}}
 			fn.Spec.Repository.URL = "http://127.0.0.1:1/fn.git"
@@ -517,11 +518,11 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 			if tt.wantSoon > 0 && (res.RequeueAfter <= 0 || res.RequeueAfter > tt.wantSoon) {
 				t.Errorf("RequeueAfter = %s, want at most %s", res.RequeueAfter, tt.wantSoon)
 			}
-			if diff := cmp.Diff(tt.wantQueued, r.Queue.IsWaiting(key)); diff != "" {
+			if diff := cmp.Diff(tt.wantQueued, r.Builds.Queue.IsWaiting(key)); diff != "" {
 				t.Errorf("waits in the queue (-want +got):\n%s", diff)
 			}
 			// Nothing is launched before the status that records it is written.
-			r.Launcher.wait()
+			r.Builds.Launcher.Wait()
 			if n := len(rec.requests()); n != 0 {
 				t.Fatalf("%d builds launched before AfterPatch, want none", n)
 			}
@@ -536,7 +537,7 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 				t.Errorf("status.build = %+v", b)
 			}
 			res.AfterPatch(true)
-			r.Launcher.wait()
+			r.Builds.Launcher.Wait()
 			reqs := rec.requests()
 			if len(reqs) != 1 || reqs[0].Revision != "0123456789abcdef" || reqs[0].Labels[resources.LabelBuildID] != b.ID {
 				t.Errorf("launched %+v, want one build of the observed commit with id %s", reqs, b.ID)
@@ -551,7 +552,7 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 			if diff := cmp.Diff(resources.Owner(fn), reqs[0].Owner); diff != "" || reqs[0].ID != b.ID {
 				t.Errorf("build owner (-want +got):\n%s\nid %q, want %q", diff, reqs[0].ID, b.ID)
 			}
-			if !r.Queue.IsRunning(key) {
+			if !r.Builds.Queue.IsRunning(key) {
 				t.Error("the launched build holds no slot")
 			}
 		})
@@ -559,7 +560,7 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 
 	t.Run("queued in the status before the queue is seeded, no longer due: the seed does not bring it back", func(t *testing.T) {
 		r, _ := newBuildReconciler(t)
-		r.Queue = buildqueue.New(func() int { return 1 }, nil) // not seeded yet
+		r.Builds.Queue = rebuild.NewQueue(func() int { return 1 }, nil) // not seeded yet
 		ns := newNamespace(t)
 		key := types.NamespacedName{Namespace: ns, Name: "fn"}
 		other := types.NamespacedName{Namespace: ns, Name: "other"}
@@ -573,11 +574,11 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 			t.Errorf("status.build = %+v, want none", fn.Status.Build)
 		}
 		// What the seeder listed before: both queued.
-		r.Queue.Seed(nil, map[types.NamespacedName]time.Time{key: now, other: now.Add(time.Second)})
-		if r.Queue.IsWaiting(key) {
+		r.Builds.Queue.Seed(nil, map[types.NamespacedName]time.Time{key: now, other: now.Add(time.Second)})
+		if r.Builds.Queue.IsWaiting(key) {
 			t.Error("the seed brought back a Function that left the queue")
 		}
-		if !r.Queue.IsWaiting(other) {
+		if !r.Builds.Queue.IsWaiting(other) {
 			t.Error("positive control: the seed did not queue the other Function")
 		}
 	})
@@ -597,13 +598,13 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 			t.Fatalf("reconcileRebuild = %+v, %v; want a launch after the patch", res, err)
 		}
 		key := types.NamespacedName{Namespace: ns, Name: "fn"}
-		if !r.Queue.IsRunning(key) {
+		if !r.Builds.Queue.IsRunning(key) {
 			t.Fatal("positive control: the admitted build holds a slot before the patch")
 		}
 		res.AfterPatch(false)
-		r.Launcher.wait()
-		if n := len(rec.requests()); n != 0 || r.Queue.IsRunning(key) {
-			t.Errorf("after a failed status write: %d launched, holds a slot %t; want none and false", n, r.Queue.IsRunning(key))
+		r.Builds.Launcher.Wait()
+		if n := len(rec.requests()); n != 0 || r.Builds.Queue.IsRunning(key) {
+			t.Errorf("after a failed status write: %d launched, holds a slot %t; want none and false", n, r.Builds.Queue.IsRunning(key))
 		}
 	})
 }
@@ -655,8 +656,8 @@ func TestReconciler_recordBuildEvents_adopted(t *testing.T) {
 			r.Recorder = events
 			fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "fn"}}
 			if tt.launchedHere {
-				r.Launcher.Launch(types.NamespacedName{Namespace: "ns", Name: "fn"}, "b1", funclib.BuildRequest{})
-				r.Launcher.wait()
+				r.Builds.Launcher.Launch(types.NamespacedName{Namespace: "ns", Name: "fn"}, "b1", funclib.BuildRequest{})
+				r.Builds.Launcher.Wait()
 			}
 			orig := fn.DeepCopy()
 			orig.Status.Build = &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseStarting}

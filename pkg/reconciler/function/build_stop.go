@@ -6,26 +6,32 @@ import (
 	"strings"
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/rebuild"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 	"github.com/fnops/func-operator/pkg/rerror"
 	"github.com/fnops/func-operator/pkg/tenancy"
 )
 
 // stopUnboundBuild stops fn's build in flight when it was started for another Knative
-// Service than uid, the one fn is bound to now ("" for none: the Service is gone, or
-// not fn's any more). A build never goes on to deploy over a Service whose binding
-// changed: its launch is cancelled (func's provider deletes the PipelineRun it
-// follows), its PipelineRun deleted, and the build recorded as failed.
-func (r *Reconciler) stopUnboundBuild(ctx context.Context, fn *v1alpha1.Function, uid types.UID) error {
-	b := fn.Status.Build
-	if r.Launcher == nil || b == nil || (b.Phase != v1alpha1.BuildPhaseStarting && b.Phase != v1alpha1.BuildPhaseRunning) ||
-		b.ServiceUID == "" || b.ServiceUID == uid {
+// Service than the one the deployment step found fn bound to (obs.deployment; none
+// when it left the Service: gone, or not fn's any more). A build never goes on to
+// deploy over a Service whose binding changed: its launch is cancelled (func's
+// provider deletes the PipelineRun it follows), its PipelineRun deleted, and the
+// build recorded as failed. It does nothing when the deployment step did not learn
+// the binding.
+func (r *Reconciler) stopUnboundBuild(ctx context.Context, fn *v1alpha1.Function, obs *observation) error {
+	d := obs.deployment
+	if r.Builds == nil || (d.uid == "" && !d.unbound) {
 		return nil
 	}
+	m := r.machine()
+	if !m.Next(fn.Status.Build, rebuild.Event{Kind: rebuild.Bound, At: r.now(), ServiceUID: d.uid}).Stop {
+		return nil
+	}
+	b := fn.Status.Build
 	left, err := r.stopBuild(ctx, fn)
 	if err != nil {
 		return err
@@ -36,7 +42,7 @@ func (r *Reconciler) stopUnboundBuild(ctx context.Context, fn *v1alpha1.Function
 		msg += fmt.Sprintf("; the namespace no longer lets the operator delete its PipelineRun (%s, ClusterRole %s): delete it yourself",
 			strings.Join(left, ", "), tenancy.NamespaceClusterRole)
 	}
-	r.buildFailed(fn, r.now(), failure{message: msg})
+	r.apply(fn, m.Next(b, rebuild.Event{Kind: rebuild.Stopped, At: r.now(), Failure: rebuild.Failure{Message: msg}}))
 	return nil
 }
 
@@ -45,8 +51,8 @@ func (r *Reconciler) stopUnboundBuild(ctx context.Context, fn *v1alpha1.Function
 // the namespace does not let the operator delete.
 func (r *Reconciler) stopBuild(ctx context.Context, fn *v1alpha1.Function) (left []string, _ error) {
 	b := fn.Status.Build
-	r.Launcher.Cancel(client.ObjectKeyFromObject(fn))
-	if !r.tektonServed() {
+	r.Builds.Launcher.Cancel(client.ObjectKeyFromObject(fn))
+	if !r.Builds.TektonServed() {
 		return nil, nil
 	}
 	left, err := r.deleteLabelled(ctx, pipelinev1.SchemeGroupVersion.WithKind("PipelineRun"), fn.Namespace,

@@ -16,9 +16,9 @@ import (
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
-	"github.com/fnops/func-operator/pkg/buildqueue"
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/rebuild"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 	"github.com/fnops/func-operator/test/gitserver"
 	"github.com/fnops/func-operator/test/registrytest"
@@ -175,17 +175,19 @@ func TestReconcile_Rebuild(t *testing.T) {
 			cfg.BuilderImages = map[string]string{"pack/go": "builder:pinned"}
 			r.Config.Set(cfg)
 			rec := &recordingRun{}
-			r.Queue = buildqueue.New(func() int { return r.Config.Load().MaxConcurrentBuilds }, nil)
-			r.Queue.Seed(nil, nil)
-			r.Launcher = NewLauncher(rec.run, nil, logr.Discard())
-			r.Tekton = !tt.noTekton
-			r.WorkDir = t.TempDir()
+			r.Builds = &rebuild.Builds{
+				Queue:    rebuild.NewQueue(func() int { return r.Config.Load().MaxConcurrentBuilds }, nil),
+				Launcher: rebuild.NewLauncher(rec.run, nil, logr.Discard()),
+				Tekton:   !tt.noTekton,
+				WorkDir:  t.TempDir(),
+			}
+			r.Builds.Queue.Seed(nil, nil)
 
 			res, err := reconcileOnce(t, r, ns, "hello")
 			if err != nil {
 				t.Fatalf("Reconcile: %v", err)
 			}
-			r.Launcher.wait()
+			r.Builds.Launcher.Wait()
 			got := getFunction(t, ns, "hello")
 			c := got.Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate)
 			if c.Reason != tt.wantReason || !strings.Contains(c.Message, tt.wantMsg) {
@@ -222,7 +224,7 @@ func TestReconcile_Rebuild(t *testing.T) {
 				ID: b.ID, Owner: resources.Owner(got),
 				Labels:       map[string]string{resources.LabelFunction: "hello", resources.LabelBuildID: b.ID, resources.LabelManagedBy: resources.ManagedBy},
 				BuilderImage: "builder:pinned",
-				WorkDir:      r.WorkDir,
+				WorkDir:      r.Builds.WorkDir,
 			}
 			if tt.repo.AuthSecretRef != nil {
 				want.GitCredentials = &funclib.GitCredentials{Username: "git", Password: testToken}
@@ -243,7 +245,7 @@ func TestReconcile_Rebuild(t *testing.T) {
 			if b.Commit != wantCommit || b.FromImage != outdated || b.FromMiddleware != "v0.1.0" || b.StartTime == nil || b.Failures != failuresBefore(tt.build) {
 				t.Errorf("status.build = %+v", b)
 			}
-			if !r.Queue.IsRunning(types.NamespacedName{Namespace: ns, Name: "hello"}) {
+			if !r.Builds.Queue.IsRunning(types.NamespacedName{Namespace: ns, Name: "hello"}) {
 				t.Error("the launched build holds no slot of the budget")
 			}
 
@@ -251,7 +253,7 @@ func TestReconcile_Rebuild(t *testing.T) {
 			if _, err := reconcileOnce(t, r, ns, "hello"); err != nil {
 				t.Fatal(err)
 			}
-			r.Launcher.wait()
+			r.Builds.Launcher.Wait()
 			if n := len(rec.requests()); n != 1 {
 				t.Errorf("%d builds after a second reconcile, want 1", n)
 			}
@@ -310,13 +312,13 @@ func TestReconcile_QueuedGivesUpItsPlace(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The positive control: queued, holding a place.
-			if b := getFunction(t, ns, "hello").Status.Build; b == nil || b.Phase != v1alpha1.BuildPhaseQueued || !r.Queue.IsWaiting(key) {
-				t.Fatalf("before: build %+v, waiting %t; want Queued and waiting", b, r.Queue.IsWaiting(key))
+			if b := getFunction(t, ns, "hello").Status.Build; b == nil || b.Phase != v1alpha1.BuildPhaseQueued || !r.Builds.Queue.IsWaiting(key) {
+				t.Fatalf("before: build %+v, waiting %t; want Queued and waiting", b, r.Builds.Queue.IsWaiting(key))
 			}
 			tt.breakIt(t, ns)
 			_, _ = reconcileOnce(t, r, ns, "hello")
-			if b := getFunction(t, ns, "hello").Status.Build; b != nil || r.Queue.IsWaiting(key) {
-				t.Errorf("after: build %+v, waiting %t; want no build and no place in the queue", b, r.Queue.IsWaiting(key))
+			if b := getFunction(t, ns, "hello").Status.Build; b != nil || r.Builds.Queue.IsWaiting(key) {
+				t.Errorf("after: build %+v, waiting %t; want no build and no place in the queue", b, r.Builds.Queue.IsWaiting(key))
 			}
 		})
 	}

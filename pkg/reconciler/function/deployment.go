@@ -27,9 +27,7 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, fn *v1alpha1.Funct
 			if !rerror.IsStalling(err) {
 				return Result{}, err // nothing new is known of the binding
 			}
-			if unbindErr := r.unbind(ctx, fn); unbindErr != nil {
-				return Result{}, unbindErr
-			}
+			r.unbind(fn, obs)
 			return Result{}, err
 		}
 		in, err = r.Describer.Describe(ctx, name, fn.Namespace)
@@ -37,9 +35,7 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, fn *v1alpha1.Funct
 	switch {
 	case errors.Is(err, funclib.ErrNotDeployed):
 		fn.Status.MarkNotDeployed(name, fn.Namespace)
-		if err := r.unbind(ctx, fn); err != nil {
-			return Result{}, err
-		}
+		r.unbind(fn, obs)
 		return Result{}, rerror.NewWaiting(v1alpha1.ReasonNotDeployed, 0, "waiting for Knative Service %s/%s", fn.Namespace, name)
 	case meta.IsNoMatchError(err):
 		// The API's absence says all the cause would (no match for the kind).
@@ -52,9 +48,6 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, fn *v1alpha1.Funct
 		return Result{}, markedBy(fn.Status.MarkDeployedUnknown, rerror.NewTransient(v1alpha1.ReasonDescribeFailed, "describing Knative Service %s failed: %w", name, err))
 	}
 
-	if err := r.stopUnboundBuild(ctx, fn, svc.UID); err != nil {
-		return Result{}, err
-	}
 	obs.deployment = deployment{image: in.Image, uid: svc.UID}
 	if fn.Status.Deployment == nil {
 		fn.Status.Deployment = &v1alpha1.DeploymentStatus{}
@@ -72,17 +65,14 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, fn *v1alpha1.Funct
 }
 
 // unbind leaves a Knative Service the Function has not, or may not touch: the status
-// forgets it, a build in flight for it is stopped, and a queued rebuild gives its place up.
-func (r *Reconciler) unbind(ctx context.Context, fn *v1alpha1.Function) error {
+// forgets it, and a build in flight for it is stopped after the checks
+// (stopUnboundBuild); a queued rebuild gives its place up as the step fails.
+func (r *Reconciler) unbind(fn *v1alpha1.Function, obs *observation) {
 	fn.Status.Service = nil
 	if fn.Status.Deployment != nil {
 		fn.Status.Deployment.Image, fn.Status.Deployment.Deployer = "", ""
 	}
-	if err := r.stopUnboundBuild(ctx, fn, ""); err != nil {
-		return err
-	}
-	r.leaveQueue(fn)
-	return nil
+	obs.deployment = deployment{unbound: true}
 }
 
 // reconcileServiceReady mirrors the Ready condition of the Knative Service named

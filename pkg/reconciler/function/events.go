@@ -105,9 +105,9 @@ func buildDuration(b *v1alpha1.BuildStatus) time.Duration {
 
 // launchedHere reports whether this process launched build id of fn.
 func (r *Reconciler) launchedHere(fn *v1alpha1.Function, id string) bool {
-	if r.Launcher == nil {
+	if r.Builds == nil {
 		return false
 	}
-	launched, _, _ := r.Launcher.Launched(types.NamespacedName{Namespace: fn.Namespace, Name: fn.Name}, id)
+	launched, _, _ := r.Builds.Launcher.Launched(types.NamespacedName{Namespace: fn.Namespace, Name: fn.Name}, id)
 	return launched
 }

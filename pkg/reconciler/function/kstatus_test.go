@@ -84,8 +84,8 @@ func TestReconcile_Kstatus(t *testing.T) {
 			if _, err := reconcileOnce(t, r, ns, "fn"); err != nil {
 				t.Fatalf("Reconcile: %v", err)
 			}
-			if r.Launcher != nil {
-				r.Launcher.wait()
+			if r.Builds != nil {
+				r.Builds.Launcher.Wait()
 			}
 
 			u := &unstructured.Unstructured{}

@@ -63,7 +63,7 @@ func (r *Reconciler) optionalAPIs() []optionalAPI {
 		},
 		missing: "Tekton Pipelines is not installed: outdated Functions report MiddlewareUpToDate False, reason " +
 			v1alpha1.ReasonRebuildNotPossible + ", until it is (looked for every API recheck)",
-		found: func() { r.tektonLate.Store(true) },
+		found: func() { r.Builds.TektonFound() },
 	}}
 }
 

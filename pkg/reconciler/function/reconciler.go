@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -19,13 +18,13 @@ import (
 	kreconciler "knative.dev/pkg/reconciler"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
-	"github.com/fnops/func-operator/pkg/buildqueue"
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/git"
 	"github.com/fnops/func-operator/pkg/knative"
 	"github.com/fnops/func-operator/pkg/lanes"
 	"github.com/fnops/func-operator/pkg/metrics"
+	"github.com/fnops/func-operator/pkg/rebuild"
 	"github.com/fnops/func-operator/pkg/rerror"
 	"github.com/fnops/func-operator/pkg/tenancy"
 )
@@ -49,30 +48,20 @@ type Reconciler struct {
 	Inspector ImageInspector
 	// Now returns the current time; time.Now when nil.
 	Now func() time.Time
-	// Tekton is true when the cluster served Tekton's PipelineRuns at start: rebuilds
-	// are possible. LateAPIs sets tektonLate when Tekton is installed later.
-	Tekton     bool
-	tektonLate atomic.Bool
-	// Queue is the fleet-wide budget of running rebuilds.
-	Queue *buildqueue.Queue
-	// Launcher starts rebuilds off the reconcile path; nil disables rebuilds (and
-	// then Queue and Access are not used).
-	Launcher *Launcher
+	// Builds is the rebuild machinery: the fleet's queue, the launcher, the leadership
+	// clock, whether the cluster serves Tekton. nil disables rebuilds (and then Access
+	// is not used).
+	Builds *rebuild.Builds
 	// Access tells whether a namespace has onboarded the operator for rebuilds.
 	Access *tenancy.NamespaceAccess
 	// Secrets reads the Secrets Functions name (never into the manager's cache),
 	// and watches them, by metadata, in the namespaces where the operator may.
 	Secrets *tenancy.Secrets
-	// WorkDir holds scratch directories of builds.
-	WorkDir string
 	// Metrics records the operator's metrics; nil records none.
 	Metrics *metrics.Metrics
 	// APIRecheck is how often the APIs the cluster did not serve at start are looked
 	// for again (LateAPIs); DefaultAPIRecheck when zero.
 	APIRecheck time.Duration
-	// Leading is when this process became the leader; nil without leader election,
-	// when no earlier leader is known to be gone.
-	Leading *Leading
 	// Wakeups brings Functions back from outside the watches: a build's launch
 	// returned, the budget has a slot, the operator policy changed.
 	Wakeups *Wakeups
@@ -82,33 +71,14 @@ type Reconciler struct {
 
 	// WatchSelected is the label selector of this shard's Functions; nil: all.
 	WatchSelected labels.Selector
-
-	// ignoredRuns are the look-alike PipelineRuns already logged (by UID), so that
-	// each is logged once however often its Function is checked.
-	ignoredRuns ignoredRuns
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
-
-// tektonServed reports whether the cluster serves Tekton's PipelineRuns.
-func (r *Reconciler) tektonServed() bool { return r.Tekton || r.tektonLate.Load() }
 
 // reconcileFunc is one step of a reconcile. It records what it observed in the
 // Function's status and in obs, for the steps after it, and stops the reconcile with
 // an error of package rerror: stalling, waiting or transient.
 type reconcileFunc func(ctx context.Context, fn *v1alpha1.Function, obs *observation) (Result, error)
-
-// steps are run in order, stopping at the first error.
-func (r *Reconciler) steps() []reconcileFunc {
-	return []reconcileFunc{
-		r.observeBuild,
-		r.reconcileSource,
-		r.reconcileDeployment,
-		r.reconcileServiceReady,
-		r.reconcileMiddleware,
-		r.reconcileRebuild,
-	}
-}
 
 // Reconcile runs the steps for one Function and patches its status once, at the end,
 // when it changed.
@@ -160,7 +130,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 		if b := fn.Status.Build; b != nil && b.Phase == v1alpha1.BuildPhaseQueued {
 			fn.Status.MarkMiddlewareOutdated("a rebuild was queued; it gave its place up as %s is true", settings.SuspendFrom)
 		}
-		r.leaveQueue(fn)
+		r.giveUpPlace(fn)
 		r.Repositories.Forget(req.NamespacedName)
 		r.Metrics.Checked(req.NamespacedName, false)
 		fn.Status.MarkSuspendedBy(settings.SuspendFrom)
@@ -180,22 +150,47 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 
 	r.Metrics.Checked(req.NamespacedName, true)
 	obs := &observation{}
-	steps := r.steps()
-	for i, step := range steps {
+	res, stepErr = r.check(ctx, fn, obs)
+	if stepErr == nil {
+		var rr Result
+		rr, stepErr = r.reconcileRebuild(ctx, fn, obs)
+		res = res.merge(rr)
+	} else if !lanes.IsHostBusy(stepErr) {
+		// A check failed: the Function cannot build now, and a queued one gives its
+		// place up rather than block the queue's head (not for a moment's wait for
+		// its host).
+		r.giveUpPlace(fn)
+	}
+	return r.result(ctx, res, stepErr)
+}
+
+// check runs the steps that observe the Function, in order, stopping at the first
+// error, then stops a build in flight for a Knative Service the Function is no longer
+// bound to, whatever they concluded. The rebuild step (reconcileRebuild) runs after
+// them, when they all succeeded.
+func (r *Reconciler) check(ctx context.Context, fn *v1alpha1.Function, obs *observation) (Result, error) {
+	var (
+		res Result
+		err error
+	)
+	for _, step := range []reconcileFunc{
+		r.observeBuild,
+		r.reconcileSource,
+		r.reconcileDeployment,
+		r.reconcileServiceReady,
+		r.reconcileMiddleware,
+	} {
 		var sr Result
-		sr, stepErr = step(ctx, fn, obs)
+		sr, err = step(ctx, fn, obs)
 		res = res.merge(sr)
-		if stepErr != nil {
-			if i < len(steps)-1 && !lanes.IsHostBusy(stepErr) {
-				// A step before the rebuild failed: the Function cannot build now, and
-				// a queued one gives its place up rather than block the queue's head
-				// (not for a moment's wait for its host).
-				r.leaveQueue(fn)
-			}
+		if err != nil {
 			break
 		}
 	}
-	return r.result(ctx, res, stepErr)
+	if stopErr := r.stopUnboundBuild(ctx, fn, obs); stopErr != nil {
+		return res, stopErr
+	}
+	return res, err
 }
 
 // result turns the outcome of the steps into a requeue. A success, a stall or a wait

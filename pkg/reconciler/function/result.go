@@ -71,6 +71,9 @@ type deployment struct {
 	image string
 	// uid is the Service's, which the Function is bound to.
 	uid types.UID
+	// unbound: the step left the Service the Function was bound to (gone, or not the
+	// Function's any more); a build in flight for it is stopped (stopUnboundBuild).
+	unbound bool
 }
 
 // middlewareVerdict is how the running middleware compares with what a rebuild brings.

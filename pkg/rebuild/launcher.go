@@ -1,4 +1,4 @@
-package function
+package rebuild
 
 import (
 	"context"
@@ -126,5 +126,5 @@ func (l *Launcher) Cancel(key types.NamespacedName) {
 	}
 }
 
-// wait waits for every launch to return.
-func (l *Launcher) wait() { l.wg.Wait() }
+// Wait waits for every launch to return.
+func (l *Launcher) Wait() { l.wg.Wait() }

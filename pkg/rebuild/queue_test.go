@@ -1,4 +1,4 @@
-package buildqueue
+package rebuild
 
 import (
 	"fmt"
@@ -48,7 +48,7 @@ type fixture struct {
 // newFixture returns a fixture whose Queue is not seeded yet.
 func newFixture(limit int) *fixture {
 	f := &fixture{limit: limit}
-	f.q = New(func() int { return f.limit }, f.wakes.wake)
+	f.q = NewQueue(func() int { return f.limit }, f.wakes.wake)
 	return f
 }
 
@@ -758,7 +758,7 @@ func TestQueue_ReAdmit(t *testing.T) {
 }
 
 func TestQueue_NilWake(t *testing.T) {
-	q := New(func() int { return 1 }, nil)
+	q := NewQueue(func() int { return 1 }, nil)
 	q.Seed(nil, nil)
 	if a, _, _ := q.Admit(a1, at(1)); !a {
 		t.Fatalf("Admit(%s) not admitted", a1)
@@ -1312,7 +1312,7 @@ func TestQueue_WakeWithoutLock(t *testing.T) {
 			limit := 3
 			var woken []Key
 			var q *Queue
-			q = New(func() int { return limit }, func(k Key) {
+			q = NewQueue(func() int { return limit }, func(k Key) {
 				if q.IsWaiting(k) { // takes the lock
 					woken = append(woken, k)
 				}
@@ -1369,7 +1369,7 @@ func TestQueue_ConcurrentSeed(t *testing.T) {
 			for i := range seedRunning {
 				seedRunning[i] = key(fmt.Sprintf("ns%d", i%3), fmt.Sprintf("adopted%d", i))
 			}
-			q := New(func() int { return tt.limit }, func(k Key) {
+			q := NewQueue(func() int { return tt.limit }, func(k Key) {
 				select {
 				case wakeC[k] <- struct{}{}:
 				default:
@@ -1499,7 +1499,7 @@ func TestQueue_ConcurrentAdmitRelease(t *testing.T) {
 				wakeC[keys[i]] = make(chan struct{}, 1)
 			}
 			var wakeCount atomic.Int64
-			q := New(func() int { return limit }, func(k Key) {
+			q := NewQueue(func() int { return limit }, func(k Key) {
 				wakeCount.Add(1)
 				select {
 				case wakeC[k] <- struct{}{}:
@@ -1600,7 +1600,7 @@ func TestQueue_ConcurrentLimitChanges(t *testing.T) {
 		wakeC[i] = make(chan struct{}, 1)
 		index[key(fmt.Sprintf("ns%d", i%4), fmt.Sprint(i))] = i
 	}
-	q := New(func() int { return int(limit.Load()) }, func(k Key) {
+	q := NewQueue(func() int { return int(limit.Load()) }, func(k Key) {
 		select {
 		case wakeC[index[k]] <- struct{}{}:
 		default:
@@ -1675,7 +1675,7 @@ func BenchmarkQueue_Seed(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				q := New(func() int { return 2 }, func(Key) {})
+				q := NewQueue(func() int { return 2 }, func(Key) {})
 				q.Seed(running, waiting)
 				if r, w := q.Len(); r != 2 || w != n {
 					b.Fatalf("Len() = %d, %d", r, w)
@@ -1690,7 +1690,7 @@ func BenchmarkQueue_AdmitWaiting(b *testing.B) {
 		b.Run(fmt.Sprintf("waiting=%d/queued", n), func(b *testing.B) {
 			// One Admit of an already queued Key: its position, one step per namespace.
 			keys, times, waiting := seeded(n)
-			q := New(func() int { return 0 }, func(Key) {})
+			q := NewQueue(func() int { return 0 }, func(Key) {})
 			q.Seed(nil, waiting)
 			q.Admit(keys[0], times[0]) // warm the order
 			b.ReportAllocs()
@@ -1706,7 +1706,7 @@ func BenchmarkQueue_AdmitWaiting(b *testing.B) {
 			// One Admit of a new Key, inserted in its namespace's list; Forget takes
 			// it out again (no slot is free).
 			_, _, waiting := seeded(n)
-			q := New(func() int { return 0 }, func(Key) {})
+			q := NewQueue(func() int { return 0 }, func(Key) {})
 			q.Seed(nil, waiting) // outside the timer
 			extra := key("ns-extra", "fn")
 			b.ReportAllocs()
@@ -1730,7 +1730,7 @@ func BenchmarkQueue_ReleaseWake(b *testing.B) {
 			var woken []Key
 			running := key("ns-run", "fn")
 			keys, times, waiting := seeded(n)
-			q := New(func() int { return 1 }, func(k Key) { woken = append(woken, k) })
+			q := NewQueue(func() int { return 1 }, func(k Key) { woken = append(woken, k) })
 			q.Seed([]Key{running}, waiting) // running holds the one slot: no wake
 			queuedAt := map[Key]time.Time{}
 			for i, k := range keys {
@@ -1770,7 +1770,7 @@ func BenchmarkQueue_FillByAdmit(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				q := New(func() int { return 2 }, func(Key) {})
+				q := NewQueue(func() int { return 2 }, func(Key) {})
 				q.Seed(nil, nil)
 				for j, k := range keys {
 					q.Admit(k, times[j])
@@ -1784,7 +1784,7 @@ func BenchmarkQueue_FillByAdmit(b *testing.B) {
 }
 
 func TestQueue_IsWaiting(t *testing.T) {
-	q := New(func() int { return 1 }, nil)
+	q := NewQueue(func() int { return 1 }, nil)
 	q.Seed(nil, nil)
 	a, b := key("a", "f1"), key("a", "f2")
 	q.Admit(a, base)

@@ -1,4 +1,4 @@
-package function
+package rebuild
 
 import (
 	"sync"
@@ -11,16 +11,17 @@ import (
 // oldest may be logged once more.
 const maxIgnoredRuns = 4096
 
-// ignoredRuns remembers, by UID, the PipelineRuns that carry a Function's build
+// IgnoredRuns remembers, by UID, the PipelineRuns that carry a Function's build
 // labels but no build the operator started, once logged: a tenant's look-alikes are
 // reported once each, not at every check of their Function.
-type ignoredRuns struct {
+type IgnoredRuns struct {
 	once sync.Once
 	seen *lru.Cache
 }
 
-// first reports whether uid is seen for the first time, and remembers it.
-func (i *ignoredRuns) first(uid types.UID) bool {
+// First reports whether uid is seen for the first time, and remembers it. The zero
+// IgnoredRuns is ready to use.
+func (i *IgnoredRuns) First(uid types.UID) bool {
 	i.once.Do(func() { i.seen = lru.New(maxIgnoredRuns) })
 	if _, ok := i.seen.Get(uid); ok {
 		return false

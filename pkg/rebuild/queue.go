@@ -1,5 +1,4 @@
-// Package buildqueue admits rebuilds under a fleet-wide budget, in a fair order.
-package buildqueue
+package rebuild
 
 import (
 	"sort"
@@ -41,12 +40,12 @@ type Queue struct {
 	settled map[Key]struct{}
 }
 
-// New returns a Queue admitting at most limit() rebuilds at once. wake is called,
+// NewQueue returns a Queue admitting at most limit() rebuilds at once. wake is called,
 // without the Queue's lock held, for each waiting Key that a freed slot may admit;
 // limit is called without the lock held too. The Queue admits nothing until Seed is
 // called: an owner that has no builds to recover after a restart (a test, or an
-// operator without Tekton) calls Seed(nil, nil) right after New.
-func New(limit func() int, wake func(Key)) *Queue {
+// operator without Tekton) calls Seed(nil, nil) right after NewQueue.
+func NewQueue(limit func() int, wake func(Key)) *Queue {
 	return &Queue{
 		limit:     limit,
 		wake:      wake,

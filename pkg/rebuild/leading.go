@@ -1,4 +1,4 @@
-package function
+package rebuild
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 // launched before that was launched by an earlier leader, which is gone (its Lease
 // expired before this one was granted): its PipelineRun, if it made one, is in the
 // synced cache, so a build still without one was lost and need not wait out
-// launchGrace.
+// LaunchGrace.
 type Leading struct{ since atomic.Int64 }
 
 // Start records the time and waits for ctx: the manager starts it once elected.
@@ -30,4 +30,11 @@ func (l *Leading) Since() (time.Time, bool) {
 	}
 	ns := l.since.Load()
 	return time.Unix(0, ns), ns != 0
+}
+
+// LeadingSince returns a Leading that became the leader at t, as a test sets it up.
+func LeadingSince(t time.Time) *Leading {
+	l := &Leading{}
+	l.since.Store(t.UnixNano())
+	return l
 }

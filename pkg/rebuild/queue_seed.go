@@ -1,4 +1,4 @@
-package function
+package rebuild
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
-	"github.com/fnops/func-operator/pkg/buildqueue"
 )
 
 // QueueSeeder seeds the fleet budget from what the Functions' statuses record of
@@ -25,7 +24,7 @@ import (
 type QueueSeeder struct {
 	// Reader lists Functions, from the manager's cache.
 	Reader client.Reader
-	Queue  *buildqueue.Queue
+	Queue  *Queue
 	// Tekton is true when the cluster serves PipelineRuns: without, no build is
 	// followed to its end, so none is counted.
 	Tekton bool
@@ -56,13 +55,13 @@ func (s *QueueSeeder) Start(ctx context.Context) error {
 // list returns the Functions whose build is in flight and those that wait, with when
 // they joined the queue. A build in flight whose run ended while no process looked
 // holds its slot until its Function's first reconcile records the end, as does one
-// whose launch was lost until observeLaunch gives it up: never a slot too few.
-func (s *QueueSeeder) list(ctx context.Context) (running []buildqueue.Key, waiting map[buildqueue.Key]time.Time, err error) {
+// whose launch was lost until the machine records it lost (LaunchLost): never a slot too few.
+func (s *QueueSeeder) list(ctx context.Context) (running []Key, waiting map[Key]time.Time, err error) {
 	var fns v1alpha1.FunctionList
 	if err := s.Reader.List(ctx, &fns); err != nil {
 		return nil, nil, fmt.Errorf("listing Functions: %w", err)
 	}
-	waiting = map[buildqueue.Key]time.Time{}
+	waiting = map[Key]time.Time{}
 	for _, fn := range fns.Items {
 		b := fn.Status.Build
 		switch {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fnops/func-operator/pkg/rebuild"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 )
 
@@ -47,7 +48,7 @@ func TestReconciler_Finalize(t *testing.T) {
 				Spec: pipelinev1.PipelineRunSpec{PipelineRef: &pipelinev1.PipelineRef{Name: "gone-pipeline"}}}
 			mustCreate(t, secret, pvc, run)
 			r, _ := newTestReconciler(t, 10)
-			r.Client, r.APIReader, r.Tekton = op, op, true
+			r.Client, r.APIReader, r.Builds = op, op, &rebuild.Builds{Tekton: true}
 			key := types.NamespacedName{Namespace: ns, Name: "gone"}
 			var err error
 			// The operator's RoleBinding reaches the authorizer a moment after it is made.

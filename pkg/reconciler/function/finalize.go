@@ -44,11 +44,8 @@ func (r *Reconciler) finalize(ctx context.Context, key types.NamespacedName) err
 	if err := r.Client.List(ctx, &left, client.InNamespace(key.Namespace), client.Limit(1)); err == nil && len(left.Items) == 0 {
 		r.Secrets.Forget(key.Namespace)
 	}
-	if r.Launcher != nil {
-		r.Launcher.Cancel(key)
-		r.Queue.Forget(key)
-	}
-	if !r.tektonServed() {
+	r.Builds.Forget(key)
+	if !r.Builds.TektonServed() {
 		return nil
 	}
 	return r.deleteBuildObjects(ctx, key)

@@ -1,4 +1,4 @@
-package function
+package rebuild
 
 import (
 	"context"
@@ -8,13 +8,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
-	"github.com/fnops/func-operator/pkg/buildqueue"
+	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 )
 
 // inNamespace lists from one namespace only: the tests' control plane is shared.
@@ -42,32 +42,40 @@ func TestQueueSeeder_list(t *testing.T) {
 		"failed":   {ID: "b4", Phase: v1alpha1.BuildPhaseFailed},
 		"tenant":   nil,
 	}
+	ctx := context.Background()
 	for name, b := range builds {
-		fn := newFunction(ns, name, v1alpha1.Repository{URL: "http://127.0.0.1:1/fn.git"})
-		mustCreate(t, fn)
+		fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: v1alpha1.FunctionSpec{Repository: v1alpha1.Repository{URL: "http://127.0.0.1:1/fn.git"}}}
+		if err := k8sClient.Create(ctx, fn); err != nil {
+			t.Fatal(err)
+		}
 		if b == nil {
 			continue
 		}
 		fn.Status.Build = b
-		if err := k8sClient.Status().Update(context.Background(), fn); err != nil {
+		if err := k8sClient.Status().Update(ctx, fn); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, look := range []pipelineRun{
-		{id: "forged", name: "tenant-lookalike", succeeded: corev1.ConditionUnknown},
-		{id: "forged", name: "ghost-lookalike", foreign: true},
-		{id: "b1", name: "fn-run-b1", succeeded: corev1.ConditionUnknown},
-	} {
-		look.create(t, ns)
+	// Unfinished runs with the operator's labels: a tenant's look-alikes, and one of b1.
+	for _, look := range []struct{ id, name string }{{"forged", "tenant-lookalike"}, {"forged", "ghost-lookalike"}, {"b1", "fn-run-b1"}} {
+		pr := &pipelinev1.PipelineRun{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: look.name, Labels: map[string]string{
+				resources.LabelFunction: "fn", resources.LabelBuildID: look.id, resources.LabelManagedBy: resources.ManagedBy}},
+			Spec: pipelinev1.PipelineRunSpec{PipelineRef: &pipelinev1.PipelineRef{Name: "fn-pipeline"}},
+		}
+		if err := k8sClient.Create(ctx, pr); err != nil {
+			t.Fatal(err)
+		}
 	}
-	key := func(name string) buildqueue.Key { return types.NamespacedName{Namespace: ns, Name: name} }
+	key := func(name string) Key { return types.NamespacedName{Namespace: ns, Name: name} }
 
 	for _, tt := range []struct {
 		name        string
 		tekton      bool
-		wantRunning []buildqueue.Key
+		wantRunning []Key
 	}{
-		{name: "Tekton served: the builds in flight", tekton: true, wantRunning: []buildqueue.Key{key("running"), key("starting")}},
+		{name: "Tekton served: the builds in flight", tekton: true, wantRunning: []Key{key("running"), key("starting")}},
 		{name: "no Tekton: none followed, none counted"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -76,11 +84,11 @@ func TestQueueSeeder_list(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			slices.SortFunc(running, func(a, b buildqueue.Key) int { return strings.Compare(a.String(), b.String()) })
+			slices.SortFunc(running, func(a, b Key) int { return strings.Compare(a.String(), b.String()) })
 			if diff := cmp.Diff(tt.wantRunning, running); diff != "" {
 				t.Errorf("running (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(map[buildqueue.Key]time.Time{key("queued"): queuedAt.Time}, waiting); diff != "" {
+			if diff := cmp.Diff(map[Key]time.Time{key("queued"): queuedAt.Time}, waiting); diff != "" {
 				t.Errorf("waiting (-want +got):\n%s", diff)
 			}
 		})
