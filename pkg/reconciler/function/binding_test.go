@@ -5,14 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"knative.dev/pkg/apis"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/knative"
@@ -206,60 +202,5 @@ func TestReconcile_UnboundLeavesQueue(t *testing.T) {
 	}
 	if c := got.Status.GetCondition(v1alpha1.FunctionConditionDeployed); c.Reason != v1alpha1.ReasonServiceNotFromFunc {
 		t.Errorf("Deployed = %+v, want %s", c, v1alpha1.ReasonServiceNotFromFunc)
-	}
-}
-
-// TestReconciler_stopUnboundBuild_ServiceReplaced: a build started for one Service
-// is stopped, its PipelineRun deleted, when the deployment step finds the Service
-// replaced by another.
-func TestReconciler_stopUnboundBuild_ServiceReplaced(t *testing.T) {
-	f := newBindingFixture(t)
-	for _, tt := range []struct {
-		name     string
-		replaced bool
-	}{
-		{name: "the same Service: the build goes on"},
-		{name: "the Service was replaced: the build is stopped", replaced: true},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			ns := newNamespace(t)
-			svc := f.service(t, ns, true)
-			startedFor := svc.UID
-			if tt.replaced {
-				startedFor = "uid-of-the-replaced-service"
-			}
-			pipelineRun{id: "b1", succeeded: corev1.ConditionUnknown}.create(t, ns)
-			r, _ := newBuildReconciler(t)
-			key := types.NamespacedName{Namespace: ns, Name: "fn"}
-			r.Builds.Queue.Running(key)
-			fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fn", UID: "fn-uid"}}
-			fn.Status.InitializeConditions()
-			fn.Status.Build = &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseRunning, PipelineRun: "fn-run-b1", ServiceUID: startedFor}
-
-			obs := &observation{source: sourceArtifact{name: "hello"}}
-			_, err := r.reconcileDeployment(context.Background(), fn, obs)
-			if err != nil {
-				t.Fatalf("reconcileDeployment: %v", err)
-			}
-			if err := r.stopUnboundBuild(context.Background(), fn, obs); err != nil {
-				t.Fatalf("stopUnboundBuild: %v", err)
-			}
-			var runs pipelinev1.PipelineRunList
-			if err := k8sClient.List(context.Background(), &runs, client.InNamespace(ns)); err != nil {
-				t.Fatal(err)
-			}
-			want := buildOutcome{Phase: v1alpha1.BuildPhaseRunning, PipelineRun: "fn-run-b1", HoldsSlot: true, ServiceUID: startedFor}
-			wantRuns := 1
-			if tt.replaced {
-				want = buildOutcome{Phase: v1alpha1.BuildPhaseFailed, PipelineRun: "fn-run-b1", Failures: 1, Retry: true, ServiceUID: startedFor}
-				wantRuns = 0
-			}
-			if diff := cmp.Diff(want, buildOutcomeOf(r, fn)); diff != "" {
-				t.Errorf("build (-want +got):\n%s\nmessage: %s", diff, fn.Status.Build.Message)
-			}
-			if len(runs.Items) != wantRuns {
-				t.Errorf("%d PipelineRuns left, want %d", len(runs.Items), wantRuns)
-			}
-		})
 	}
 }

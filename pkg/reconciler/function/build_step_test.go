@@ -7,16 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
-	"knative.dev/pkg/apis"
-	duckv1 "knative.dev/pkg/apis/duck/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
@@ -27,81 +23,8 @@ import (
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 )
 
-// pipelineRun is a build's PipelineRun with the status a Tekton controller would give it.
-type pipelineRun struct {
-	id        string
-	succeeded corev1.ConditionStatus // "" for no condition yet
-	message   string
-	// failedTaskRun, when set, is a child TaskRun that failed in step "build" (exit 1).
-	failedTaskRun string
-	// missingTaskRun, when set, is a child TaskRun that does not exist.
-	missingTaskRun string
-	// serviceUID labels the run with the Knative Service it was started for.
-	serviceUID string
-	// name, when set, is the run's name instead of fn-run-<id>.
-	name string
-	// foreign: the run is not controlled by the Function (testFunctionUID), as the
-	// API proxy makes every run of a build: a tenant's.
-	foreign bool
-}
-
 // testFunctionUID is the UID of Function "fn" in the observeBuild tests.
 const testFunctionUID = "fn-uid"
-
-// create creates it as a run of build p.id of Function "fn" of namespace ns.
-func (p pipelineRun) create(t *testing.T, ns string) {
-	t.Helper()
-	const function = "fn"
-	ctx := context.Background()
-	name := p.name
-	if name == "" {
-		name = function + "-run-" + p.id
-	}
-	pr := &pipelinev1.PipelineRun{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
-			resources.LabelFunction: function, resources.LabelBuildID: p.id, resources.LabelManagedBy: resources.ManagedBy,
-			resources.LabelServiceUID: p.serviceUID}},
-		Spec: pipelinev1.PipelineRunSpec{PipelineRef: &pipelinev1.PipelineRef{Name: function + "-pipeline"}},
-	}
-	if !p.foreign {
-		pr.OwnerReferences = []metav1.OwnerReference{resources.Owner(&v1alpha1.Function{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: function, UID: testFunctionUID}})}
-	}
-	mustCreate(t, pr)
-	if p.failedTaskRun != "" {
-		tr := &pipelinev1.TaskRun{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.failedTaskRun},
-			Spec:       pipelinev1.TaskRunSpec{TaskRef: &pipelinev1.TaskRef{Name: "build"}},
-		}
-		mustCreate(t, tr)
-		tr.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionFalse, Reason: "Failed", Message: "step build exited 1"})
-		tr.Status.Steps = []pipelinev1.StepState{
-			{Name: "prepare", ContainerState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}},
-			{Name: "build", ContainerState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}},
-		}
-		if err := k8sClient.Status().Update(ctx, tr); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if p.succeeded == "" {
-		return
-	}
-	now := metav1.Now()
-	pr.Status.StartTime = &now
-	pr.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionSucceeded, Status: p.succeeded, Reason: "Reason", Message: p.message}}
-	if p.succeeded != corev1.ConditionUnknown {
-		pr.Status.CompletionTime = &now
-	}
-	for _, child := range []string{p.failedTaskRun, p.missingTaskRun} {
-		if child != "" {
-			pr.Status.ChildReferences = append(pr.Status.ChildReferences, pipelinev1.ChildStatusReference{
-				TypeMeta: runtime.TypeMeta{Kind: "TaskRun"}, Name: child, PipelineTaskName: "build"})
-		}
-	}
-	if err := k8sClient.Status().Update(ctx, pr); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // taskRunsUnreadable fails every read of a TaskRun.
 type taskRunsUnreadable struct{ client.Reader }
@@ -122,41 +45,6 @@ func (c lagging) List(ctx context.Context, list client.ObjectList, opts ...clien
 		return nil
 	}
 	return c.Client.List(ctx, list, opts...)
-}
-
-// newBuildReconciler returns a test Reconciler that can rebuild, with a seeded queue
-// of budget 2 and a Launcher that records what it runs.
-func newBuildReconciler(t *testing.T) (*Reconciler, *recordingRun) {
-	t.Helper()
-	r, _ := newTestReconciler(t, 100)
-	rec := &recordingRun{}
-	r.Builds = &rebuild.Builds{
-		Queue:    rebuild.NewQueue(func() int { return r.Config.Load().MaxConcurrentBuilds }, nil),
-		Launcher: rebuild.NewLauncher(rec.run, nil, logr.Discard()),
-		Tekton:   true,
-		WorkDir:  t.TempDir(),
-	}
-	r.Builds.Queue.Seed(nil, nil)
-	return r, rec
-}
-
-// buildOutcome is what the observeBuild tests compare.
-type buildOutcome struct {
-	Phase, PipelineRun, FailedTask, FailedStep string
-	Failures                                   int32
-	Retry                                      bool // RetryAfter is set
-	HoldsSlot                                  bool
-	ServiceUID                                 types.UID
-}
-
-func buildOutcomeOf(r *Reconciler, fn *v1alpha1.Function) buildOutcome {
-	o := buildOutcome{HoldsSlot: r.Builds.Queue.IsRunning(types.NamespacedName{Namespace: fn.Namespace, Name: fn.Name})}
-	if b := fn.Status.Build; b != nil {
-		o.Phase, o.PipelineRun, o.FailedTask, o.FailedStep, o.Failures = b.Phase, b.PipelineRun, b.FailedTask, b.FailedStep, b.Failures
-		o.Retry = b.RetryAfter != nil
-		o.ServiceUID = b.ServiceUID
-	}
-	return o
 }
 
 func TestReconciler_observeBuild(t *testing.T) {
@@ -609,35 +497,6 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 	})
 }
 
-// TestReconcile_FailedBuildShownWhenStepsStop: a build seen failing in a reconcile
-// whose later steps stop (here: the repository does not answer, an outage) is shown as
-// failed, not left "Rebuilding" until the next reconcile.
-func TestReconcile_FailedBuildShownWhenStepsStop(t *testing.T) {
-	ns := newNamespace(t)
-	r, _ := newBuildReconciler(t)
-	pipelineRun{id: "b1", succeeded: corev1.ConditionFalse, message: "boom", missingTaskRun: "fn-run-b1-gone"}.create(t, ns)
-	fn := newFunction(ns, "fn", v1alpha1.Repository{URL: "http://127.0.0.1:1/gone.git"})
-	mustCreate(t, fn)
-	fn.Status.InitializeConditions()
-	// A source read before: the unreachable host is an outage, during which the last
-	// known good state stands and the later steps do not run.
-	fn.Status.Git = &v1alpha1.GitStatus{ResolvedBranch: "main", ObservedCommit: strings.Repeat("a", 40)}
-	fn.Status.MarkSourceReady("main", strings.Repeat("a", 40))
-	fn.Status.Build = &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseRunning, PipelineRun: "fn-run-b1"}
-	fn.Status.MarkRebuilding("build b1 running")
-	if err := k8sClient.Status().Update(context.Background(), fn); err != nil {
-		t.Fatal(err)
-	}
-	_, _ = reconcileOnce(t, r, ns, "fn")
-	got := getFunction(t, ns, "fn")
-	if b := got.Status.Build; b == nil || b.Phase != v1alpha1.BuildPhaseFailed {
-		t.Fatalf("build = %+v, want Failed (the positive control that observeBuild ran)", b)
-	}
-	if c := got.Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate); c == nil || c.Reason == v1alpha1.ReasonRebuilding {
-		t.Errorf("MiddlewareUpToDate = %+v after the build failed, want it no longer Rebuilding", c)
-	}
-}
-
 // TestReconciler_recordBuildEvents_adopted: BuildAdopted is emitted for a build whose
 // run this process sees first but another process launched (it recorded the build
 // Starting before a restart), not for a build this process launched.
@@ -670,6 +529,61 @@ func TestReconciler_recordBuildEvents_adopted(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestReconciler_stopUnboundBuild_ServiceReplaced: a build started for one Service
+// is stopped, its PipelineRun deleted, when the deployment step finds the Service
+// replaced by another.
+func TestReconciler_stopUnboundBuild_ServiceReplaced(t *testing.T) {
+	f := newBindingFixture(t)
+	for _, tt := range []struct {
+		name     string
+		replaced bool
+	}{
+		{name: "the same Service: the build goes on"},
+		{name: "the Service was replaced: the build is stopped", replaced: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := newNamespace(t)
+			svc := f.service(t, ns, true)
+			startedFor := svc.UID
+			if tt.replaced {
+				startedFor = "uid-of-the-replaced-service"
+			}
+			pipelineRun{id: "b1", succeeded: corev1.ConditionUnknown}.create(t, ns)
+			r, _ := newBuildReconciler(t)
+			key := types.NamespacedName{Namespace: ns, Name: "fn"}
+			r.Builds.Queue.Running(key)
+			fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fn", UID: "fn-uid"}}
+			fn.Status.InitializeConditions()
+			fn.Status.Build = &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseRunning, PipelineRun: "fn-run-b1", ServiceUID: startedFor}
+
+			obs := &observation{source: sourceArtifact{name: "hello"}}
+			_, err := r.reconcileDeployment(context.Background(), fn, obs)
+			if err != nil {
+				t.Fatalf("reconcileDeployment: %v", err)
+			}
+			if err := r.stopUnboundBuild(context.Background(), fn, obs); err != nil {
+				t.Fatalf("stopUnboundBuild: %v", err)
+			}
+			var runs pipelinev1.PipelineRunList
+			if err := k8sClient.List(context.Background(), &runs, client.InNamespace(ns)); err != nil {
+				t.Fatal(err)
+			}
+			want := buildOutcome{Phase: v1alpha1.BuildPhaseRunning, PipelineRun: "fn-run-b1", HoldsSlot: true, ServiceUID: startedFor}
+			wantRuns := 1
+			if tt.replaced {
+				want = buildOutcome{Phase: v1alpha1.BuildPhaseFailed, PipelineRun: "fn-run-b1", Failures: 1, Retry: true, ServiceUID: startedFor}
+				wantRuns = 0
+			}
+			if diff := cmp.Diff(want, buildOutcomeOf(r, fn)); diff != "" {
+				t.Errorf("build (-want +got):\n%s\nmessage: %s", diff, fn.Status.Build.Message)
+			}
+			if len(runs.Items) != wantRuns {
+				t.Errorf("%d PipelineRuns left, want %d", len(runs.Items), wantRuns)
 			}
 		})
 	}

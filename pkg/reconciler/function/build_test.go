@@ -3,7 +3,6 @@ package function
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,26 +22,6 @@ import (
 	"github.com/fnops/func-operator/test/gitserver"
 	"github.com/fnops/func-operator/test/registrytest"
 )
-
-// recordingRun stands in for func's pipelines provider in the step tests: it records
-// the requests and returns at once. The operator tests run the real provider.
-type recordingRun struct {
-	mu   sync.Mutex
-	reqs []funclib.BuildRequest
-}
-
-func (r *recordingRun) run(_ context.Context, req funclib.BuildRequest) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.reqs = append(r.reqs, req)
-	return nil
-}
-
-func (r *recordingRun) requests() []funclib.BuildRequest {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]funclib.BuildRequest(nil), r.reqs...)
-}
 
 func TestReconcile_Rebuild(t *testing.T) {
 	apiServer(t)
@@ -321,5 +300,34 @@ func TestReconcile_QueuedGivesUpItsPlace(t *testing.T) {
 				t.Errorf("after: build %+v, waiting %t; want no build and no place in the queue", b, r.Builds.Queue.IsWaiting(key))
 			}
 		})
+	}
+}
+
+// TestReconcile_FailedBuildShownWhenStepsStop: a build seen failing in a reconcile
+// whose later steps stop (here: the repository does not answer, an outage) is shown as
+// failed, not left "Rebuilding" until the next reconcile.
+func TestReconcile_FailedBuildShownWhenStepsStop(t *testing.T) {
+	ns := newNamespace(t)
+	r, _ := newBuildReconciler(t)
+	pipelineRun{id: "b1", succeeded: corev1.ConditionFalse, message: "boom", missingTaskRun: "fn-run-b1-gone"}.create(t, ns)
+	fn := newFunction(ns, "fn", v1alpha1.Repository{URL: "http://127.0.0.1:1/gone.git"})
+	mustCreate(t, fn)
+	fn.Status.InitializeConditions()
+	// A source read before: the unreachable host is an outage, during which the last
+	// known good state stands and the later steps do not run.
+	fn.Status.Git = &v1alpha1.GitStatus{ResolvedBranch: "main", ObservedCommit: strings.Repeat("a", 40)}
+	fn.Status.MarkSourceReady("main", strings.Repeat("a", 40))
+	fn.Status.Build = &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseRunning, PipelineRun: "fn-run-b1"}
+	fn.Status.MarkRebuilding("build b1 running")
+	if err := k8sClient.Status().Update(context.Background(), fn); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = reconcileOnce(t, r, ns, "fn")
+	got := getFunction(t, ns, "fn")
+	if b := got.Status.Build; b == nil || b.Phase != v1alpha1.BuildPhaseFailed {
+		t.Fatalf("build = %+v, want Failed (the positive control that observeBuild ran)", b)
+	}
+	if c := got.Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate); c == nil || c.Reason == v1alpha1.ReasonRebuilding {
+		t.Errorf("MiddlewareUpToDate = %+v after the build failed, want it no longer Rebuilding", c)
 	}
 }

@@ -8,71 +8,15 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"knative.dev/pkg/apis"
-	duckv1 "knative.dev/pkg/apis/duck/v1"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/funclib"
-	"github.com/fnops/func-operator/pkg/knative"
 	"github.com/fnops/func-operator/test/gitserver"
 	"github.com/fnops/func-operator/test/registrytest"
 )
-
-// knativeService is the Knative Service func's deployer makes, with the status
-// Knative Serving would give it: ready unless a test says otherwise.
-type knativeService struct {
-	image           string          // of the template; the revision's digest when empty
-	ready           *apis.Condition // nil: no Ready condition
-	staleGeneration bool            // Knative has not observed the latest spec
-	readyRevision   string
-	revisionDigest  string
-}
-
-// create creates it as Service "hello" of namespace ns, the name the tests' func.yaml gives.
-func (k knativeService) create(t *testing.T, ns string) {
-	const name = "hello"
-	t.Helper()
-	ctx := context.Background()
-	image := k.image
-	if image == "" {
-		image = k.revisionDigest
-	}
-	svc := &servingv1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{knative.FunctionNameLabel: name}},
-		Spec: servingv1.ServiceSpec{ConfigurationSpec: servingv1.ConfigurationSpec{Template: servingv1.RevisionTemplateSpec{
-			Spec: servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: image}}}},
-		}}},
-	}
-	mustCreate(t, svc)
-	svc.Status.ObservedGeneration = svc.Generation
-	if k.staleGeneration {
-		svc.Status.ObservedGeneration = svc.Generation - 1
-	}
-	svc.Status.URL = apis.HTTP(name + "." + ns + ".example.com")
-	svc.Status.Address = &duckv1.Addressable{URL: apis.HTTP(name + "." + ns + ".svc.cluster.local")}
-	svc.Status.LatestReadyRevisionName = k.readyRevision
-	if k.ready != nil {
-		svc.Status.Conditions = duckv1.Conditions{*k.ready}
-	}
-	if err := k8sClient.Status().Update(ctx, svc); err != nil {
-		t.Fatal(err)
-	}
-	if k.readyRevision == "" {
-		return
-	}
-	rev := &servingv1.Revision{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: k.readyRevision},
-		Spec:       servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: image}}}},
-	}
-	mustCreate(t, rev)
-	rev.Status.ContainerStatuses = []servingv1.ContainerStatus{{Name: "user-container", ImageDigest: k.revisionDigest}}
-	if err := k8sClient.Status().Update(ctx, rev); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func TestReconcile_Deployment(t *testing.T) {
 	root := gitserver.NewRepoRoot(t)

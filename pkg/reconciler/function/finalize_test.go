@@ -6,11 +6,9 @@ import (
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fnops/func-operator/pkg/rebuild"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
@@ -61,19 +59,4 @@ func TestReconciler_Finalize(t *testing.T) {
 			}
 		})
 	}
-}
-
-// gone reports whether o no longer exists (or is being deleted).
-func gone(t *testing.T, o client.Object) bool {
-	t.Helper()
-	apiServer(t)
-	got := o.DeepCopyObject().(client.Object)
-	err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(o), got)
-	if apierrors.IsNotFound(err) {
-		return true
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got.GetDeletionTimestamp() != nil
 }

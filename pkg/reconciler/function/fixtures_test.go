@@ -3,22 +3,35 @@ package function
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"knative.dev/pkg/apis"
+	duckv1 "knative.dev/pkg/apis/duck/v1"
+	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/go-logr/logr"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/git"
 	"github.com/fnops/func-operator/pkg/knative"
+	"github.com/fnops/func-operator/pkg/rebuild"
+	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 	"github.com/fnops/func-operator/pkg/registry"
+	"github.com/fnops/func-operator/pkg/rerror"
 	"github.com/fnops/func-operator/pkg/tenancy"
 	"github.com/fnops/func-operator/test/envtest"
 	"github.com/fnops/func-operator/test/gitserver"
@@ -169,5 +182,225 @@ func mustDelete(t *testing.T, o client.Object) {
 	apiServer(t)
 	if err := k8sClient.Delete(context.Background(), o); err != nil {
 		t.Fatalf("deleting %T %s: %v", o, o.GetName(), err)
+	}
+}
+
+// newBuildReconciler returns a test Reconciler that can rebuild, with a seeded queue
+// of budget 2 and a Launcher that records what it runs.
+func newBuildReconciler(t *testing.T) (*Reconciler, *recordingRun) {
+	t.Helper()
+	r, _ := newTestReconciler(t, 100)
+	rec := &recordingRun{}
+	r.Builds = &rebuild.Builds{
+		Queue:    rebuild.NewQueue(func() int { return r.Config.Load().MaxConcurrentBuilds }, nil),
+		Launcher: rebuild.NewLauncher(rec.run, nil, logr.Discard()),
+		Tekton:   true,
+		WorkDir:  t.TempDir(),
+	}
+	r.Builds.Queue.Seed(nil, nil)
+	return r, rec
+}
+
+// buildOutcome is what the observeBuild tests compare.
+type buildOutcome struct {
+	Phase, PipelineRun, FailedTask, FailedStep string
+	Failures                                   int32
+	Retry                                      bool // RetryAfter is set
+	HoldsSlot                                  bool
+	ServiceUID                                 types.UID
+}
+
+func buildOutcomeOf(r *Reconciler, fn *v1alpha1.Function) buildOutcome {
+	o := buildOutcome{HoldsSlot: r.Builds.Queue.IsRunning(types.NamespacedName{Namespace: fn.Namespace, Name: fn.Name})}
+	if b := fn.Status.Build; b != nil {
+		o.Phase, o.PipelineRun, o.FailedTask, o.FailedStep, o.Failures = b.Phase, b.PipelineRun, b.FailedTask, b.FailedStep, b.Failures
+		o.Retry = b.RetryAfter != nil
+		o.ServiceUID = b.ServiceUID
+	}
+	return o
+}
+
+// pipelineRun is a build's PipelineRun with the status a Tekton controller would give it.
+type pipelineRun struct {
+	id        string
+	succeeded corev1.ConditionStatus // "" for no condition yet
+	message   string
+	// failedTaskRun, when set, is a child TaskRun that failed in step "build" (exit 1).
+	failedTaskRun string
+	// missingTaskRun, when set, is a child TaskRun that does not exist.
+	missingTaskRun string
+	// serviceUID labels the run with the Knative Service it was started for.
+	serviceUID string
+	// name, when set, is the run's name instead of fn-run-<id>.
+	name string
+	// foreign: the run is not controlled by the Function (testFunctionUID), as the
+	// API proxy makes every run of a build: a tenant's.
+	foreign bool
+}
+
+// create creates it as a run of build p.id of Function "fn" of namespace ns.
+func (p pipelineRun) create(t *testing.T, ns string) {
+	t.Helper()
+	const function = "fn"
+	ctx := context.Background()
+	name := p.name
+	if name == "" {
+		name = function + "-run-" + p.id
+	}
+	pr := &pipelinev1.PipelineRun{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
+			resources.LabelFunction: function, resources.LabelBuildID: p.id, resources.LabelManagedBy: resources.ManagedBy,
+			resources.LabelServiceUID: p.serviceUID}},
+		Spec: pipelinev1.PipelineRunSpec{PipelineRef: &pipelinev1.PipelineRef{Name: function + "-pipeline"}},
+	}
+	if !p.foreign {
+		pr.OwnerReferences = []metav1.OwnerReference{resources.Owner(&v1alpha1.Function{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: function, UID: testFunctionUID}})}
+	}
+	mustCreate(t, pr)
+	if p.failedTaskRun != "" {
+		tr := &pipelinev1.TaskRun{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.failedTaskRun},
+			Spec:       pipelinev1.TaskRunSpec{TaskRef: &pipelinev1.TaskRef{Name: "build"}},
+		}
+		mustCreate(t, tr)
+		tr.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionFalse, Reason: "Failed", Message: "step build exited 1"})
+		tr.Status.Steps = []pipelinev1.StepState{
+			{Name: "prepare", ContainerState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}},
+			{Name: "build", ContainerState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}},
+		}
+		if err := k8sClient.Status().Update(ctx, tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p.succeeded == "" {
+		return
+	}
+	now := metav1.Now()
+	pr.Status.StartTime = &now
+	pr.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionSucceeded, Status: p.succeeded, Reason: "Reason", Message: p.message}}
+	if p.succeeded != corev1.ConditionUnknown {
+		pr.Status.CompletionTime = &now
+	}
+	for _, child := range []string{p.failedTaskRun, p.missingTaskRun} {
+		if child != "" {
+			pr.Status.ChildReferences = append(pr.Status.ChildReferences, pipelinev1.ChildStatusReference{
+				TypeMeta: runtime.TypeMeta{Kind: "TaskRun"}, Name: child, PipelineTaskName: "build"})
+		}
+	}
+	if err := k8sClient.Status().Update(ctx, pr); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// recordingRun stands in for func's pipelines provider in the step tests: it records
+// the requests and returns at once. The operator tests run the real provider.
+type recordingRun struct {
+	mu   sync.Mutex
+	reqs []funclib.BuildRequest
+}
+
+func (r *recordingRun) run(_ context.Context, req funclib.BuildRequest) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reqs = append(r.reqs, req)
+	return nil
+}
+
+func (r *recordingRun) requests() []funclib.BuildRequest {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]funclib.BuildRequest(nil), r.reqs...)
+}
+
+// gone reports whether o no longer exists (or is being deleted).
+func gone(t *testing.T, o client.Object) bool {
+	t.Helper()
+	apiServer(t)
+	got := o.DeepCopyObject().(client.Object)
+	err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(o), got)
+	if apierrors.IsNotFound(err) {
+		return true
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got.GetDeletionTimestamp() != nil
+}
+
+// outcome is what a step tests compares: the error's kind and reason, and a condition.
+type outcome struct {
+	Kind      string // "", "stalling", "waiting" or "transient"
+	Reason    string // of the error
+	Condition string // status/reason/severity of the condition under test
+}
+
+func outcomeOf(err error, c *v1alpha1.Function, t apis.ConditionType) outcome {
+	o := outcome{Reason: rerror.Reason(err)}
+	switch {
+	case err == nil:
+	case rerror.IsStalling(err):
+		o.Kind = "stalling"
+	case rerror.IsWaiting(err):
+		o.Kind = "waiting"
+	default:
+		o.Kind = "transient"
+	}
+	if cond := c.Status.GetCondition(t); cond != nil {
+		o.Condition = string(cond.Status) + "/" + cond.Reason + "/" + string(cond.Severity)
+	}
+	return o
+}
+
+// knativeService is the Knative Service func's deployer makes, with the status
+// Knative Serving would give it: ready unless a test says otherwise.
+type knativeService struct {
+	image           string          // of the template; the revision's digest when empty
+	ready           *apis.Condition // nil: no Ready condition
+	staleGeneration bool            // Knative has not observed the latest spec
+	readyRevision   string
+	revisionDigest  string
+}
+
+// create creates it as Service "hello" of namespace ns, the name the tests' func.yaml gives.
+func (k knativeService) create(t *testing.T, ns string) {
+	const name = "hello"
+	t.Helper()
+	ctx := context.Background()
+	image := k.image
+	if image == "" {
+		image = k.revisionDigest
+	}
+	svc := &servingv1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{knative.FunctionNameLabel: name}},
+		Spec: servingv1.ServiceSpec{ConfigurationSpec: servingv1.ConfigurationSpec{Template: servingv1.RevisionTemplateSpec{
+			Spec: servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: image}}}},
+		}}},
+	}
+	mustCreate(t, svc)
+	svc.Status.ObservedGeneration = svc.Generation
+	if k.staleGeneration {
+		svc.Status.ObservedGeneration = svc.Generation - 1
+	}
+	svc.Status.URL = apis.HTTP(name + "." + ns + ".example.com")
+	svc.Status.Address = &duckv1.Addressable{URL: apis.HTTP(name + "." + ns + ".svc.cluster.local")}
+	svc.Status.LatestReadyRevisionName = k.readyRevision
+	if k.ready != nil {
+		svc.Status.Conditions = duckv1.Conditions{*k.ready}
+	}
+	if err := k8sClient.Status().Update(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	if k.readyRevision == "" {
+		return
+	}
+	rev := &servingv1.Revision{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: k.readyRevision},
+		Spec:       servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: image}}}},
+	}
+	mustCreate(t, rev)
+	rev.Status.ContainerStatuses = []servingv1.ContainerStatus{{Name: "user-container", ImageDigest: k.revisionDigest}}
+	if err := k8sClient.Status().Update(ctx, rev); err != nil {
+		t.Fatal(err)
 	}
 }

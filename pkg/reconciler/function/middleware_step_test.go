@@ -10,13 +10,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"knative.dev/pkg/apis"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/registry"
-	"github.com/fnops/func-operator/pkg/rerror"
 )
 
 // fakeInspector answers Inspect with a fixed result, and records the reference.
@@ -29,30 +27,6 @@ type fakeInspector struct {
 func (f *fakeInspector) Inspect(_ context.Context, ref string, _ authn.Keychain) (registry.Middleware, error) {
 	f.ref = ref
 	return f.got, f.err
-}
-
-// outcome is what a step tests compares: the error's kind and reason, and a condition.
-type outcome struct {
-	Kind      string // "", "stalling", "waiting" or "transient"
-	Reason    string // of the error
-	Condition string // status/reason/severity of the condition under test
-}
-
-func outcomeOf(err error, c *v1alpha1.Function, t apis.ConditionType) outcome {
-	o := outcome{Reason: rerror.Reason(err)}
-	switch {
-	case err == nil:
-	case rerror.IsStalling(err):
-		o.Kind = "stalling"
-	case rerror.IsWaiting(err):
-		o.Kind = "waiting"
-	default:
-		o.Kind = "transient"
-	}
-	if cond := c.Status.GetCondition(t); cond != nil {
-		o.Condition = string(cond.Status) + "/" + cond.Reason + "/" + string(cond.Severity)
-	}
-	return o
 }
 
 func TestReconciler_reconcileMiddleware(t *testing.T) {

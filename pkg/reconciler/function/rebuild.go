@@ -18,6 +18,7 @@ import (
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 	"github.com/fnops/func-operator/pkg/registry"
 	"github.com/fnops/func-operator/pkg/rerror"
+	"github.com/fnops/func-operator/pkg/tenancy"
 )
 
 // reconcileRebuild is the rebuild step: it rebuilds a Function whose middleware is
@@ -109,7 +110,7 @@ func (r *Reconciler) rebuild(ctx context.Context, fn *v1alpha1.Function, obs *ob
 	cfg := r.Config.Load()
 	// Only a Function that may build now holds a place in the queue.
 	if err := r.Access.Check(ctx, fn.Namespace, cfg.PipelineServiceAccount); err != nil {
-		if IsNotOnboarded(err) {
+		if tenancy.IsNotOnboarded(err) {
 			err = fmt.Errorf("%s is available (running: %s) but %w", mw.available, running, err)
 			fn.Status.MarkNamespaceNotOnboarded("%s", err)
 			return Result{}, cannotBuildNow, err
