@@ -1,2 +1,4 @@
 // Package middleware compares middleware versions: what a function runs with what a rebuild would bring.
+//
+// It compares with golang.org/x/mod/semver, not Masterminds/semver/v3: Masterminds' NewVersion accepts what the tests reject ("3.17-rc1", the leading zero of "2024.0.01") and its constraints neither take PEP 440's == === ~= nor expose a range's base version, so the operator cut in Normalize would stay anyway.
 package middleware
