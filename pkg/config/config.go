@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // ConfigMapName is the name of the operator's ConfigMap, in its system namespace.
@@ -180,16 +182,16 @@ type Config struct {
 	HostAllow, HostDeny []string
 }
 
-// BuildRetryDelay is the backoff after the given number of consecutive failures.
+// BuildRetryDelay is the backoff after the given number of consecutive failures:
+// BuildBackoff, doubled for each failure after the first, at most BuildBackoffMax.
 func (c Config) BuildRetryDelay(failures int32) time.Duration {
-	d := c.BuildBackoff
+	b := wait.Backoff{Duration: c.BuildBackoff, Factor: 2, Steps: math.MaxInt32, Cap: c.BuildBackoffMax}
+	d := b.Step()
 	for i := int32(1); i < failures && d < c.BuildBackoffMax; i++ {
-		d *= 2
+		d = b.Step()
 	}
-	if d > c.BuildBackoffMax {
-		d = c.BuildBackoffMax
-	}
-	return d
+	// Cap bounds the steps after the first only.
+	return min(d, c.BuildBackoffMax)
 }
 
 // Defaults returns the configuration used when the ConfigMap is absent.

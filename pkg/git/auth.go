@@ -107,17 +107,17 @@ func (a *Auth) ForClone() (*CloneCredentials, error) {
 func Protocol(url string) (string, error) {
 	ep, err := transport.NewEndpoint(url)
 	if err != nil {
-		return "", stalling(v1alpha1.ReasonGitCloneFailed, "repository URL cannot be parsed: %s", scrub(err.Error(), nil))
+		return "", repositoryStalling(v1alpha1.ReasonGitCloneFailed, "repository URL cannot be parsed: %s", scrub(err.Error(), nil))
 	}
 	switch ep.Protocol {
 	case "http", "https", protocolSSH:
 		if ep.Host == "" {
 			// Dialed, an empty host is this machine.
-			return "", stalling(v1alpha1.ReasonGitCloneFailed, "repository URL in spec.repository.url has no host")
+			return "", repositoryStalling(v1alpha1.ReasonGitCloneFailed, "repository URL in spec.repository.url has no host")
 		}
 		return ep.Protocol, nil
 	default:
-		return "", stalling(v1alpha1.ReasonGitCloneFailed,
+		return "", repositoryStalling(v1alpha1.ReasonGitCloneFailed,
 			"repository URL scheme %q is not supported: use https://, http://, ssh:// or user@host:path", ep.Protocol)
 	}
 }

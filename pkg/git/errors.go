@@ -14,6 +14,22 @@ func stalling(reason, format string, a ...any) error {
 	return rerror.NewStalling(reason, format, a...)
 }
 
+// repositoryError is the cause of a stalling failure of the repository rather than of
+// a commit: its URL, the host policy, its certificate or the credentials refused, or a
+// branch, tag or commit not found in it. What it says depends on the network and on
+// the caller's credentials, so the clone cache, shared by every caller, never keeps it
+// (cacheable); a failure of what a commit holds (its func.yaml, the function's path,
+// the clone limits) is kept with the commit. Its text is the message as is.
+type repositoryError struct{ err error }
+
+func (e *repositoryError) Error() string { return e.err.Error() }
+func (e *repositoryError) Unwrap() error { return e.err }
+
+// repositoryStalling is stalling for a failure of the repository (repositoryError).
+func repositoryStalling(reason, format string, a ...any) error {
+	return &rerror.Stalling{Reason: reason, Err: &repositoryError{err: fmt.Errorf(format, a...)}}
+}
+
 // transient returns a failure to read the source that retrying may fix: reaching or
 // reading the repository failed. Its SourceReady reason is GitCloneFailed.
 func transient(format string, a ...any) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -170,7 +171,7 @@ func (f *Fetcher) clone(ctx context.Context, url string, head Head, fnPath strin
 		commit = head.Commit
 	}
 	if err != nil {
-		if reason := rerror.Reason(err); rerror.IsStalling(err) && cacheable(reason) {
+		if rerror.IsStalling(err) && cacheable(err) {
 			return cached{commit: commit, err: err}, nil
 		}
 		return cached{}, err
@@ -187,15 +188,12 @@ func (f *Fetcher) clone(ctx context.Context, url string, head Head, fnPath strin
 	return cached{commit: commit, metadata: md, source: sourceMiddleware(fnDir, md)}, nil
 }
 
-// cacheable is true for the stalling reasons that depend only on what the commit
-// holds (and the limits, part of the key), not on reaching the repository.
-func cacheable(reason string) bool {
-	switch reason {
-	case v1alpha1.ReasonBranchNotFound, v1alpha1.ReasonTagNotFound, v1alpha1.ReasonCommitNotFound,
-		v1alpha1.ReasonGitCloneFailed, v1alpha1.ReasonHostNotAllowed:
-		return false
-	}
-	return true
+// cacheable is true for the failures that depend only on what the commit holds (and
+// the limits, part of the key): every one but a repositoryError, a failure to reach
+// the repository or to find a ref or commit in it.
+func cacheable(err error) bool {
+	var re *repositoryError
+	return !errors.As(err, &re)
 }
 
 // sourceMiddleware reads the middleware version from the function's own manifest

@@ -38,7 +38,7 @@ func remoteListing(ctx context.Context, url string, auth *Auth, opts netOptions,
 	refs, err := remote.ListContext(opts.context(ctx), &gogit.ListOptions{Auth: auth.Method, CABundle: auth.CABundle, ProxyOptions: opts.proxy, PeelingOption: gogit.AppendPeeled})
 	if err != nil {
 		if errors.Is(err, transport.ErrEmptyRemoteRepository) {
-			return nil, stalling(v1alpha1.ReasonBranchNotFound, "repository %s is empty: it has no branches", scrub(url, auth.secrets))
+			return nil, repositoryStalling(v1alpha1.ReasonBranchNotFound, "repository %s is empty: it has no branches", scrub(url, auth.secrets))
 		}
 		return nil, remoteError(ctx, v1alpha1.ReasonBranchListFailed, "listing the branches of", url, auth, err)
 	}
@@ -61,13 +61,13 @@ func readFuncYAML(ctx context.Context, url string, head Head, dir, fnPath string
 		}
 		switch {
 		case head.fixed() && errors.Is(err, gogit.ErrExactSHA1NotSupported):
-			return "", nil, nil, stalling(v1alpha1.ReasonCommitNotFound,
+			return "", nil, nil, repositoryStalling(v1alpha1.ReasonCommitNotFound,
 				"commit %s of repository %s is not the tip of a branch or tag, and the server does not allow fetching a commit by its id (git config uploadpack.allowReachableSHA1InWant)",
 				head.Commit, scrub(url, auth.secrets))
 		case head.fixed() && isNotOurRef(err):
-			return "", nil, nil, stalling(v1alpha1.ReasonCommitNotFound, "commit %s not found in repository %s", head.Commit, scrub(url, auth.secrets))
+			return "", nil, nil, repositoryStalling(v1alpha1.ReasonCommitNotFound, "commit %s not found in repository %s", head.Commit, scrub(url, auth.secrets))
 		case errors.Is(err, plumbing.ErrReferenceNotFound) || isNoMatchingRef(err):
-			return "", nil, nil, stalling(notFoundReason(head), "%s not found in repository %s", refText(head), scrub(url, auth.secrets))
+			return "", nil, nil, repositoryStalling(notFoundReason(head), "%s not found in repository %s", refText(head), scrub(url, auth.secrets))
 		}
 		return "", nil, nil, remoteError(ctx, v1alpha1.ReasonGitCloneFailed, "cloning", url, auth, err)
 	}
@@ -78,7 +78,7 @@ func readFuncYAML(ctx context.Context, url string, head Head, dir, fnPath string
 	commit, err := repo.CommitObject(hash)
 	if err != nil {
 		if head.fixed() {
-			return "", nil, nil, stalling(v1alpha1.ReasonCommitNotFound, "%s of repository %s is not a commit", refText(head), scrub(url, auth.secrets))
+			return "", nil, nil, repositoryStalling(v1alpha1.ReasonCommitNotFound, "%s of repository %s is not a commit", refText(head), scrub(url, auth.secrets))
 		}
 		return "", nil, nil, transient("reading commit %s of the clone: %s", hash, err)
 	}
@@ -141,7 +141,7 @@ func fetchedCommit(repo *gogit.Repository, head Head) (plumbing.Hash, error) {
 	if tag, err := repo.TagObject(hash); err == nil {
 		c, err := tag.Commit()
 		if err != nil {
-			return plumbing.ZeroHash, stalling(v1alpha1.ReasonTagNotFound, "tag %s does not point at a commit", name)
+			return plumbing.ZeroHash, repositoryStalling(v1alpha1.ReasonTagNotFound, "tag %s does not point at a commit", name)
 		}
 		hash = c.Hash
 	}
@@ -255,7 +255,7 @@ func fileIn(tree *object.Tree, fnPath, commit string) (*object.Tree, []byte, err
 func remoteError(ctx context.Context, reason, doing, url string, auth *Auth, err error) error {
 	u := scrub(url, auth.secrets)
 	if netguard.IsDenied(err) {
-		return stalling(v1alpha1.ReasonHostNotAllowed, "%s %s: %s", doing, u, firstLine(scrub(netguard.DeniedText(err), auth.secrets)))
+		return repositoryStalling(v1alpha1.ReasonHostNotAllowed, "%s %s: %s", doing, u, firstLine(scrub(netguard.DeniedText(err), auth.secrets)))
 	}
 	if netguard.IsTooLarge(err) {
 		return stalling(v1alpha1.ReasonCloneTooLarge, "%s %s: %s: the server sent more than the operator reads (a branch listing: %d MiB; a clone: ConfigMap key cloneMaxBytes)",
@@ -268,21 +268,21 @@ func remoteError(ctx context.Context, reason, doing, url string, auth *Auth, err
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || isTimeout(err):
 		return timedOut("%s %s timed out (ConfigMap key gitTimeout): %s", doing, u, msg)
 	case untrusted(err):
-		return stalling(reason, "%s %s: %s: put the PEM certificate of the CA that signed it under key %q of the Secret named by spec.repository.authSecretRef",
+		return repositoryStalling(reason, "%s %s: %s: put the PEM certificate of the CA that signed it under key %q of the Secret named by spec.repository.authSecretRef",
 			doing, u, msg, KeyCACert)
 	case errors.Is(err, transport.ErrAuthenticationRequired) && auth.Method == nil:
-		return stalling(reason,
+		return repositoryStalling(reason,
 			"%s %s: %s: the repository is private, set spec.repository.authSecretRef", doing, u, msg)
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
-		return stalling(reason,
+		return repositoryStalling(reason,
 			"%s %s: %s: the credentials in spec.repository.authSecretRef were refused", doing, u, msg)
 	case errors.Is(err, transport.ErrRepositoryNotFound):
-		return stalling(reason, "%s %s: %s", doing, u, msg)
+		return repositoryStalling(reason, "%s %s: %s", doing, u, msg)
 	case strings.Contains(msg, "knownhosts:") || strings.Contains(msg, "host key"):
-		return stalling(reason,
+		return repositoryStalling(reason,
 			"%s %s: %s: the server's host key does not match key %q of the auth Secret", doing, u, msg, KeyKnownHosts)
 	case strings.Contains(msg, "unable to authenticate"):
-		return stalling(reason,
+		return repositoryStalling(reason,
 			"%s %s: %s: the SSH key in spec.repository.authSecretRef was refused", doing, u, msg)
 	default:
 		return rerror.NewTransient(reason, "%s %s: %s", doing, u, msg)

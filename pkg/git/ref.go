@@ -83,7 +83,7 @@ func (l *Listing) Resolve(ref Ref, url string, auth *Auth) (Head, error) {
 	case ref.Tag != "":
 		commit, ok := l.Tags[ref.Tag]
 		if !ok {
-			return Head{}, stalling(v1alpha1.ReasonTagNotFound, "tag %q not found in repository %s (tags: %s)", ref.Tag, url, listSome(l.Tags))
+			return Head{}, repositoryStalling(v1alpha1.ReasonTagNotFound, "tag %q not found in repository %s (tags: %s)", ref.Tag, url, listSome(l.Tags))
 		}
 		return Head{Ref: "refs/tags/" + ref.Tag, Commit: commit}, nil
 	case ref.SemVer != "":
@@ -92,14 +92,14 @@ func (l *Listing) Resolve(ref Ref, url string, auth *Auth) (Head, error) {
 	branch := ref.Branch
 	if branch == "" {
 		if l.Default == "" {
-			return Head{}, stalling(v1alpha1.ReasonBranchNotFound,
+			return Head{}, repositoryStalling(v1alpha1.ReasonBranchNotFound,
 				"repository %s does not advertise a default branch: set spec.repository.branch", url)
 		}
 		branch = l.Default
 	}
 	commit, ok := l.Branches[branch]
 	if !ok {
-		return Head{}, stalling(v1alpha1.ReasonBranchNotFound, "branch %q not found in repository %s (branches: %s)",
+		return Head{}, repositoryStalling(v1alpha1.ReasonBranchNotFound, "branch %q not found in repository %s (branches: %s)",
 			branch, url, listSome(l.Branches))
 	}
 	return Head{Branch: branch, Ref: "refs/heads/" + branch, Commit: commit}, nil
@@ -118,7 +118,7 @@ func (l *Listing) resolveSemVer(rng, url string) (Head, error) {
 			return Head{Ref: "refs/tags/" + t.tag, Commit: l.Tags[t.tag]}, nil
 		}
 	}
-	return Head{}, stalling(v1alpha1.ReasonTagNotFound, "no tag of repository %s matches semver range %q (tags: %s)",
+	return Head{}, repositoryStalling(v1alpha1.ReasonTagNotFound, "no tag of repository %s matches semver range %q (tags: %s)",
 		url, rng, listSome(l.Tags))
 }
 

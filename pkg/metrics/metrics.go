@@ -1,4 +1,3 @@
-// Package metrics holds the operator's Prometheus metrics, registered on the manager's registry.
 package metrics
 
 import (

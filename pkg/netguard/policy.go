@@ -1,4 +1,3 @@
-// Package netguard decides which hosts a Function may make the operator connect to, and enforces it on the resolved address at connect time.
 package netguard
 
 import (

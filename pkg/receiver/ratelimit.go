@@ -4,34 +4,24 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
-// bucket is a token bucket: it holds up to burst tokens and gains rate a second.
-type bucket struct {
-	tokens float64
-	last   time.Time
-}
-
-// refill brings b's tokens up to now.
-func (b *bucket) refill(now time.Time, rate, burst float64) {
-	if elapsed := now.Sub(b.last); elapsed > 0 {
-		b.tokens = math.Min(burst, b.tokens+elapsed.Seconds()*rate)
-		b.last = now
-	}
-}
-
-// limiter keeps a bucket for each key: a full bucket is the same as none, so buckets
-// are dropped once full again, and there are at most max of them.
+// limiter keeps a token bucket (golang.org/x/time/rate) for each key: a full bucket
+// is the same as none, so buckets are dropped once full again, and there are at most
+// max of them.
 type limiter struct {
-	rate, burst float64
-	max         int
+	rate  rate.Limit
+	burst int
+	max   int
 
 	mu      sync.Mutex
-	buckets map[string]*bucket
+	buckets map[string]*rate.Limiter
 }
 
-func newLimiter(rate float64, burst, max int) *limiter {
-	return &limiter{rate: rate, burst: float64(burst), max: max, buckets: map[string]*bucket{}}
+func newLimiter(r float64, burst, max int) *limiter {
+	return &limiter{rate: rate.Limit(r), burst: burst, max: max, buckets: map[string]*rate.Limiter{}}
 }
 
 // take takes a token of key's bucket at now. It returns 0 when it could, else how
@@ -44,21 +34,20 @@ func (l *limiter) take(key string, now time.Time) time.Duration {
 		if len(l.buckets) >= l.max {
 			l.sweep(now)
 		}
-		b = &bucket{tokens: l.burst, last: now}
+		b = rate.NewLimiter(l.rate, l.burst)
 		l.buckets[key] = b
 	}
-	b.refill(now, l.rate, l.burst)
-	if b.tokens >= 1 {
-		b.tokens--
+	if b.AllowN(now, 1) {
 		return 0
 	}
-	return time.Duration(math.Ceil((1 - b.tokens) / l.rate * float64(time.Second)))
+	// rate's own delay would reserve the token; a refused request takes none.
+	return time.Duration(math.Ceil((1 - b.TokensAt(now)) / float64(l.rate) * float64(time.Second)))
 }
 
 // sweep drops the full buckets and, if that is not enough, any one.
 func (l *limiter) sweep(now time.Time) {
 	for k, b := range l.buckets {
-		if b.refill(now, l.rate, l.burst); b.tokens >= l.burst {
+		if b.TokensAt(now) >= float64(l.burst) {
 			delete(l.buckets, k)
 		}
 	}

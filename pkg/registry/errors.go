@@ -57,7 +57,11 @@ func (e *AuthError) Error() string {
 
 func (e *AuthError) Unwrap() error { return e.Err }
 
-// InspectReason tells why an InspectError happened.
+// InspectReason is the kind of an InspectError: what this package and its callers
+// branch on. It is neither a condition reason nor text users see (the message is the
+// error's text, and the reconciler maps a kind to a condition reason: NotFound to
+// ImageNotFound, TooLarge to ImageTooLarge, ...), so its values may change without
+// changing what users see.
 type InspectReason string
 
 const (

@@ -1,7 +1,3 @@
-// Package registry inspects function images in OCI registries: the middleware
-// version they were built with, drawn only from content verified against its
-// digest, and cached per repository and digest for the callers whose own access
-// to that image was shown.
 package registry
 
 import (

@@ -1,4 +1,3 @@
-// Package rerror classifies why a reconcile step stopped: stalling, waiting or transient.
 package rerror
 
 import (

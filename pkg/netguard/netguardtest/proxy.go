@@ -1,4 +1,3 @@
-// Package netguardtest helps test what goes through the operator's network guard: an HTTP CONNECT proxy that never leaves the loopback.
 package netguardtest
 
 import (
