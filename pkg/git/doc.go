@@ -2,9 +2,10 @@
 // shallow clones, credentials and a cache of what was read.
 //
 // The shared listings (listings.go) keep their own LRU on container/list rather than
-// k8s.io/utils/lru (used for the clone cache): they are bounded by bytes, not entries,
-// which that cache cannot evict by (RemoveOldest does not say what it removed, and Get
-// promotes a stale entry).
+// k8s.io/utils/lru (which pkg/tenancy's Secret cache uses): that cache's Get promotes
+// every entry it finds and it has no Peek, so a stale listing (past its age, or begun
+// before a push's mark) would move ahead of fresh ones; here only a listing served is
+// promoted, and the bound is in bytes, evicted in the same lock.
 //
 // It must not import pkg/reconciler or pkg/operator (depguard rule top) nor
 // knative.dev/func (rule func-adapter; func's types come through pkg/funclib).
