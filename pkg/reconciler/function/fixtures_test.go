@@ -48,8 +48,8 @@ const (
 	envSecret = "env-value-should-never-leak"
 )
 
-func funcYAML(name, runtime string) string {
-	return fmt.Sprintf("specVersion: 0.36.0\nname: %s\nruntime: %s\ninvoke: http\nbuild:\n  builder: pack\n", name, runtime)
+func funcYAML(name, rt string) string {
+	return fmt.Sprintf("specVersion: 0.36.0\nname: %s\nruntime: %s\ninvoke: http\nbuild:\n  builder: pack\n", name, rt)
 }
 
 // gitFixture is a set of real repositories served over smart HTTP.
