@@ -190,6 +190,9 @@ func (c Config) BuildRetryDelay(failures int32) time.Duration {
 	for i := int32(1); i < failures && d < c.BuildBackoffMax; i++ {
 		d = b.Step()
 	}
+	if d < 0 {
+		return 0 // overflowed (a cap past 2^62 ns): retry now, as the doubling by hand did
+	}
 	// Cap bounds the steps after the first only.
 	return min(d, c.BuildBackoffMax)
 }

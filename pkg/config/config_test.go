@@ -3,6 +3,7 @@ package config
 import (
 	"context"
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"sync"
@@ -396,6 +397,20 @@ func TestConfig_BuildRetryDelay(t *testing.T) {
 		if got := c.BuildRetryDelay(failures); got != want {
 			t.Errorf("BuildRetryDelay(%d) = %s, want %s", failures, got, want)
 		}
+	}
+}
+
+// A cap no one means (past 2^62 ns) overflows the doubling: the delay is never
+// negative (a status retryAfter in 1677), and the positive control shows it doubled
+// up to there.
+func TestConfig_BuildRetryDelayOverflow(t *testing.T) {
+	c := Defaults()
+	c.BuildBackoff, c.BuildBackoffMax = time.Minute, time.Duration(math.MaxInt64)
+	if got := c.BuildRetryDelay(10); got != 512*time.Minute {
+		t.Errorf("BuildRetryDelay(10) = %s, want %s", got, 512*time.Minute)
+	}
+	if got := c.BuildRetryDelay(60); got < 0 {
+		t.Errorf("BuildRetryDelay(60) = %s, want no negative delay", got)
 	}
 }
 

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -329,5 +332,74 @@ func TestReconcile_FailedBuildShownWhenStepsStop(t *testing.T) {
 	}
 	if c := got.Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate); c == nil || c.Reason == v1alpha1.ReasonRebuilding {
 		t.Errorf("MiddlewareUpToDate = %+v after the build failed, want it no longer Rebuilding", c)
+	}
+}
+
+// TestReconcile_BuildStoppedWhenItsServiceGoes: a build in flight for a Knative
+// Service the Function is no longer bound to (replaced, or no longer func's) is
+// stopped through Reconcile as the binary runs it: the checks find the binding, and
+// the stop after them fails the build, frees its slot and deletes its PipelineRun.
+// The positive control: the same Service, and the build goes on.
+func TestReconcile_BuildStoppedWhenItsServiceGoes(t *testing.T) {
+	f := newBindingFixture(t)
+	for _, tt := range []struct {
+		name      string
+		replaced  bool // the build was started for another Service's UID
+		unlabeled bool // the Service is no longer func's for the function
+		stopped   bool
+	}{
+		{name: "the same Service: the build goes on"},
+		{name: "the Service was replaced: the build is stopped", replaced: true, stopped: true},
+		{name: "the Service is no longer func's: the build is stopped", unlabeled: true, stopped: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			ns := newNamespace(t)
+			svc := f.service(t, ns, !tt.unlabeled)
+			startedFor := svc.UID
+			if tt.replaced {
+				startedFor = "uid-of-the-replaced-service"
+			}
+			fn := newFunction(ns, "fn", v1alpha1.Repository{URL: f.url})
+			mustCreate(t, fn)
+			start := metav1.Now()
+			fn.Status.InitializeConditions()
+			fn.Status.Build = &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseRunning, PipelineRun: "fn-run-b1",
+				StartTime: &start, ServiceUID: startedFor}
+			if err := k8sClient.Status().Update(ctx, fn); err != nil {
+				t.Fatal(err)
+			}
+			mustCreate(t, &pipelinev1.PipelineRun{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fn-run-b1", Labels: map[string]string{
+					resources.LabelFunction: "fn", resources.LabelBuildID: "b1", resources.LabelManagedBy: resources.ManagedBy,
+					resources.LabelServiceUID: string(startedFor)},
+					OwnerReferences: []metav1.OwnerReference{resources.Owner(fn)}},
+				Spec: pipelinev1.PipelineRunSpec{PipelineRef: &pipelinev1.PipelineRef{Name: "fn-pipeline"}},
+			})
+			r, _ := newBuildReconciler(t)
+			key := types.NamespacedName{Namespace: ns, Name: "fn"}
+			r.Builds.Queue.Running(key)
+
+			if _, err := reconcileOnce(t, r, ns, "fn"); err != nil && !tt.unlabeled {
+				t.Fatalf("Reconcile: %v", err)
+			}
+			got := getFunction(t, ns, "fn")
+			want := buildOutcome{Phase: v1alpha1.BuildPhaseRunning, PipelineRun: "fn-run-b1", HoldsSlot: true, ServiceUID: startedFor}
+			wantRuns := 1
+			if tt.stopped {
+				want = buildOutcome{Phase: v1alpha1.BuildPhaseFailed, PipelineRun: "fn-run-b1", Failures: 1, Retry: true, ServiceUID: startedFor}
+				wantRuns = 0
+			}
+			if diff := cmp.Diff(want, buildOutcomeOf(r, got)); diff != "" {
+				t.Errorf("build (-want +got):\n%s\nmessage: %s", diff, got.Status.Build.Message)
+			}
+			var runs pipelinev1.PipelineRunList
+			if err := k8sClient.List(ctx, &runs, client.InNamespace(ns)); err != nil {
+				t.Fatal(err)
+			}
+			if len(runs.Items) != wantRuns {
+				t.Errorf("%d PipelineRuns left, want %d", len(runs.Items), wantRuns)
+			}
+		})
 	}
 }

@@ -4,8 +4,10 @@
 //
 // # Where things are
 //
-//   - reconciler.go: the Reconciler, Reconcile (the steps in order, stopping at the
-//     first error), summarize (the kstatus conditions) and the one status patch.
+//   - reconciler.go: the Reconciler; Reconcile runs the checks in order (check:
+//     stopping at the first error, then stopping a build whose Service binding
+//     changed), the rebuild step when they all succeeded, summarize (the kstatus
+//     conditions) and the one status patch.
 //   - One file per step, named after it: build_observe.go (observeBuild, first, so a
 //     build is followed even while the source cannot be read), source.go
 //     (reconcileSource), deployment.go (reconcileDeployment, reconcileServiceReady;
