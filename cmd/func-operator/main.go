@@ -1,4 +1,6 @@
-// Command func-operator runs the operator that keeps Knative Functions deployed from git healthy.
+// Command func-operator runs the operator that keeps Knative Functions deployed from
+// git healthy: it parses the flags and the environment into operator.Options and
+// runs the manager pkg/operator assembles. Nothing imports it.
 package main
 
 import (

@@ -1,4 +1,8 @@
-// Package resources builds the Kubernetes objects and requests of a Function's rebuild, without a cluster.
+// Package resources builds the Kubernetes objects and requests of a Function's
+// rebuild, without a cluster: pure functions of their inputs, tested without a
+// control plane. It imports the API and pkg/funclib's request types only, never a
+// client (controller-runtime, client-go) nor the Reconciler that calls it (depguard
+// rule resources).
 package resources
 
 import (
