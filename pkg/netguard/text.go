@@ -2,6 +2,7 @@ package netguard
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"unicode/utf8"
 )
@@ -21,6 +22,24 @@ func ServerText(s string) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// CapText returns s when it has at most max bytes; otherwise its start, cut on a
+// character boundary, with a note of how much was cut, max bytes in all: for
+// condition and Event messages, and the lines of a failed build's log.
+func CapText(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	note := fmt.Sprintf(" … (%d bytes cut)", len(s))
+	keep := max - len(note)
+	if keep < 0 {
+		keep = 0
+	}
+	for keep > 0 && !utf8.RuneStart(s[keep]) {
+		keep--
+	}
+	return s[:keep] + note
 }
 
 // IsTooLarge is true when err is, wraps, or quotes a read past a limit of

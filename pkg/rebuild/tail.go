@@ -3,7 +3,8 @@ package rebuild
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/fnops/func-operator/pkg/netguard"
 )
 
 // DefaultLogLines is how many lines of a failed build's output are logged when
@@ -28,28 +29,10 @@ func TailLines(s string, n, width int) string {
 		keep = append([]string{lines[0]}, lines[len(lines)-(n-1):]...)
 	}
 	for i, l := range keep {
-		keep[i] = capLine(l, width)
+		keep[i] = netguard.CapText(l, width)
 	}
 	if cut > 0 {
 		keep = append(keep[:1], append([]string{fmt.Sprintf("… (%d lines cut)", cut)}, keep[1:]...)...)
 	}
 	return strings.Join(keep, "\n")
-}
-
-// capLine returns s when it has at most max bytes; otherwise its start, cut on a
-// character boundary, with a note of how much was cut, max bytes in all (as the
-// reconciler's CapMessage does to condition messages).
-func capLine(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	note := fmt.Sprintf(" … (%d bytes cut)", len(s))
-	keep := max - len(note)
-	if keep < 0 {
-		keep = 0
-	}
-	for keep > 0 && !utf8.RuneStart(s[keep]) {
-		keep--
-	}
-	return s[:keep] + note
 }

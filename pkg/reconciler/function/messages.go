@@ -2,12 +2,12 @@ package function
 
 import (
 	"fmt"
-	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/netguard"
 )
 
 // capMessages cuts every condition message of fn, and its build's, to max bytes, so that no text a
@@ -17,28 +17,11 @@ func capMessages(fn *v1alpha1.Function, max int) {
 		return
 	}
 	for i := range fn.Status.Conditions {
-		fn.Status.Conditions[i].Message = CapMessage(fn.Status.Conditions[i].Message, max)
+		fn.Status.Conditions[i].Message = netguard.CapText(fn.Status.Conditions[i].Message, max)
 	}
 	if b := fn.Status.Build; b != nil {
-		b.Message = CapMessage(b.Message, max)
+		b.Message = netguard.CapText(b.Message, max)
 	}
-}
-
-// CapMessage returns s when it has at most max bytes; otherwise its start, cut on
-// a character boundary, with a note of how much was cut, max bytes in all.
-func CapMessage(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	note := fmt.Sprintf(" … (%d bytes cut)", len(s))
-	keep := max - len(note)
-	if keep < 0 {
-		keep = 0
-	}
-	for keep > 0 && !utf8.RuneStart(s[keep]) {
-		keep--
-	}
-	return s[:keep] + note
 }
 
 // CappedRecorder returns a recorder whose Event messages are cut at max() bytes.
@@ -53,7 +36,7 @@ type cappedRecorder struct {
 
 func (c cappedRecorder) cap(s string) string {
 	if m := c.max(); m > 0 {
-		return CapMessage(s, m)
+		return netguard.CapText(s, m)
 	}
 	return s
 }

@@ -3,38 +3,11 @@ package function
 import (
 	"strings"
 	"testing"
-	"unicode/utf8"
 
-	"github.com/google/go-cmp/cmp"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 )
-
-func TestCapMessage(t *testing.T) {
-	tests := []struct {
-		name string
-		in   string
-		max  int
-		want string
-	}{
-		{name: "short", in: "all fine", max: 64, want: "all fine"},
-		{name: "exactly the cap", in: strings.Repeat("a", 64), max: 64, want: strings.Repeat("a", 64)},
-		{name: "over the cap", in: strings.Repeat("a", 100), max: 40, want: strings.Repeat("a", 20) + " … (100 bytes cut)"},
-		{name: "cut on a character boundary", in: strings.Repeat("é", 50), max: 40, want: strings.Repeat("é", 10) + " … (100 bytes cut)"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := CapMessage(tt.in, tt.max)
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("CapMessage() (-want +got):\n%s", diff)
-			}
-			if len(got) > tt.max || !utf8.ValidString(got) {
-				t.Errorf("CapMessage() = %d bytes (valid UTF-8: %v), want at most %d", len(got), utf8.ValidString(got), tt.max)
-			}
-		})
-	}
-}
 
 func TestCapMessages_StatusAndEvents(t *testing.T) {
 	fn := &v1alpha1.Function{}
