@@ -1,13 +1,11 @@
 package rebuild
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"testing"
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,13 +19,9 @@ import (
 // machine's and the queue's tests need none.
 var controlPlane = envtest.Shared{
 	CRDs: []string{envtest.TektonCRDs},
-	Setup: func(env *envtest.Environment) error {
-		scheme := runtime.NewScheme()
-		err := errors.Join(clientgoscheme.AddToScheme(scheme), v1alpha1.AddToScheme(scheme), pipelinev1.AddToScheme(scheme))
-		if err == nil {
-			k8sClient, err = client.New(env.Config, client.Options{Scheme: scheme})
-		}
+	Setup: func(env *envtest.Environment) (err error) {
 		restConfig = env.Config
+		k8sClient, err = env.Client(clientgoscheme.AddToScheme, v1alpha1.AddToScheme, pipelinev1.AddToScheme)
 		return err
 	},
 }

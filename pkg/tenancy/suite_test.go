@@ -1,13 +1,10 @@
 package tenancy
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,16 +17,10 @@ import (
 // started by the first of them (apiServer, newNamespace, newBareNamespace), so that
 // the pure tests run without it, and skipped under -short (make test-unit).
 var controlPlane = envtest.Shared{
-	Setup: func(env *envtest.Environment) error {
-		scheme := runtime.NewScheme()
-		err := errors.Join(clientgoscheme.AddToScheme(scheme), v1alpha1.AddToScheme(scheme))
-		if err == nil {
-			k8sClient, err = client.New(env.Config, client.Options{Scheme: scheme})
-		}
-		if err == nil {
-			_, err = envtest.Apply(context.Background(), env.Config, envtest.RBACFiles...)
-		}
+	RBAC: true,
+	Setup: func(env *envtest.Environment) (err error) {
 		restConfig = env.Config
+		k8sClient, err = env.Client(clientgoscheme.AddToScheme, v1alpha1.AddToScheme)
 		return err
 	},
 }

@@ -1,8 +1,12 @@
 package envtest
 
 import (
+	"context"
 	"sync"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Shared is the control plane of one package's tests, started by the first test that
@@ -12,7 +16,10 @@ import (
 type Shared struct {
 	// CRDs are the extra CRD directories, as for Start.
 	CRDs []string
-	// Setup, when set, runs once on the started control plane (clients, RBAC).
+	// RBAC applies config/'s RBAC (RBACFiles) once the control plane is up.
+	RBAC bool
+	// Setup, when set, runs once on the started control plane (after RBAC): it
+	// makes the package's clients (Environment.Client).
 	Setup func(*Environment) error
 
 	once sync.Once
@@ -27,6 +34,9 @@ func (s *Shared) Get(t testing.TB) *Environment {
 	skipShort(t)
 	s.once.Do(func() {
 		s.env, s.err = Start(s.CRDs...)
+		if s.err == nil && s.RBAC {
+			_, s.err = Apply(context.Background(), s.env.Config, RBACFiles...)
+		}
 		if s.err == nil && s.Setup != nil {
 			s.err = s.Setup(s.env)
 		}
@@ -43,4 +53,16 @@ func (s *Shared) Stop() error {
 		return nil
 	}
 	return s.env.Stop()
+}
+
+// Client returns a client of the control plane's admin that knows the types
+// addToScheme add.
+func (e *Environment) Client(addToScheme ...func(*runtime.Scheme) error) (client.Client, error) {
+	scheme := runtime.NewScheme()
+	for _, add := range addToScheme {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
+	return client.New(e.Config, client.Options{Scheme: scheme})
 }

@@ -1,15 +1,12 @@
 package function
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
 	"testing"
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	eventingv1 "knative.dev/eventing/pkg/apis/eventing/v1"
@@ -25,16 +22,10 @@ import (
 // the pure tests run without it, and skipped under -short (make test-unit).
 var controlPlane = envtest.Shared{
 	CRDs: []string{envtest.KnativeServingCRDs, envtest.KnativeEventingCRDs, envtest.TektonCRDs},
-	Setup: func(env *envtest.Environment) error {
-		scheme := runtime.NewScheme()
-		err := errors.Join(clientgoscheme.AddToScheme(scheme), v1alpha1.AddToScheme(scheme), servingv1.AddToScheme(scheme), eventingv1.AddToScheme(scheme), pipelinev1.AddToScheme(scheme))
-		if err == nil {
-			k8sClient, err = client.New(env.Config, client.Options{Scheme: scheme})
-		}
-		if err == nil {
-			_, err = envtest.Apply(context.Background(), env.Config, envtest.RBACFiles...)
-		}
+	RBAC: true,
+	Setup: func(env *envtest.Environment) (err error) {
 		restConfig = env.Config
+		k8sClient, err = env.Client(clientgoscheme.AddToScheme, v1alpha1.AddToScheme, servingv1.AddToScheme, eventingv1.AddToScheme, pipelinev1.AddToScheme)
 		return err
 	},
 }
