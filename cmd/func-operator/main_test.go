@@ -34,14 +34,11 @@ import (
 // control plane: flags, WATCH_NAMESPACE and SYSTEM_NAMESPACE, leader election,
 // probes and metrics, a Function reconciled, and a clean stop on SIGTERM.
 func TestBinary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary and runs it on a control plane: not in the quick tier (-short, make test-unit)")
-	}
+	env := envtest.StartT(t) // first: under -short it skips the test, before the build
 	bin := filepath.Join(t.TempDir(), "func-operator")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("building the operator: %v\n%s", err, out)
 	}
-	env := envtest.StartT(t)
 	scheme, err := operator.NewScheme()
 	if err != nil {
 		t.Fatal(err)
