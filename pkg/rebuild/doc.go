@@ -11,5 +11,5 @@
 // launch, the queue, the Knative Service — feeds what it saw to the machine as an
 // Event, and applies the Transition it returns (the status, Builds.Apply for the
 // queue and the launcher). This package must not import pkg/reconciler: the
-// reconciler imports it.
+// reconciler imports it (depguard rule rebuild).
 package rebuild
