@@ -3,7 +3,6 @@ package tenancy
 import (
 	"context"
 	"testing"
-	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,11 +28,7 @@ func newBareNamespace(t *testing.T) string {
 func asOperator(t *testing.T) client.Client {
 	t.Helper()
 	apiServer(t)
-	c, err := client.New(envtest.AsOperator(restConfig), client.Options{Scheme: k8sClient.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return envtest.OperatorClient(t, restConfig, k8sClient.Scheme())
 }
 
 func onboard(t *testing.T, ns string) {
@@ -60,15 +55,4 @@ func mustDelete(t *testing.T, o client.Object) {
 	if err := k8sClient.Delete(context.Background(), o); err != nil {
 		t.Fatalf("deleting %T %s: %v", o, o.GetName(), err)
 	}
-}
-
-// until polls cond for 10 seconds.
-func until(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("not within 10s: %s", what)
 }

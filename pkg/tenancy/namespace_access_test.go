@@ -127,10 +127,10 @@ func TestNamespaceAccess_CachesOnlySuccess(t *testing.T) {
 	}
 	onboard(t, ns)
 	// Not cached: onboarding is seen as soon as the API server's authorizer sees it.
-	until(t, "onboarding is seen", func() bool { return a.Check(ctx, ns, "func-operator-builder") == nil })
+	envtest.Until(t, "onboarding is seen", func() bool { return a.Check(ctx, ns, "func-operator-builder") == nil })
 	mustDelete(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "func-operator-namespace"}})
 	// The positive control for the TTL: a fresh checker sees the revocation.
-	until(t, "a fresh checker sees the revocation", func() bool {
+	envtest.Until(t, "a fresh checker sees the revocation", func() bool {
 		return (&NamespaceAccess{Client: op, Reader: op}).Check(ctx, ns, "func-operator-builder") != nil
 	})
 	if err := a.Check(ctx, ns, "func-operator-builder"); err != nil {

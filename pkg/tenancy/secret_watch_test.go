@@ -46,12 +46,12 @@ func TestSecretWatches(t *testing.T) {
 		defer mu.Unlock()
 		return slices.Contains(seen, key)
 	}
-	until(t, "the Secret that was there when the watch started", func() bool { return saw(onboarded + "/before") })
+	envtest.Until(t, "the Secret that was there when the watch started", func() bool { return saw(onboarded + "/before") })
 	mustCreate(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: onboarded, Name: "after"}})
-	until(t, "a Secret made after the watch started", func() bool { return saw(onboarded + "/after") })
+	envtest.Until(t, "a Secret made after the watch started", func() bool { return saw(onboarded + "/after") })
 
 	w.Ensure(bare)
-	until(t, "the refused watch ends", func() bool { return !w.Watching(bare) })
+	envtest.Until(t, "the refused watch ends", func() bool { return !w.Watching(bare) })
 	if !w.Watching(onboarded) {
 		t.Error("the onboarded namespace's watch ended too")
 	}
@@ -86,7 +86,7 @@ func TestSecretWatches_KeepNoValues(t *testing.T) {
 		StringData: map[string]string{"password": value}}
 	mustCreate(t, s)
 	w.Ensure(ns)
-	until(t, "the watch sees the Secret", func() bool { return len(w.GitCredentials(ns, "fn")) == 1 })
+	envtest.Until(t, "the watch sees the Secret", func() bool { return len(w.GitCredentials(ns, "fn")) == 1 })
 
 	got := w.GitCredentials(ns, "fn")[0]
 	if v, known := w.Version(ns, "applied"); !known || v != s.ResourceVersion {

@@ -160,8 +160,8 @@ func TestSecrets_KeptUntilChanged(t *testing.T) {
 	}
 
 	// The operator's RoleBinding reaches the authorizer a moment after it is made.
-	until(t, "the first read", func() bool { _, err := s.Get(ctx, ns, "git"); return err == nil })
-	until(t, "the watch has listed", func() bool { _, known := watches.Version(ns, "git"); return known })
+	envtest.Until(t, "the first read", func() bool { _, err := s.Get(ctx, ns, "git"); return err == nil })
+	envtest.Until(t, "the watch has listed", func() bool { _, known := watches.Version(ns, "git"); return known })
 	read() // kept at the version the watch saw
 	before := reader.count()
 	if got := read(); got != "one" || reader.count() != before {
@@ -172,7 +172,7 @@ func TestSecrets_KeptUntilChanged(t *testing.T) {
 	if err := k8sClient.Update(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	until(t, "the watch sees the change", func() bool { v, _ := watches.Version(ns, "git"); return v == secret.ResourceVersion })
+	envtest.Until(t, "the watch sees the change", func() bool { v, _ := watches.Version(ns, "git"); return v == secret.ResourceVersion })
 	if got := read(); got != "two" || reader.count() != before+1 {
 		t.Errorf("Get = %q after %d reads, want %q read again", got, reader.count()-before, "two")
 	}

@@ -1,6 +1,8 @@
 package envtest
 
 import (
+	"time"
+
 	"bufio"
 	"bytes"
 	"context"
@@ -10,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -150,4 +154,26 @@ func NewNamespace(t testing.TB, cfg *rest.Config, prefix string, onboard bool) s
 		}
 	}
 	return ns.Name
+}
+
+// OperatorClient is a client with the operator's identity (AsOperator) and only the
+// RBAC of config/, knowing the types of scheme.
+func OperatorClient(t testing.TB, cfg *rest.Config, scheme *runtime.Scheme) client.Client {
+	t.Helper()
+	c, err := client.New(AsOperator(cfg), client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Until polls cond every 100 ms for 10 seconds, and fails the test when it never held.
+func Until(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("not within 10s: %s", what)
 }

@@ -129,7 +129,7 @@ func TestReconciler_sweepGitCredentials(t *testing.T) {
 	}
 	mustCreate(t, secret("ended", "uid-fn"), secret("running", "uid-fn"), secret("others", "uid-other"))
 	r.Secrets.Watches.Ensure(ns)
-	until(t, "the watch sees the three Secrets", func() bool { return len(r.Secrets.Watches.GitCredentials(ns, "fn")) == 3 })
+	envtest.Until(t, "the watch sees the three Secrets", func() bool { return len(r.Secrets.Watches.GitCredentials(ns, "fn")) == 3 })
 
 	left := func() []string {
 		var list corev1.SecretList
@@ -159,7 +159,7 @@ func TestReconciler_sweepGitCredentials(t *testing.T) {
 	}
 	// The build ended: its Secret goes too.
 	fn.Status.Build.Phase = v1alpha1.BuildPhaseSucceeded
-	until(t, "the watch sees the deletion", func() bool { return len(r.Secrets.Watches.GitCredentials(ns, "fn")) == 2 })
+	envtest.Until(t, "the watch sees the deletion", func() bool { return len(r.Secrets.Watches.GitCredentials(ns, "fn")) == 2 })
 	r.sweepGitCredentials(ctx, fn)
 	if diff := cmp.Diff([]string{"others"}, left()); diff != "" {
 		t.Errorf("after the build ended, Secrets left (-want +got):\n%s", diff)

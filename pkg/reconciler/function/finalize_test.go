@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/fnops/func-operator/test/envtest"
+
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -50,7 +52,7 @@ func TestReconciler_Finalize(t *testing.T) {
 			key := types.NamespacedName{Namespace: ns, Name: "gone"}
 			var err error
 			// The operator's RoleBinding reaches the authorizer a moment after it is made.
-			until(t, "finalize ends", func() bool {
+			envtest.Until(t, "finalize ends", func() bool {
 				err = r.finalize(ctx, key)
 				return err == nil && (!tt.wantDeleted || gone(t, secret) && gone(t, pvc) && gone(t, run))
 			})

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 
@@ -151,22 +150,7 @@ func reconcileOnce(t *testing.T, r *Reconciler, ns, name string) (reconcile.Resu
 func asOperator(t *testing.T) client.Client {
 	t.Helper()
 	apiServer(t)
-	c, err := client.New(envtest.AsOperator(restConfig), client.Options{Scheme: k8sClient.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-// until polls cond for 10 seconds.
-func until(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("not within 10s: %s", what)
+	return envtest.OperatorClient(t, restConfig, k8sClient.Scheme())
 }
 
 func onboard(t *testing.T, ns string) {
