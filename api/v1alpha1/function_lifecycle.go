@@ -158,6 +158,12 @@ const (
 	// ReasonRebuildNotPossible is a False MiddlewareUpToDate that the operator cannot
 	// rebuild: no Tekton on the cluster, or a function the func pipeline cannot build.
 	ReasonRebuildNotPossible = "RebuildNotPossible"
+	// ReasonDeployerMismatch is a False MiddlewareUpToDate that the operator does not
+	// rebuild because func's pipeline would deploy it with another deployer than the
+	// one that deployed it (status.deployment.requestedDeployer against .deployer),
+	// stranding the old deployer's resources beside the new ones (func's rule: only raw
+	// to keda is a safe switch).
+	ReasonDeployerMismatch = "DeployerMismatch"
 	// ReasonNamespaceNotOnboarded is a False MiddlewareUpToDate that the operator may
 	// not rebuild because the Function's namespace has not granted it (or the build
 	// ServiceAccount) what a build needs: the message names the missing grant.
@@ -298,32 +304,40 @@ func (fs *FunctionStatus) MarkSourceUnknown(reason, messageFormat string, messag
 	fs.markUnknown(FunctionConditionSourceReady, reason, messageFormat, messageA...)
 }
 
-// MarkDeployed records that the function's Knative Service exists and runs image.
-func (fs *FunctionStatus) MarkDeployed(service, image string) {
-	fs.markTrue(FunctionConditionDeployed, ReasonDeployed, "Knative Service %s runs %s", service, image)
+// MarkDeployed records that what deployed the function (workload: "Knative Service
+// hello", "Deployment hello of func's raw deployer") exists and runs image; note, when
+// not empty, adds what else the operator noticed of the deployment.
+func (fs *FunctionStatus) MarkDeployed(workload, image, note string) {
+	if note != "" {
+		fs.markTrue(FunctionConditionDeployed, ReasonDeployed, "%s runs %s; %s", workload, image, note)
+		return
+	}
+	fs.markTrue(FunctionConditionDeployed, ReasonDeployed, "%s runs %s", workload, image)
 }
 
-// MarkNotDeployed records that the function has no Knative Service. The conditions
-// that need one wait for it.
-func (fs *FunctionStatus) MarkNotDeployed(service, namespace string) {
+// MarkNotDeployed records that none of func's deployers deployed the function: no
+// Knative Service, and no Deployment and Service of func's raw or keda deployer. The
+// conditions that need one wait for it.
+func (fs *FunctionStatus) MarkNotDeployed(function, namespace string) {
 	fs.markFalse(FunctionConditionDeployed, ReasonNotDeployed,
-		"no Knative Service %q in namespace %q: deploy the function (func deploy)", service, namespace)
-	fs.MarkServiceReadyUnknown(ReasonNotDeployed, "the function has no Knative Service")
-	fs.MarkMiddlewareUnknown(ReasonNotDeployed, "the function has no Knative Service")
+		"no Knative Service, and no Deployment and Service of func's raw or keda deployer, named %q in namespace %q: deploy the function (func deploy)", function, namespace)
+	fs.MarkServiceReadyUnknown(ReasonNotDeployed, "the function is not deployed")
+	fs.MarkMiddlewareUnknown(ReasonNotDeployed, "the function is not deployed")
 }
 
-// MarkNotBound records why the Function may not act on the Knative Service named as
-// its function (reason ServiceNotFromFunc or FunctionNameConflict). The conditions
-// that need the Service wait.
+// MarkNotBound records why the Function may not act on what func deployed under its
+// function's name (reason ServiceNotFromFunc or FunctionNameConflict). The conditions
+// that need it wait.
 func (fs *FunctionStatus) MarkNotBound(reason, messageFormat string, messageA ...interface{}) {
 	fs.markFalse(FunctionConditionDeployed, reason, messageFormat, messageA...)
-	fs.MarkServiceReadyUnknown(reason, "the Knative Service is not this Function's")
-	fs.MarkMiddlewareUnknown(reason, "the Knative Service is not this Function's")
+	fs.MarkServiceReadyUnknown(reason, "what is deployed under the function's name is not this Function's")
+	fs.MarkMiddlewareUnknown(reason, "what is deployed under the function's name is not this Function's")
 }
 
-// MarkServiceReady records that the Knative Service is ready.
-func (fs *FunctionStatus) MarkServiceReady(service string) {
-	fs.markTrue(FunctionConditionServiceReady, ReasonServiceReady, "Knative Service %s is ready", service)
+// MarkServiceReady records that what serves the function is ready, in the words of
+// messageFormat ("Knative Service hello is ready").
+func (fs *FunctionStatus) MarkServiceReady(messageFormat string, messageA ...interface{}) {
+	fs.markTrue(FunctionConditionServiceReady, ReasonServiceReady, messageFormat, messageA...)
 }
 
 // MarkServiceNotReady records why the Knative Service is not ready, in its own words.
@@ -406,6 +420,12 @@ func (fs *FunctionStatus) MarkRebuilding(messageFormat string, messageA ...inter
 // MarkBuildFailed records that the last rebuild failed; the old image keeps serving.
 func (fs *FunctionStatus) MarkBuildFailed(messageFormat string, messageA ...interface{}) {
 	fs.markFalse(FunctionConditionMiddlewareUpToDate, ReasonBuildFailed, messageFormat, messageA...)
+}
+
+// MarkDeployerMismatch records outdated middleware the operator does not rebuild: the
+// rebuild would switch deployers and strand the old one's resources.
+func (fs *FunctionStatus) MarkDeployerMismatch(messageFormat string, messageA ...interface{}) {
+	fs.markFalse(FunctionConditionMiddlewareUpToDate, ReasonDeployerMismatch, messageFormat, messageA...)
 }
 
 // MarkRebuildNotPossible records outdated middleware the operator cannot rebuild.

@@ -301,7 +301,7 @@ func TestFunctionStatus_DeploymentMarks(t *testing.T) {
 	sourceReady := cond{Status: corev1.ConditionTrue, Reason: ReasonFuncYamlRead,
 		Message: "func.yaml read from branch main at commit " + testShortCommit}
 	notDeployed := cond{Status: corev1.ConditionFalse, Reason: ReasonNotDeployed,
-		Message: `no Knative Service "hello" in namespace "team-a": deploy the function (func deploy)`}
+		Message: `no Knative Service, and no Deployment and Service of func's raw or keda deployer, named "hello" in namespace "team-a": deploy the function (func deploy)`}
 	tests := []struct {
 		name string
 		mark func(fs *FunctionStatus)
@@ -314,15 +314,15 @@ func TestFunctionStatus_DeploymentMarks(t *testing.T) {
 		want: map[apis.ConditionType]cond{
 			FunctionConditionSourceReady:        sourceReady,
 			FunctionConditionDeployed:           notDeployed,
-			FunctionConditionMiddlewareUpToDate: {Status: corev1.ConditionUnknown, Reason: ReasonNotDeployed, Message: "the function has no Knative Service"},
-			FunctionConditionServiceReady:       {Status: corev1.ConditionUnknown, Reason: ReasonNotDeployed, Message: "the function has no Knative Service"},
+			FunctionConditionMiddlewareUpToDate: {Status: corev1.ConditionUnknown, Reason: ReasonNotDeployed, Message: "the function is not deployed"},
+			FunctionConditionServiceReady:       {Status: corev1.ConditionUnknown, Reason: ReasonNotDeployed, Message: "the function is not deployed"},
 			FunctionConditionReady:              notDeployed,
 		},
 	}, {
 		name: "deployed and ready, middleware outdated: Ready says so",
 		mark: func(fs *FunctionStatus) {
-			fs.MarkDeployed("hello", "registry.example/hello@sha256:abc")
-			fs.MarkServiceReady("hello")
+			fs.MarkDeployed("Knative Service hello", "registry.example/hello@sha256:abc", "")
+			fs.MarkServiceReady("Knative Service hello is ready")
 			fs.MarkMiddlewareOutdated("v1 is available")
 		},
 		want: map[apis.ConditionType]cond{
@@ -335,8 +335,8 @@ func TestFunctionStatus_DeploymentMarks(t *testing.T) {
 	}, {
 		name: "update skipped by policy: outdated (False, severity Info), Ready is True, as upstream",
 		mark: func(fs *FunctionStatus) {
-			fs.MarkDeployed("hello", "img")
-			fs.MarkServiceReady("hello")
+			fs.MarkDeployed("Knative Service hello", "img", "")
+			fs.MarkServiceReady("Knative Service hello is ready")
 			fs.MarkAutoUpdateDisabled("auto-update is off")
 		},
 		want: map[apis.ConditionType]cond{
@@ -349,7 +349,7 @@ func TestFunctionStatus_DeploymentMarks(t *testing.T) {
 	}, {
 		name: "service not ready: its reason and message carried over to Ready",
 		mark: func(fs *FunctionStatus) {
-			fs.MarkDeployed("hello", "img")
+			fs.MarkDeployed("Knative Service hello", "img", "")
 			fs.MarkMiddlewareUpToDate("v1 is the newest")
 			fs.MarkServiceNotReady("RevisionMissing", "Configuration %q does not have any ready Revision.", "hello")
 		},
@@ -378,8 +378,8 @@ func TestFunctionStatus_MarkDownstreamWaitingForSource(t *testing.T) {
 	waitingCond := cond{Status: corev1.ConditionUnknown, Reason: ReasonSourceNotReady, Message: waiting}
 	middlewareUnknown := cond{Status: corev1.ConditionUnknown, Reason: ReasonRegistryUnreachable, Message: "registry down"}
 	notDeployed := cond{Status: corev1.ConditionFalse, Reason: ReasonNotDeployed,
-		Message: `no Knative Service "fn" in namespace "ns": deploy the function (func deploy)`}
-	serviceWaits := cond{Status: corev1.ConditionUnknown, Reason: ReasonNotDeployed, Message: "the function has no Knative Service"}
+		Message: `no Knative Service, and no Deployment and Service of func's raw or keda deployer, named "fn" in namespace "ns": deploy the function (func deploy)`}
+	serviceWaits := cond{Status: corev1.ConditionUnknown, Reason: ReasonNotDeployed, Message: "the function is not deployed"}
 
 	tests := []struct {
 		name  string
@@ -643,8 +643,8 @@ func TestFunctionStatus_RebuildMarks(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			fs := initialized()
 			fs.MarkSourceReady("main", testCommit)
-			fs.MarkDeployed("hello", "img")
-			fs.MarkServiceReady("hello")
+			fs.MarkDeployed("Knative Service hello", "img", "")
+			fs.MarkServiceReady("Knative Service hello is ready")
 			fs.MarkMiddlewareOutdated("v2 is available")
 			tt.mark(fs)
 			got := conds(fs)
@@ -669,8 +669,8 @@ func TestFunctionStatus_RebuildMarks(t *testing.T) {
 func TestFunctionStatus_NonGatingMiddleware(t *testing.T) {
 	ready := func(fs *FunctionStatus) {
 		fs.MarkSourceReady("main", testCommit)
-		fs.MarkDeployed("hello", "img")
-		fs.MarkServiceReady("hello")
+		fs.MarkDeployed("Knative Service hello", "img", "")
+		fs.MarkServiceReady("Knative Service hello is ready")
 	}
 	tests := []struct {
 		name         string
@@ -797,15 +797,15 @@ func TestFunctionStatus_ReadyTransitionTimeWithInfoMiddleware(t *testing.T) {
 	past := apis.VolatileTime{Inner: metav1.NewTime(time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC))}
 	fs := initialized()
 	fs.MarkSourceReady("main", testCommit)
-	fs.MarkDeployed("hello", "img")
-	fs.MarkServiceReady("hello")
+	fs.MarkDeployed("Knative Service hello", "img", "")
+	fs.MarkServiceReady("Knative Service hello is ready")
 	fs.MarkAutoUpdateDisabled("v2 is available")
 	for i := range fs.Conditions {
 		if fs.Conditions[i].Type == FunctionConditionReady {
 			fs.Conditions[i].LastTransitionTime = past
 		}
 	}
-	fs.MarkServiceReady("hello")
+	fs.MarkServiceReady("Knative Service hello is ready")
 	fs.MarkAutoUpdateDisabled("v2 is available")
 	ready := fs.GetCondition(FunctionConditionReady)
 	if !ready.IsTrue() {
@@ -826,8 +826,8 @@ func TestFunctionStatus_ReadyTransitionTimeWithInfoMiddleware(t *testing.T) {
 func TestFunctionStatus_SourceReachable(t *testing.T) {
 	fs := initialized()
 	fs.MarkSourceReady("main", testCommit)
-	fs.MarkDeployed("hello", "img")
-	fs.MarkServiceReady("hello")
+	fs.MarkDeployed("Knative Service hello", "img", "")
+	fs.MarkServiceReady("Knative Service hello is ready")
 	fs.MarkMiddlewareUpToDate("v2")
 	fs.MarkSourceReachable()
 	if !fs.GetCondition(FunctionConditionReady).IsTrue() {

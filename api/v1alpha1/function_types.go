@@ -24,6 +24,7 @@ import (
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Runtime",type=string,JSONPath=`.status.deployment.runtime`
+// +kubebuilder:printcolumn:name="Deployer",type=string,JSONPath=`.status.deployment.deployer`
 // +kubebuilder:printcolumn:name="Middleware",type=string,JSONPath=`.status.middleware.current`
 // +kubebuilder:printcolumn:name="Up-To-Date",type=string,JSONPath=`.status.conditions[?(@.type=="MiddlewareUpToDate")].status`
 // +kubebuilder:printcolumn:name="Build",type=string,JSONPath=`.status.build.phase`
@@ -261,9 +262,20 @@ type DeploymentStatus struct {
 	// +optional
 	Runtime string `json:"runtime,omitempty"`
 
-	// Deployer that deployed the function (for example knative).
+	// Deployer is func's deployer that deployed the function, as the cluster shows
+	// it: knative (a Knative Service), raw (a Deployment and a Service) or keda (raw
+	// plus an HTTPScaledObject of the KEDA HTTP add-on).
 	// +optional
 	Deployer string `json:"deployer,omitempty"`
+
+	// RequestedDeployer is the deployer func.yaml names at the observed commit: its
+	// deployer field, else deploy.deployer (the one func recorded); empty when it
+	// names none, which is func's default, knative. A rebuild deploys with it: the
+	// operator does not rebuild when that would strand what Deployer deployed (func's
+	// rule: only raw to keda is a safe switch).
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	RequestedDeployer string `json:"requestedDeployer,omitempty"`
 
 	// Invoke is the function's invocation type from func.yaml: http (also when empty) or cloudevent.
 	// +optional
@@ -346,8 +358,16 @@ const (
 	AutoUpdateSourceOperatorConfig = "OperatorConfig"
 )
 
-// DeployerKnative is status.deployment.deployer of functions served by Knative Services.
-const DeployerKnative = "knative"
+// Values of status.deployment.deployer: func's deployers.
+const (
+	// DeployerKnative: a Knative Service serves the function.
+	DeployerKnative = "knative"
+	// DeployerRaw: func's raw deployer's Deployment and Service serve the function.
+	DeployerRaw = "raw"
+	// DeployerKeda: func's keda deployer's Deployment, Service and HTTPScaledObject
+	// (KEDA HTTP add-on) serve the function.
+	DeployerKeda = "keda"
+)
 
 // AutoUpdateStatus says whether outdated middleware is rebuilt automatically.
 type AutoUpdateStatus struct {

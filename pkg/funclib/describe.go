@@ -8,7 +8,7 @@ import (
 	fn "knative.dev/func/pkg/functions"
 )
 
-// ErrNotDeployed says a function has no Knative Service.
+// ErrNotDeployed says a function has nothing deployed by the deployer asked.
 var ErrNotDeployed = errors.New("the function is not deployed")
 
 // Instance is the runtime state of a deployed function, as func describes it.
@@ -21,6 +21,8 @@ type Instance struct {
 	// Image is the image the function runs, by digest when known.
 	Image         string
 	Subscriptions []Subscription
+	// Deployer is the func deployer that deployed the function: knative, raw or keda.
+	Deployer string
 }
 
 // Subscription is a Knative Eventing trigger that delivers events to the function.
@@ -37,27 +39,40 @@ type InstanceSource interface {
 }
 
 // Describer describes deployed functions through the func library's client
-// (fn.Client.Describe), with the operator's InstanceSource as func's Describer, in
-// place of func's default one that builds new API clients on every call.
+// (fn.Client.Describe), with the operator's InstanceSources as func's Describers, in
+// place of func's default ones that build new API clients on every call: one per
+// deployer, as func's pipelines provider picks its describer by deployer.
 type Describer struct {
-	client *fn.Client
+	clients map[string]*fn.Client
 }
 
-// NewDescriber returns a Describer over src.
-func NewDescriber(src InstanceSource) *Describer {
-	return &Describer{client: fn.New(fn.WithDescribers(describer{src: src}))}
+// NewDescriber returns a Describer over knative, the source of Knative Services.
+// Sources of other deployers are added with WithSource.
+func NewDescriber(knative InstanceSource) *Describer {
+	return (&Describer{clients: map[string]*fn.Client{}}).WithSource(DeployerKnative, knative)
 }
 
-// Describe describes function name in namespace: ErrNotDeployed when it has no Service.
-func (d *Describer) Describe(ctx context.Context, name, namespace string) (Instance, error) {
+// WithSource makes d describe the functions of deployer through src, and returns d.
+func (d *Describer) WithSource(deployer string, src InstanceSource) *Describer {
+	d.clients[deployer] = fn.New(fn.WithDescribers(describer{src: src, deployer: deployer}))
+	return d
+}
+
+// Describe describes function name in namespace as deployer deployed it:
+// ErrNotDeployed when that deployer deployed nothing of that name.
+func (d *Describer) Describe(ctx context.Context, deployer, name, namespace string) (Instance, error) {
 	if name == "" || namespace == "" {
 		return Instance{}, fmt.Errorf("describing a function needs its name and namespace (got %q, %q)", name, namespace)
 	}
-	in, err := d.client.Describe(ctx, name, namespace, fn.Function{})
+	c, ok := d.clients[deployer]
+	if !ok {
+		return Instance{}, fmt.Errorf("describing a function deployed by %q: the operator reads no such deployer's functions", deployer)
+	}
+	in, err := c.Describe(ctx, name, namespace, fn.Function{})
 	if err != nil {
 		return Instance{}, err
 	}
-	out := Instance{Name: in.Name, Namespace: in.Namespace, Route: in.Route, Routes: in.Routes, Image: in.Image}
+	out := Instance{Name: in.Name, Namespace: in.Namespace, Route: in.Route, Routes: in.Routes, Image: in.Image, Deployer: in.Deployer}
 	for _, s := range in.Subscriptions {
 		out.Subscriptions = append(out.Subscriptions, Subscription{Source: s.Source, Type: s.Type, Broker: s.Broker})
 	}
@@ -65,7 +80,10 @@ func (d *Describer) Describe(ctx context.Context, name, namespace string) (Insta
 }
 
 // describer adapts an InstanceSource to the func library's Describer interface.
-type describer struct{ src InstanceSource }
+type describer struct {
+	src      InstanceSource
+	deployer string
+}
 
 var _ fn.Describer = describer{}
 
@@ -74,7 +92,7 @@ func (d describer) Describe(ctx context.Context, name, namespace string) (fn.Ins
 	if err != nil {
 		return fn.Instance{}, err
 	}
-	out := fn.Instance{Name: in.Name, Namespace: in.Namespace, Route: in.Route, Routes: in.Routes, Image: in.Image}
+	out := fn.Instance{Name: in.Name, Namespace: in.Namespace, Route: in.Route, Routes: in.Routes, Image: in.Image, Deployer: d.deployer}
 	for _, s := range in.Subscriptions {
 		out.Subscriptions = append(out.Subscriptions, fn.Subscription{Source: s.Source, Type: s.Type, Broker: s.Broker})
 	}

@@ -45,6 +45,10 @@ type Metadata struct {
 	Buildpacks []string
 	// ServiceAccountName is the ServiceAccount the function runs as; empty means default.
 	ServiceAccountName string
+	// Deployer is the deployer func.yaml asks for (its deployer field: knative, raw
+	// or keda), empty when it names none. DeployedWith is the one func recorded the
+	// function was last deployed with (deploy.deployer). DeployerOf resolves them.
+	Deployer, DeployedWith string
 }
 
 // InvalidError says that func.yaml cannot be used: it does not parse, migrate or validate.
@@ -128,6 +132,8 @@ func LoadFuncYAML(content []byte, tmpDir string) (Metadata, error) {
 		BuilderImages:      nonEmpty(f.Build.BuilderImages),
 		Buildpacks:         f.Build.Buildpacks,
 		ServiceAccountName: f.Deploy.ServiceAccountName,
+		Deployer:           f.Deployer,
+		DeployedWith:       f.Deploy.Deployer,
 	}, nil
 }
 

@@ -162,6 +162,9 @@ func CheckBuildable(m Metadata) error {
 	default:
 		return fmt.Errorf("func.yaml names builder %q; func's on-cluster pipeline builds with pack or s2i", m.Builder)
 	}
+	if d := DeployerOf(m); !KnownDeployer(d) {
+		return fmt.Errorf("func.yaml names deployer %q; func %s deploys with %s", d, Version(), strings.Join(Deployers(), ", "))
+	}
 	if _, err := TargetImage(m); err != nil {
 		return err
 	}
@@ -244,6 +247,9 @@ func buildFunction(req BuildRequest) (fn.Function, error) {
 		Registry:    m.Registry,
 		Image:       img,
 		Namespace:   req.Namespace,
+		// The deployer func's provider describes the function with once its run
+		// ended; the run's deploy step resolves the same from func.yaml.
+		Deployer: DeployerOf(m),
 		Build: fn.BuildSpec{
 			Git:           fn.Git{URL: req.GitURL, Revision: req.Revision, ContextDir: req.ContextDir},
 			Builder:       builder,

@@ -29,6 +29,10 @@ func TestCheckBuildable(t *testing.T) {
 			wantErr: "func.yaml's registry holds a control character"},
 		{name: "a builder image with a tab", m: Metadata{Name: "hello", Runtime: "go", Registry: "127.0.0.1:5000/x", BuilderImages: map[string]string{"pack": "b\tx"}},
 			wantErr: "func.yaml's build.builderImages.pack holds a control character"},
+		{name: "raw deployer", m: Metadata{Name: "hello", Runtime: "go", Registry: "r.example/x", Deployer: DeployerRaw}},
+		{name: "keda recorded as deployed with", m: Metadata{Name: "hello", Runtime: "go", Registry: "r.example/x", DeployedWith: DeployerKeda}},
+		{name: "a deployer func does not have", m: Metadata{Name: "hello", Runtime: "go", Registry: "r.example/x", Deployer: "nomad"},
+			wantErr: `func.yaml names deployer "nomad"; func v0.50.1 deploys with knative, raw, keda`},
 		{name: "build envs on one line each: fine", m: Metadata{Name: "hello", Runtime: "go", Registry: "127.0.0.1:5000/x", BuildEnvs: []string{"A=1", "B=two words: and more"}}},
 	}
 	for _, tt := range tests {
@@ -74,7 +78,7 @@ func TestBuildFunction(t *testing.T) {
 	env := func(k, v string) fn.Env { return fn.Env{Name: &k, Value: &v} }
 	want := fn.Function{
 		SpecVersion: "0.36.0", Name: "hello", Runtime: "go", Registry: "registry.example/fns",
-		Image: "registry.example/fns/hello:latest", Namespace: "team-a",
+		Image: "registry.example/fns/hello:latest", Namespace: "team-a", Deployer: DeployerKnative,
 		Build: fn.BuildSpec{
 			Git:           fn.Git{URL: "https://git.example/fns.git", Revision: "abc", ContextDir: "fns/hello"},
 			Builder:       "pack",
@@ -85,6 +89,17 @@ func TestBuildFunction(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("buildFunction (-want +got):\n%s", diff)
+	}
+
+	// func's provider describes the function with the deployer func.yaml names.
+	for _, tt := range []struct{ deployer, deployedWith, want string }{
+		{"", "", DeployerKnative}, {DeployerRaw, "", DeployerRaw}, {"", DeployerKeda, DeployerKeda}, {DeployerKeda, DeployerRaw, DeployerKeda},
+	} {
+		r := req
+		r.Function.Deployer, r.Function.DeployedWith = tt.deployer, tt.deployedWith
+		if got, err := buildFunction(r); err != nil || got.Deployer != tt.want {
+			t.Errorf("buildFunction(deployer %q, deploy.deployer %q).Deployer = %q, %v; want %q", tt.deployer, tt.deployedWith, got.Deployer, err, tt.want)
+		}
 	}
 
 	// A builder image func.yaml pins wins over the operator's.

@@ -64,20 +64,43 @@ func (s *Services) Instance(ctx context.Context, name, namespace string) (funcli
 // subscriptions returns the Triggers that deliver events to svc, as func's own
 // describer matches them. Without Knative Eventing on the cluster there are none.
 func (s *Services) subscriptions(ctx context.Context, svc *servingv1.Service) ([]funclib.Subscription, error) {
+	return s.triggers(ctx, svc.Namespace, func(t *eventingv1.Trigger) bool { return subscribesTo(t, svc) })
+}
+
+// SubscriptionsTo returns the Triggers of namespace whose subscriber URI names one of
+// hosts (with any port, at the root path): func's raw deployer subscribes a function's
+// core Service by its cluster address. Without Knative Eventing there are none.
+func (s *Services) SubscriptionsTo(ctx context.Context, namespace string, hosts []string) ([]funclib.Subscription, error) {
+	return s.triggers(ctx, namespace, func(t *eventingv1.Trigger) bool {
+		uri := t.Spec.Subscriber.URI
+		if t.Spec.Subscriber.Ref != nil || uri == nil || strings.TrimSuffix(uri.Path, "/") != "" {
+			return false
+		}
+		for _, h := range hosts {
+			if uri.URL().Hostname() == h {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// triggers returns, sorted, the subscriptions of the Triggers of namespace that match.
+func (s *Services) triggers(ctx context.Context, namespace string, match func(*eventingv1.Trigger) bool) ([]funclib.Subscription, error) {
 	if !s.eventing.Load() {
 		return nil, nil
 	}
 	var triggers eventingv1.TriggerList
-	err := s.Reader.List(ctx, &triggers, client.InNamespace(svc.Namespace))
+	err := s.Reader.List(ctx, &triggers, client.InNamespace(namespace))
 	switch {
 	case meta.IsNoMatchError(err), runtime.IsNotRegisteredError(err):
 		return nil, nil // no Knative Eventing
 	case err != nil:
-		return nil, fmt.Errorf("listing the Triggers of namespace %s: %w", svc.Namespace, err)
+		return nil, fmt.Errorf("listing the Triggers of namespace %s: %w", namespace, err)
 	}
 	var subs []funclib.Subscription
 	for _, t := range triggers.Items {
-		if !subscribesTo(&t, svc) {
+		if !match(&t) {
 			continue
 		}
 		sub := funclib.Subscription{Broker: t.Spec.Broker}

@@ -129,7 +129,7 @@ func describeEventually(t *testing.T, ns, name string, done func(funclib.Instanc
 	d := funclib.NewDescriber(&Services{Reader: informers})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		in, err := d.Describe(context.Background(), name, ns)
+		in, err := d.Describe(context.Background(), funclib.DeployerKnative, name, ns)
 		if done(in, err) || time.Now().After(deadline) {
 			return in, err
 		}
@@ -189,7 +189,7 @@ func TestDescriber_NeedsNameAndNamespace(t *testing.T) {
 	controlPlane.Get(t) // the informers
 	d := funclib.NewDescriber(&Services{Reader: informers})
 	for _, c := range [][2]string{{"", "ns"}, {"name", ""}} {
-		if _, err := d.Describe(context.Background(), c[0], c[1]); err == nil {
+		if _, err := d.Describe(context.Background(), funclib.DeployerKnative, c[0], c[1]); err == nil {
 			t.Errorf("Describe(%q, %q) = nil error, want one", c[0], c[1])
 		}
 	}

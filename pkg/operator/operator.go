@@ -11,10 +11,13 @@ import (
 	"strings"
 	"time"
 
+	kedav1alpha1 "github.com/kedacore/http-add-on/operator/apis/http/v1alpha1"
 	"github.com/prometheus/client_golang/prometheus"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -46,6 +49,7 @@ import (
 	"github.com/fnops/func-operator/pkg/reconciler/function"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 	"github.com/fnops/func-operator/pkg/tenancy"
+	"github.com/fnops/func-operator/pkg/workload"
 )
 
 // Options configure the operator.
@@ -101,7 +105,7 @@ func ParseNamespaces(s string) []string {
 // NewScheme returns the scheme with every type the operator reads or writes.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, servingv1.AddToScheme, eventingv1.AddToScheme, pipelinev1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, servingv1.AddToScheme, eventingv1.AddToScheme, pipelinev1.AddToScheme, kedav1alpha1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("building the scheme: %w", err)
 		}
@@ -113,6 +117,9 @@ func NewScheme() (*runtime.Scheme, error) {
 func cacheTransform(o any) (any, error) {
 	o, err := cache.TransformStripManagedFields()(o)
 	if err != nil {
+		return o, err
+	}
+	if o, err = workload.Slim(o); err != nil {
 		return o, err
 	}
 	return knative.SlimTrigger(o)
@@ -136,52 +143,13 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 		return nil, err
 	}
 
-	cacheOpts := cache.Options{
-		// The operator never reads managedFields: without them a cached Knative Service
-		// or Function takes about half the memory (measured by make bench-scale).
-		// Triggers are cut to what the operator reads, whatever their size: they are
-		// cached cluster-wide and anyone who may create one writes them. (A default
-		// transform, as Knative Eventing may be installed after the start.)
-		DefaultTransform: cacheTransform,
-		ByObject: map[client.Object]cache.ByObject{
-			// Only the operator's own ConfigMap is cached.
-			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{o.SystemNamespace: {
-				FieldSelector: fields.OneTermEqualSelector("metadata.name", config.ConfigMapName),
-			}}},
-		},
-	}
-	tekton, err := tektonInstalled(restConfig)
+	cacheOpts, tekton, watchSelected, err := cacheOptions(restConfig, o)
 	if err != nil {
 		return nil, err
-	}
-	if tekton {
-		// Only the PipelineRuns of the operator's builds are cached. (The cache cannot
-		// be told so of a kind the cluster does not serve yet: with Tekton installed
-		// after the start, every PipelineRun is cached until the next restart.)
-		cacheOpts.ByObject[&pipelinev1.PipelineRun{}] = cache.ByObject{
-			Label:     labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy}),
-			Transform: function.SlimPipelineRun,
-		}
-	}
-	var watchSelected labels.Selector
-	if o.WatchLabelSelector != "" {
-		sel, err := labels.Parse(o.WatchLabelSelector)
-		if err != nil {
-			return nil, fmt.Errorf("parsing the watch label selector %q: %w", o.WatchLabelSelector, err)
-		}
-		// Only this shard's Functions are cached, so only they are reconciled.
-		cacheOpts.ByObject[&v1alpha1.Function{}] = cache.ByObject{Label: sel}
-		watchSelected = sel
 	}
 	leaderElectionID := o.LeaderElectionID
 	if leaderElectionID == "" {
 		leaderElectionID = LeaderElectionID
-	}
-	if len(o.WatchNamespaces) > 0 {
-		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range o.WatchNamespaces {
-			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
-		}
 	}
 
 	mgr, err := manager.New(restConfig, manager.Options{
@@ -247,14 +215,18 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 		return nil, err
 	}
 	services := &knative.Services{Reader: mgr.GetClient()}
+	workloads := &workload.Workloads{Reader: mgr.GetClient(), Subscriptions: services.SubscriptionsTo}
 	own := ownListeners(o.MetricsAddr, o.ProbeAddr, o.WebhookAddr)
 	guard, fetcher, inspector, err := remotes(restConfig, store, o.WorkDir, own)
 	if err != nil {
 		return nil, err
 	}
 	r := &function.Reconciler{
-		Describer: funclib.NewDescriber(services),
+		Describer: funclib.NewDescriber(services).
+			WithSource(funclib.DeployerRaw, workloads.Source(funclib.DeployerRaw)).
+			WithSource(funclib.DeployerKeda, workloads.Source(funclib.DeployerKeda)),
 		Services:  services,
+		Workloads: workloads,
 		Inspector: inspector,
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
@@ -326,21 +298,91 @@ func addRunnables(mgr manager.Manager, restConfig *rest.Config, r *function.Reco
 	return nil
 }
 
+// cacheOptions are the manager's cache options: what is cached, cut how; whether the
+// cluster serves Tekton; and the label selector of this shard's Functions (nil: all).
+func cacheOptions(restConfig *rest.Config, o Options) (cache.Options, bool, labels.Selector, error) {
+	cacheOpts := cache.Options{
+		// The operator never reads managedFields: without them a cached Knative Service
+		// or Function takes about half the memory (measured by make bench-scale).
+		// Triggers are cut to what the operator reads, whatever their size: they are
+		// cached cluster-wide and anyone who may create one writes them. (A default
+		// transform, as Knative Eventing may be installed after the start.)
+		DefaultTransform: cacheTransform,
+		ByObject: map[client.Object]cache.ByObject{
+			// Only the operator's own ConfigMap is cached.
+			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{o.SystemNamespace: {
+				FieldSelector: fields.OneTermEqualSelector("metadata.name", config.ConfigMapName),
+			}}},
+		},
+	}
+	// Of Deployments, core Services (by metadata) and HTTPScaledObjects, only what func's
+	// deployers labelled with a function's name is cached (cut by workload.Slim): the
+	// raw and keda deployers' functions. (The HTTPScaledObjects of a KEDA HTTP add-on
+	// installed after the start are all cached, cut, until the next restart.)
+	funcLabelled := cache.ByObject{Label: workload.CacheSelector()}
+	serviceMeta := &metav1.PartialObjectMetadata{}
+	serviceMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Service"))
+	cacheOpts.ByObject[&appsv1.Deployment{}] = funcLabelled
+	cacheOpts.ByObject[serviceMeta] = funcLabelled
+	keda, err := apiServed(restConfig, kedav1alpha1.SchemeGroupVersion.String(), "httpscaledobjects")
+	if err != nil {
+		return cache.Options{}, false, nil, err
+	}
+	if keda {
+		cacheOpts.ByObject[&kedav1alpha1.HTTPScaledObject{}] = funcLabelled
+	}
+	tekton, err := tektonInstalled(restConfig)
+	if err != nil {
+		return cache.Options{}, false, nil, err
+	}
+	if tekton {
+		// Only the PipelineRuns of the operator's builds are cached. (The cache cannot
+		// be told so of a kind the cluster does not serve yet: with Tekton installed
+		// after the start, every PipelineRun is cached until the next restart.)
+		cacheOpts.ByObject[&pipelinev1.PipelineRun{}] = cache.ByObject{
+			Label:     labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy}),
+			Transform: function.SlimPipelineRun,
+		}
+	}
+	var watchSelected labels.Selector
+	if o.WatchLabelSelector != "" {
+		sel, err := labels.Parse(o.WatchLabelSelector)
+		if err != nil {
+			return cache.Options{}, false, nil, fmt.Errorf("parsing the watch label selector %q: %w", o.WatchLabelSelector, err)
+		}
+		// Only this shard's Functions are cached, so only they are reconciled.
+		cacheOpts.ByObject[&v1alpha1.Function{}] = cache.ByObject{Label: sel}
+		watchSelected = sel
+	}
+	if len(o.WatchNamespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range o.WatchNamespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return cacheOpts, tekton, watchSelected, nil
+}
+
 // tektonInstalled reports whether the cluster serves Tekton's v1 PipelineRuns.
 func tektonInstalled(cfg *rest.Config) (bool, error) {
+	return apiServed(cfg, pipelinev1.SchemeGroupVersion.String(), "pipelineruns")
+}
+
+// apiServed reports whether the cluster serves resource of groupVersion.
+func apiServed(cfg *rest.Config, groupVersion, resource string) (bool, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return false, fmt.Errorf("creating the discovery client: %w", err)
 	}
-	list, err := dc.ServerResourcesForGroupVersion(pipelinev1.SchemeGroupVersion.String())
+	list, err := dc.ServerResourcesForGroupVersion(groupVersion)
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("looking up the Tekton Pipelines API: %w", err)
+		return false, fmt.Errorf("looking up the API %s: %w", groupVersion, err)
 	}
 	for _, r := range list.APIResources {
-		if r.Name == "pipelineruns" {
+		if r.Name == resource {
 			return true, nil
 		}
 	}

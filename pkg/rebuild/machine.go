@@ -123,9 +123,12 @@ type Start struct {
 type Deploy struct {
 	// Recorded: the build's rebuild is already recorded (status.middleware.lastRebuild).
 	Recorded bool
-	// ServiceUID and Image are the Service's and the image it runs.
+	// ServiceUID and Image are the Service's (or raw Deployment's) and the image it runs.
 	ServiceUID types.UID
 	Image      string
+	// RollingOut: a raw or keda Deployment has not yet rolled its template (Image)
+	// out to every replica.
+	RollingOut bool
 	// Current is the middleware the Service runs ("" when unknown), Available the one
 	// a rebuild brings, and RebuildDue whether a rebuild is due still.
 	Current, Available string
@@ -351,6 +354,11 @@ func (m Machine) deployed(t Transition, ev Event) Transition {
 		t = m.failed(t, ev.At, Failure{Message: fmt.Sprintf("PipelineRun %s succeeded but the Knative Service still runs %s after %s", b.PipelineRun, b.FromImage, DeployGrace)})
 		t.Deploy = DeployFailed
 	case d.Image == b.FromImage && b.FromImage != "":
+		t.Deploy, t.RequeueAfter = DeployWaiting, PollWhileWaiting
+	case d.RollingOut && b.CompletionTime != nil && ev.At.Sub(b.CompletionTime.Time) > DeployGrace:
+		t = m.failed(t, ev.At, Failure{Message: fmt.Sprintf("PipelineRun %s succeeded but the Deployment has not rolled %s out to every replica after %s", b.PipelineRun, d.Image, DeployGrace)})
+		t.Deploy = DeployFailed
+	case d.RollingOut:
 		t.Deploy, t.RequeueAfter = DeployWaiting, PollWhileWaiting
 	case d.RebuildDue:
 		t = m.failed(t, ev.At, Failure{Message: fmt.Sprintf("PipelineRun %s succeeded but the new image %s runs middleware %s; %s is available",

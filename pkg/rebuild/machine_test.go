@@ -209,6 +209,15 @@ func TestMachine_Next(t *testing.T) {
 		want: Transition{Build: failedAt(succeeded, 0, "PipelineRun fn-run-b1 succeeded, but the Knative Service it was started for (UID svc-1) was replaced since: not counted as a rebuild"),
 			Slot: SlotRelease, Deploy: DeployFailed},
 	}, {
+		name:  "Succeeded, a raw Deployment still rolling the new image out: wait",
+		build: succeeded, event: Event{Kind: Deployed, At: t0, Deploy: Deploy{ServiceUID: "svc-1", Image: "img@new", RollingOut: true, Current: "v2", Available: "v2"}},
+		want: Transition{Build: succeeded, Deploy: DeployWaiting, RequeueAfter: PollWhileWaiting},
+	}, {
+		name:  "Succeeded → Failed: a raw Deployment not rolled out past DeployGrace",
+		build: succeeded, event: Event{Kind: Deployed, At: t0.Add(DeployGrace + time.Second), Deploy: Deploy{ServiceUID: "svc-1", Image: "img@new", RollingOut: true, Current: "v2", Available: "v2"}},
+		want: Transition{Build: failedAt(succeeded, DeployGrace+time.Second, "PipelineRun fn-run-b1 succeeded but the Deployment has not rolled img@new out to every replica after 2m0s"),
+			Slot: SlotRelease, Deploy: DeployFailed},
+	}, {
 		name:  "Succeeded → Failed: the new image runs old middleware",
 		build: succeeded, event: Event{Kind: Deployed, At: t0, Deploy: Deploy{ServiceUID: "svc-1", Image: "img@new", Current: "v1", Available: "v2", RebuildDue: true}},
 		want: Transition{Build: failedAt(succeeded, 0, "PipelineRun fn-run-b1 succeeded but the new image img@new runs middleware v1; v2 is available"),

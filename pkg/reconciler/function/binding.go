@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
@@ -12,34 +12,35 @@ import (
 	"github.com/fnops/func-operator/pkg/rerror"
 )
 
-// bind decides whether svc, the Knative Service named as fn's function, is fn's to
-// describe, inspect and rebuild: func deployed it for that function (its label
-// function.knative.dev/name), and no other Function of the namespace holds it. A
-// Function holds a Service when its status records the Service's UID; while none
-// does, the Function that claimed the function name first holds it. Anything else
-// stalls fn with its own reason, and fn creates nothing.
-func (r *Reconciler) bind(ctx context.Context, fn *v1alpha1.Function, svc *servingv1.Service) error {
-	if got := svc.Labels[knative.FunctionNameLabel]; got != svc.Name {
+// bind decides whether d, what func deployed under fn's function name (a Knative
+// Service; a raw or keda Deployment), is fn's to describe, inspect and rebuild: func
+// deployed it for that function (its label function.knative.dev/name), and no other
+// Function of the namespace holds it. A Function holds it when its status records its
+// UID; while none does, the Function that claimed the function name first holds it.
+// Anything else stalls fn with its own reason, and fn creates nothing.
+func (r *Reconciler) bind(ctx context.Context, fn *v1alpha1.Function, d deployed) error {
+	name := d.name()
+	if got := d.labels()[knative.FunctionNameLabel]; got != name {
 		return markedBy(fn.Status.MarkNotBound, rerror.NewStalling(v1alpha1.ReasonServiceNotFromFunc,
-			"Knative Service %s was not deployed by func for function %q (its label %s is %q): the operator does not describe, inspect or rebuild it",
-			svc.Name, svc.Name, knative.FunctionNameLabel, got))
+			"%s was not deployed by func for function %q (its label %s is %q): the operator does not describe, inspect or rebuild it",
+			d, name, knative.FunctionNameLabel, got))
 	}
-	holder, err := r.holder(ctx, fn, svc)
+	holder, err := r.holder(ctx, fn, name, d.uid())
 	if err != nil {
-		return rerror.NewTransient(v1alpha1.ReasonDescribeFailed, "finding the Function bound to Knative Service %s/%s: %w", svc.Namespace, svc.Name, err)
+		return rerror.NewTransient(v1alpha1.ReasonDescribeFailed, "finding the Function bound to %s in namespace %s: %w", d, fn.Namespace, err)
 	}
 	if holder != nil {
 		return markedBy(fn.Status.MarkNotBound, rerror.NewStalling(v1alpha1.ReasonFunctionNameConflict,
-			"Function %s is bound to Knative Service %s of function %q: this Function describes, inspects and rebuilds nothing while it is",
-			holder.Name, svc.Name, svc.Name))
+			"Function %s is bound to %s of function %q: this Function describes, inspects and rebuilds nothing while it is",
+			holder.Name, d, name))
 	}
 	return nil
 }
 
-// holder returns the Function other than fn that holds svc, or nil when fn may.
-// Among the Functions of the namespace whose function is svc's, those bound to svc's
-// UID come first, then the oldest.
-func (r *Reconciler) holder(ctx context.Context, fn *v1alpha1.Function, svc *servingv1.Service) (*v1alpha1.Function, error) {
+// holder returns the Function other than fn that holds what func deployed as function
+// name (with uid), or nil when fn may. Among the Functions of the namespace of that
+// function, those bound to uid come first, then the oldest.
+func (r *Reconciler) holder(ctx context.Context, fn *v1alpha1.Function, name string, uid types.UID) (*v1alpha1.Function, error) {
 	var list v1alpha1.FunctionList
 	// From the cache without copies: the list is only read.
 	if err := r.Client.List(ctx, &list, client.InNamespace(fn.Namespace), client.UnsafeDisableDeepCopy); err != nil {
@@ -48,10 +49,10 @@ func (r *Reconciler) holder(ctx context.Context, fn *v1alpha1.Function, svc *ser
 	best := fn
 	for i := range list.Items {
 		other := &list.Items[i]
-		if other.UID == fn.UID || other.Name == fn.Name || other.Status.Name != svc.Name || !other.DeletionTimestamp.IsZero() {
+		if other.UID == fn.UID || other.Name == fn.Name || other.Status.Name != name || !other.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if holdsBefore(other, best, svc) {
+		if holdsBefore(other, best, uid) {
 			best = other
 		}
 	}
@@ -61,10 +62,10 @@ func (r *Reconciler) holder(ctx context.Context, fn *v1alpha1.Function, svc *ser
 	return best.DeepCopy(), nil
 }
 
-// holdsBefore reports whether a has the better claim on svc than b: bound to it, then
-// created first (then by name, so that every reconcile agrees).
-func holdsBefore(a, b *v1alpha1.Function, svc *servingv1.Service) bool {
-	if ab, bb := boundTo(a, svc), boundTo(b, svc); ab != bb {
+// holdsBefore reports whether a has the better claim on the object of uid than b:
+// bound to it, then created first (then by name, so that every reconcile agrees).
+func holdsBefore(a, b *v1alpha1.Function, uid types.UID) bool {
+	if ab, bb := boundTo(a, uid), boundTo(b, uid); ab != bb {
 		return ab
 	}
 	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
@@ -73,6 +74,6 @@ func holdsBefore(a, b *v1alpha1.Function, svc *servingv1.Service) bool {
 	return a.Name < b.Name
 }
 
-func boundTo(fn *v1alpha1.Function, svc *servingv1.Service) bool {
-	return fn.Status.Service != nil && fn.Status.Service.UID == svc.UID
+func boundTo(fn *v1alpha1.Function, uid types.UID) bool {
+	return fn.Status.Service != nil && fn.Status.Service.UID == uid
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
@@ -47,6 +50,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 		return fmt.Errorf("indexing Functions by function name: %w", err)
 	}
 	b := builder.ControllerManagedBy(mgr).WatchesRawSource(r.Wakeups.source())
+	if r.Workloads != nil {
+		// func's raw and keda deployers: a Deployment and a core Service (by metadata)
+		// of the function's name, both served by every cluster.
+		b = b.WatchesRawSource(source.Kind[client.Object](mgr.GetCache(), &appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.functionsForService))).
+			WatchesMetadata(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.functionsForService))
+	}
 	late := &LateAPIs{Manager: mgr, Reconciler: r}
 	for _, api := range r.optionalAPIs() {
 		ok, err := installed(mgr, api.gvk)
@@ -154,8 +163,9 @@ func functionName(o client.Object) []string {
 	return []string{fn.Status.Name}
 }
 
-// functionsForService maps a Knative Service to the Functions of its namespace whose
-// function has its name.
+// functionsForService maps what func deploys for a function (a Knative Service; a
+// Deployment, core Service or HTTPScaledObject of its raw or keda deployer, each
+// named as the function) to the Functions of its namespace whose function has its name.
 func (r *Reconciler) functionsForService(ctx context.Context, o client.Object) []reconcile.Request {
 	return r.functionsNamed(ctx, o.GetNamespace(), o.GetName())
 }

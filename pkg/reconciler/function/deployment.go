@@ -6,66 +6,195 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	"knative.dev/pkg/apis"
+	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/knative"
 	"github.com/fnops/func-operator/pkg/rerror"
+	"github.com/fnops/func-operator/pkg/workload"
 )
 
-// reconcileDeployment describes the function named obs.source.name through the func
-// library, into obs.deployment, once its Knative Service is bound to fn (binding.go).
-// No Service is a normal state: Deployed False, and the Service watch brings the
-// Function back when one appears.
+// deployed is what one of func's deployers deployed for the function: a Knative
+// Service (knative), or a Deployment and a core Service (raw; keda adds an
+// HTTPScaledObject). The Function binds to it.
+type deployed struct {
+	// deployer is funclib.DeployerKnative, DeployerRaw or DeployerKeda.
+	deployer string
+	// service is the Knative Service (knative); workload the raw or keda one.
+	service  *servingv1.Service
+	workload *workload.Workload
+}
+
+// uid is the bound object's: the Knative Service's, or the Deployment's.
+func (d deployed) uid() types.UID {
+	if d.service != nil {
+		return d.service.UID
+	}
+	return d.workload.UID()
+}
+
+// name is the bound object's name, which func gives the function's.
+func (d deployed) name() string {
+	if d.service != nil {
+		return d.service.Name
+	}
+	return d.workload.Name()
+}
+
+// labels are the bound object's: func labels it with the function's name.
+func (d deployed) labels() map[string]string {
+	if d.service != nil {
+		return d.service.Labels
+	}
+	return d.workload.Deployment.Labels
+}
+
+// String names the bound object in messages: "Knative Service hello", "Deployment
+// hello of func's raw deployer".
+func (d deployed) String() string {
+	if d.service != nil {
+		return "Knative Service " + d.service.Name
+	}
+	return fmt.Sprintf("Deployment %s of func's %s deployer", d.workload.Name(), d.deployer)
+}
+
+// reconcileDeployment finds what func deployed for the function named obs.source.name
+// (findDeployed), binds fn to it (binding.go) and describes it through the func
+// library, into obs.deployment. Nothing deployed is a normal state: Deployed False,
+// and the watches bring the Function back when something appears.
 func (r *Reconciler) reconcileDeployment(ctx context.Context, fn *v1alpha1.Function, obs *observation) (Result, error) {
 	name := obs.source.name
-	svc, err := r.Services.Service(ctx, name, fn.Namespace)
+	requested := requestedDeployer(fn)
+	d, stranded, err := r.findDeployed(ctx, name, fn.Namespace, requested)
 	var in funclib.Instance
 	if err == nil {
-		if err := r.bind(ctx, fn, svc); err != nil {
+		if err := r.bind(ctx, fn, d); err != nil {
 			if !rerror.IsStalling(err) {
 				return Result{}, err // nothing new is known of the binding
 			}
 			r.unbind(fn, obs)
 			return Result{}, err
 		}
-		in, err = r.Describer.Describe(ctx, name, fn.Namespace)
+		in, err = r.Describer.Describe(ctx, d.deployer, name, fn.Namespace)
 	}
 	switch {
 	case errors.Is(err, funclib.ErrNotDeployed):
 		fn.Status.MarkNotDeployed(name, fn.Namespace)
 		r.unbind(fn, obs)
-		return Result{}, rerror.NewWaiting(v1alpha1.ReasonNotDeployed, 0, "waiting for Knative Service %s/%s", fn.Namespace, name)
+		return Result{}, rerror.NewWaiting(v1alpha1.ReasonNotDeployed, 0, "waiting for func to deploy function %s/%s", fn.Namespace, name)
 	case meta.IsNoMatchError(err):
 		// The API's absence says all the cause would (no match for the kind).
 		stall := markedBy(fn.Status.MarkDeployedUnknown, rerror.NewStalling(v1alpha1.ReasonKnativeServingNotInstalled,
-			"the cluster has no Knative Serving API (serving.knative.dev/v1 Service): install Knative Serving"))
+			"the cluster has no Knative Serving API (serving.knative.dev/v1 Service), and func's raw or keda deployer deployed no function %q here: "+
+				"install Knative Serving, or deploy with func's raw deployer (func.yaml deployer: raw)", name))
 		fn.Status.MarkServiceReadyUnknown(v1alpha1.ReasonKnativeServingNotInstalled, "the cluster has no Knative Serving API")
 		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonKnativeServingNotInstalled, "the cluster has no Knative Serving API")
 		return Result{}, stall
 	case err != nil:
-		return Result{}, markedBy(fn.Status.MarkDeployedUnknown, rerror.NewTransient(v1alpha1.ReasonDescribeFailed, "describing Knative Service %s failed: %w", name, err))
+		return Result{}, markedBy(fn.Status.MarkDeployedUnknown, rerror.NewTransient(v1alpha1.ReasonDescribeFailed, "describing function %s failed: %w", name, err))
 	}
 
-	obs.deployment = deployment{image: in.Image, uid: svc.UID}
+	obs.deployment = deployment{image: in.Image, uid: d.uid(), deployer: d.deployer, found: d}
 	if fn.Status.Deployment == nil {
 		fn.Status.Deployment = &v1alpha1.DeploymentStatus{}
 	}
 	fn.Status.Deployment.Image = in.Image
-	fn.Status.Deployment.Deployer = v1alpha1.DeployerKnative
+	fn.Status.Deployment.Deployer = d.deployer
 	if fn.Status.Service == nil {
 		fn.Status.Service = &v1alpha1.ServiceStatus{}
 	}
-	fn.Status.Service.UID = svc.UID
+	fn.Status.Service.UID = d.uid()
 	fn.Status.Service.URL = in.Route
 	fn.Status.Service.Subscriptions, fn.Status.Service.SubscriptionsOmitted = subscriptions(in.Subscriptions)
-	fn.Status.MarkDeployed(name, in.Image)
+	fn.Status.MarkDeployed(d.String(), in.Image, deployerNote(d.deployer, requested, stranded))
 	return Result{}, nil
 }
 
-// unbind leaves a Knative Service the Function has not, or may not touch: the status
-// forgets it, and a build in flight for it is stopped after the checks
+// findDeployed finds what func deployed under the function's name in namespace: a
+// Knative Service, or a raw or keda Deployment and Service. When both are there (a
+// deployer switch left the old one's resources), requested (func.yaml's deployer)
+// picks, and stranded names the other. Nothing found is funclib.ErrNotDeployed; a
+// cluster without Knative Serving where the raw and keda deployers deployed nothing
+// either is a NoMatch error unless func.yaml asks for raw or keda.
+func (r *Reconciler) findDeployed(ctx context.Context, name, namespace, requested string) (d deployed, stranded string, err error) {
+	var (
+		svc *servingv1.Service
+		w   *workload.Workload
+	)
+	svcErr := funclib.ErrNotDeployed
+	if r.Services != nil {
+		svc, svcErr = r.Services.Service(ctx, name, namespace)
+	}
+	wErr := funclib.ErrNotDeployed
+	if r.Workloads != nil {
+		w, wErr = r.Workloads.Find(ctx, name, namespace)
+	}
+	for _, err := range []error{svcErr, wErr} {
+		if err != nil && !errors.Is(err, funclib.ErrNotDeployed) && !meta.IsNoMatchError(err) {
+			return deployed{}, "", err
+		}
+	}
+	kn := deployed{deployer: funclib.DeployerKnative, service: svc}
+	switch {
+	case svcErr == nil && wErr == nil:
+		wd := deployed{deployer: w.Deployer, workload: w}
+		if effectiveDeployer(requested) == funclib.DeployerKnative {
+			return kn, wd.String(), nil
+		}
+		return wd, kn.String(), nil
+	case svcErr == nil:
+		return kn, "", nil
+	case wErr == nil:
+		return deployed{deployer: w.Deployer, workload: w}, "", nil
+	case meta.IsNoMatchError(svcErr) && effectiveDeployer(requested) == funclib.DeployerKnative:
+		return deployed{}, "", svcErr
+	}
+	return deployed{}, "", fmt.Errorf("function %s/%s: %w", namespace, name, funclib.ErrNotDeployed)
+}
+
+// requestedDeployer is the deployer func.yaml names, as the source step recorded it.
+func requestedDeployer(fn *v1alpha1.Function) string {
+	if d := fn.Status.Deployment; d != nil {
+		return d.RequestedDeployer
+	}
+	return ""
+}
+
+// effectiveDeployer is the deployer func deploys with when func.yaml names requested.
+func effectiveDeployer(requested string) string {
+	if requested == "" {
+		return funclib.DefaultDeployer
+	}
+	return requested
+}
+
+// deployerNote says, for the Deployed condition, how the deployer func.yaml asks for
+// compares with the one that deployed the function, and what a deployer switch left.
+func deployerNote(deployer, requested, stranded string) string {
+	note := ""
+	switch want := effectiveDeployer(requested); {
+	case want == deployer:
+	case funclib.CheckDeployerSwitch(deployer, want) == nil:
+		note = fmt.Sprintf("func.yaml asks for func's %s deployer: a rebuild deploys with it (func switches %s to %s in place)", want, deployer, want)
+	default:
+		note = fmt.Sprintf("func.yaml asks for func's %s deployer, but %s deployed the function: the operator does not rebuild it, "+
+			"as that would leave what %s deployed beside what %s deploys (set func.yaml's deployer to %s, or func delete and deploy again)",
+			want, deployer, deployer, want, deployer)
+	}
+	if stranded != "" {
+		if note != "" {
+			note += "; "
+		}
+		note += fmt.Sprintf("%s is there too, left by a deployer switch: the operator ignores it (func delete removes both)", stranded)
+	}
+	return note
+}
+
+// unbind leaves what func deployed that the Function has not, or may not touch: the
+// status forgets it, and a build in flight for it is stopped after the checks
 // (stopUnboundBuild); a queued rebuild gives its place up as the step fails.
 func (r *Reconciler) unbind(fn *v1alpha1.Function, obs *observation) {
 	fn.Status.Service = nil
@@ -75,9 +204,29 @@ func (r *Reconciler) unbind(fn *v1alpha1.Function, obs *observation) {
 	obs.deployment = deployment{unbound: true}
 }
 
-// reconcileServiceReady mirrors the Ready condition of the Knative Service named
-// obs.source.name, once Knative has observed the Service's latest spec.
+// reconcileServiceReady mirrors whether what the deployment step found serves the
+// function: a Knative Service's Ready condition, once Knative observed its latest
+// spec; a raw or keda function's rollout, availability and HTTPScaledObject
+// (workload.ReadinessOf).
 func (r *Reconciler) reconcileServiceReady(ctx context.Context, fn *v1alpha1.Function, obs *observation) (Result, error) {
+	if w := obs.deployment.found.workload; w != nil {
+		ready := workload.ReadinessOf(w)
+		obs.deployment.rollingOut = !ready.RolledOut
+		if fn.Status.Service == nil {
+			fn.Status.Service = &v1alpha1.ServiceStatus{}
+		}
+		fn.Status.Service.LatestReadyRevision = ""
+		fn.Status.Service.Ready = v1alpha1.ServiceReadiness(ready.Status)
+		switch ready.Status {
+		case "True":
+			fn.Status.MarkServiceReady("%s", ready.Message)
+		case "False":
+			fn.Status.MarkServiceNotReady(ready.Reason, "%s", ready.Message)
+		default:
+			fn.Status.MarkServiceReadyUnknown(ready.Reason, "%s", ready.Message)
+		}
+		return Result{}, nil
+	}
 	svc, err := r.Services.Service(ctx, obs.source.name, fn.Namespace)
 	if err != nil {
 		// It was there a moment ago: retry.
@@ -103,7 +252,7 @@ func (r *Reconciler) reconcileServiceReady(ctx context.Context, fn *v1alpha1.Fun
 	case ready == nil:
 		fn.Status.MarkServiceReadyUnknown(v1alpha1.ReasonServiceReconciling, "Knative Service %s reports no Ready condition yet", svc.Name)
 	case ready.IsTrue():
-		fn.Status.MarkServiceReady(svc.Name)
+		fn.Status.MarkServiceReady("Knative Service %s is ready", svc.Name)
 	case ready.IsFalse():
 		fn.Status.MarkServiceNotReady(orDefault(ready.Reason, v1alpha1.ReasonServiceNotReady), "%s", ready.Message)
 	default:

@@ -47,10 +47,10 @@ func TestReconcile_Deployment(t *testing.T) {
 	}{{
 		name: "not deployed",
 		want: map[apis.ConditionType]cond{
-			v1alpha1.FunctionConditionDeployed:           {corev1.ConditionFalse, v1alpha1.ReasonNotDeployed, `no Knative Service "hello" in namespace "%s": deploy the function (func deploy)`},
-			v1alpha1.FunctionConditionServiceReady:       {corev1.ConditionUnknown, v1alpha1.ReasonNotDeployed, "the function has no Knative Service"},
-			v1alpha1.FunctionConditionMiddlewareUpToDate: {corev1.ConditionUnknown, v1alpha1.ReasonNotDeployed, "the function has no Knative Service"},
-			apis.ConditionReady:                          {corev1.ConditionFalse, v1alpha1.ReasonNotDeployed, `no Knative Service "hello" in namespace "%s": deploy the function (func deploy)`},
+			v1alpha1.FunctionConditionDeployed:           {corev1.ConditionFalse, v1alpha1.ReasonNotDeployed, `no Knative Service, and no Deployment and Service of func's raw or keda deployer, named "hello" in namespace "%s": deploy the function (func deploy)`},
+			v1alpha1.FunctionConditionServiceReady:       {corev1.ConditionUnknown, v1alpha1.ReasonNotDeployed, "the function is not deployed"},
+			v1alpha1.FunctionConditionMiddlewareUpToDate: {corev1.ConditionUnknown, v1alpha1.ReasonNotDeployed, "the function is not deployed"},
+			apis.ConditionReady:                          {corev1.ConditionFalse, v1alpha1.ReasonNotDeployed, `no Knative Service, and no Deployment and Service of func's raw or keda deployer, named "hello" in namespace "%s": deploy the function (func deploy)`},
 		},
 		wantDeploy: &v1alpha1.DeploymentStatus{Runtime: "go", Invoke: "http"},
 	}, {

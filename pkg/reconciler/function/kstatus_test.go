@@ -127,8 +127,8 @@ func TestSummarize(t *testing.T) {
 		name: "Ready: neither",
 		mark: func(fs *v1alpha1.FunctionStatus) {
 			fs.MarkSourceReady("main", "c1")
-			fs.MarkDeployed("hello", "img")
-			fs.MarkServiceReady("hello")
+			fs.MarkDeployed("Knative Service hello", "img", "")
+			fs.MarkServiceReady("Knative Service hello is ready")
 			fs.MarkMiddlewareUpToDate("newest")
 		},
 		want: map[apis.ConditionType]string{},

@@ -2,8 +2,10 @@ package function
 
 import (
 	"context"
+	"slices"
 	"time"
 
+	kedav1alpha1 "github.com/kedacore/http-add-on/operator/apis/http/v1alpha1"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/workload"
 )
 
 // DefaultAPIRecheck is how often the operator looks for the APIs it watches that the
@@ -24,7 +27,7 @@ import (
 const DefaultAPIRecheck = 30 * time.Second
 
 // optionalAPI is an API the operator watches when the cluster serves it: Knative
-// Serving, Knative Eventing, Tekton Pipelines.
+// Serving, Knative Eventing, the KEDA HTTP add-on, Tekton Pipelines.
 type optionalAPI struct {
 	gvk schema.GroupVersionKind
 	// source watches it, for the Function controller.
@@ -37,6 +40,16 @@ type optionalAPI struct {
 
 // optionalAPIs are the APIs the Function controller watches when they are served.
 func (r *Reconciler) optionalAPIs() []optionalAPI {
+	apis := r.knownAPIs()
+	if r.Workloads == nil {
+		// Without func's raw and keda deployers' functions read, no HTTPScaledObject is.
+		apis = slices.DeleteFunc(apis, func(a optionalAPI) bool { return a.gvk.Group == kedav1alpha1.SchemeGroupVersion.Group })
+	}
+	return apis
+}
+
+// knownAPIs are every optional API the Function controller knows.
+func (r *Reconciler) knownAPIs() []optionalAPI {
 	return []optionalAPI{{
 		gvk: servingv1.SchemeGroupVersion.WithKind("Service"),
 		source: func(mgr manager.Manager) source.Source {
@@ -55,6 +68,14 @@ func (r *Reconciler) optionalAPIs() []optionalAPI {
 				r.Services.EnableEventing()
 			}
 		},
+	}, {
+		gvk: kedav1alpha1.SchemeGroupVersion.WithKind("HTTPScaledObject"),
+		source: func(mgr manager.Manager) source.Source {
+			return source.Kind[client.Object](mgr.GetCache(), &kedav1alpha1.HTTPScaledObject{}, handler.EnqueueRequestsFromMapFunc(r.functionsForService))
+		},
+		missing: "the KEDA HTTP add-on is not installed: functions of func's keda deployer report ServiceReady False, reason " +
+			workload.ReasonKEDAHTTPAddOnNotInstalled + ", until it is (looked for every API recheck)",
+		found: func() { r.Workloads.EnableKEDA() },
 	}, {
 		gvk: pipelinev1.SchemeGroupVersion.WithKind("PipelineRun"),
 		source: func(mgr manager.Manager) source.Source {

@@ -92,6 +92,19 @@ func (r *Reconciler) rebuild(ctx context.Context, fn *v1alpha1.Function, obs *ob
 		return Result{}, cannotBuildNow, err
 	}
 
+	// func's pipeline deploys with the deployer func.yaml names at the commit it builds:
+	// never one that would leave what deployed the function beside what it deploys.
+	if want, have := funclib.DeployerOf(meta), obs.deployment.deployer; have != "" {
+		if err := funclib.CheckDeployerSwitch(have, want); err != nil {
+			err := rerror.NewStalling(v1alpha1.ReasonDeployerMismatch, "%s is available (running: %s) but func's pipeline would deploy commit %s with func's %s deployer "+
+				"(func.yaml's deployer, else deploy.deployer, else func's default), while func's %s deployer deployed the function: the operator does not rebuild it (%w). "+
+				"Set func.yaml's deployer to %s, or func delete the function and deploy it again",
+				mw.available, running, v1alpha1.ShortCommit(obs.source.head.Commit), want, have, err, have)
+			fn.Status.MarkDeployerMismatch("%s", err)
+			return Result{}, cannotBuildNow, err
+		}
+	}
+
 	// The clone step gets the credentials the check read the repository with.
 	var cloneCreds *git.CloneCredentials
 	if obs.source.auth != nil {
@@ -170,7 +183,7 @@ func (r *Reconciler) verifyRebuild(fn *v1alpha1.Function, obs *observation) (Res
 	mw, b := fn.Status.Middleware, fn.Status.Build
 	t := r.machine().Next(b, rebuild.Event{Kind: rebuild.Deployed, At: r.now(), Deploy: rebuild.Deploy{
 		Recorded:   mw.LastRebuild != nil && b.CompletionTime != nil && mw.LastRebuild.Equal(b.CompletionTime),
-		ServiceUID: obs.deployment.uid, Image: obs.deployment.image,
+		ServiceUID: obs.deployment.uid, Image: obs.deployment.image, RollingOut: obs.deployment.rollingOut,
 		Current: obs.middleware.current, Available: obs.middleware.available, RebuildDue: obs.middleware.rebuildDue,
 	}})
 	switch t.Deploy {
@@ -181,7 +194,7 @@ func (r *Reconciler) verifyRebuild(fn *v1alpha1.Function, obs *observation) (Res
 		fn.Status.MarkBuildFailed("%s", failureSummary(fn.Status.Build))
 		return Result{}, true
 	case rebuild.DeployWaiting:
-		fn.Status.MarkRebuilding("PipelineRun %s succeeded: waiting for the Knative Service to run the new image", b.PipelineRun)
+		fn.Status.MarkRebuilding("PipelineRun %s succeeded: waiting for %s to run the new image", b.PipelineRun, obs.deployment.found)
 		return requeueAfter(t.RequeueAfter), true
 	}
 	r.apply(fn, t)

@@ -27,6 +27,7 @@ import (
 	"github.com/fnops/func-operator/pkg/rebuild"
 	"github.com/fnops/func-operator/pkg/rerror"
 	"github.com/fnops/func-operator/pkg/tenancy"
+	"github.com/fnops/func-operator/pkg/workload"
 )
 
 // Reconciler reconciles Functions. Its permissions are in rbac.go.
@@ -44,6 +45,9 @@ type Reconciler struct {
 	Describer *funclib.Describer
 	// Services reads Knative Services, from the manager's cache.
 	Services *knative.Services
+	// Workloads reads the functions of func's raw and keda deployers (Deployments,
+	// Services, HTTPScaledObjects), from the manager's cache; nil reads none.
+	Workloads *workload.Workloads
 	// Inspector reads the middleware version of images, cached by digest.
 	Inspector ImageInspector
 	// Now returns the current time; time.Now when nil.

@@ -65,12 +65,19 @@ type sourceArtifact struct {
 	metadata *funclib.Metadata
 }
 
-// deployment is the function's Knative Service as described through the func library.
+// deployment is what func deployed for the function, as described through the func library.
 type deployment struct {
-	// image is the image the Service runs, by digest when a Revision resolved it.
+	// image is the image it runs: by digest when a Revision resolved it (knative), the
+	// Deployment's template's (raw, keda).
 	image string
-	// uid is the Service's, which the Function is bound to.
+	// uid is the bound object's (Knative Service, Deployment), which the Function is bound to.
 	uid types.UID
+	// deployer is func's deployer that deployed it; found is what was found.
+	deployer string
+	found    deployed
+	// rollingOut: a raw or keda Deployment has not rolled its template out yet
+	// (reconcileServiceReady): its image does not serve every replica yet.
+	rollingOut bool
 	// unbound: the step left the Service the Function was bound to (gone, or not the
 	// Function's any more); a build in flight for it is stopped (stopUnboundBuild).
 	unbound bool

@@ -13,9 +13,11 @@ import (
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
+	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/git"
 	"github.com/fnops/func-operator/pkg/lanes"
 	"github.com/fnops/func-operator/pkg/metrics"
+	"github.com/fnops/func-operator/pkg/netguard"
 	"github.com/fnops/func-operator/pkg/rerror"
 )
 
@@ -143,6 +145,7 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 	}
 	fn.Status.Deployment.Runtime = md.Runtime
 	fn.Status.Deployment.Invoke = md.Invoke
+	fn.Status.Deployment.RequestedDeployer = requestedIn(md)
 	if sm := res.SourceMiddleware; sm.Version != "" || sm.Problem != "" {
 		// The middleware of this runtime lives in the function's own source.
 		if fn.Status.Middleware == nil {
@@ -257,4 +260,15 @@ func sourceFailed(fn *v1alpha1.Function, err error) error {
 	}
 	fn.Status.MarkSourceFailed(reason, "%s", err)
 	return err
+}
+
+// requestedIn is the deployer func.yaml names (deployer, else deploy.deployer), cut
+// to the status field's bound: a name func does not know stays visible, and the
+// rebuild step refuses it (funclib.CheckBuildable).
+func requestedIn(md funclib.Metadata) string {
+	d := md.Deployer
+	if d == "" {
+		d = md.DeployedWith
+	}
+	return netguard.CapText(d, 63)
 }

@@ -1,0 +1,55 @@
+package funclib
+
+import (
+	"slices"
+
+	"knative.dev/func/pkg/deployer"
+	"knative.dev/func/pkg/deployers"
+)
+
+// The deployers of the linked func library, by the names func.yaml, func's
+// annotation DeployerAnnotation and status.deployment.deployer use.
+const (
+	// DeployerKnative deploys a Knative Service (func's default).
+	DeployerKnative = deployers.Knative
+	// DeployerRaw deploys a plain Deployment and a core Service.
+	DeployerRaw = deployers.Kubernetes
+	// DeployerKeda deploys what DeployerRaw does plus an HTTPScaledObject of the
+	// KEDA HTTP add-on.
+	DeployerKeda = deployers.Keda
+	// DefaultDeployer is the deployer func uses when func.yaml names none.
+	DefaultDeployer = deployers.Default
+)
+
+// DeployerAnnotation is the annotation func's deployers put on what they deploy
+// (a Knative Service; a Deployment, its core Service and HTTPScaledObject), naming
+// the deployer. A Knative Service without it was deployed by func's knative
+// deployer (func before v0.47 wrote none).
+const DeployerAnnotation = deployer.DeployerNameAnnotation
+
+// Deployers are the deployers the linked func library has.
+func Deployers() []string { return []string{DeployerKnative, DeployerRaw, DeployerKeda} }
+
+// KnownDeployer reports whether name is a deployer of the linked func library.
+func KnownDeployer(name string) bool { return slices.Contains(Deployers(), name) }
+
+// DeployerOf is the deployer func's pipeline deploys m with, as its deploy step
+// (func-utils deploy) resolves it: func.yaml's deployer (what was asked for), else
+// deploy.deployer (what it was last deployed with), else func's default.
+func DeployerOf(m Metadata) string {
+	switch {
+	case m.Deployer != "":
+		return m.Deployer
+	case m.DeployedWith != "":
+		return m.DeployedWith
+	}
+	return DefaultDeployer
+}
+
+// CheckDeployerSwitch fails when deploying a function deployed with from by the
+// deployer to would strand from's resources on the cluster, by func's own rule
+// (deployers.ValidateSwitch): the same deployer, and raw to keda (keda embeds
+// raw), are the only safe moves.
+func CheckDeployerSwitch(from, to string) error {
+	return deployers.ValidateSwitch(from, to)
+}

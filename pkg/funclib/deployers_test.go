@@ -1,0 +1,44 @@
+package funclib
+
+import "testing"
+
+func TestDeployerOf(t *testing.T) {
+	for _, tt := range []struct {
+		m    Metadata
+		want string
+	}{
+		{Metadata{}, DeployerKnative},
+		{Metadata{Deployer: DeployerRaw}, DeployerRaw},
+		{Metadata{DeployedWith: DeployerKeda}, DeployerKeda},
+		// What was asked for wins over what it was deployed with, as func-utils deploy resolves it.
+		{Metadata{Deployer: DeployerKeda, DeployedWith: DeployerRaw}, DeployerKeda},
+	} {
+		if got := DeployerOf(tt.m); got != tt.want {
+			t.Errorf("DeployerOf(deployer %q, deploy.deployer %q) = %q, want %q", tt.m.Deployer, tt.m.DeployedWith, got, tt.want)
+		}
+	}
+}
+
+// TestCheckDeployerSwitch holds func's own rule: the same deployer, and raw to keda,
+// are the only moves that strand nothing.
+func TestCheckDeployerSwitch(t *testing.T) {
+	for _, from := range Deployers() {
+		for _, to := range Deployers() {
+			safe := from == to || (from == DeployerRaw && to == DeployerKeda)
+			if err := CheckDeployerSwitch(from, to); (err == nil) != safe {
+				t.Errorf("CheckDeployerSwitch(%s, %s) = %v, want safe=%v", from, to, err, safe)
+			}
+		}
+	}
+}
+
+// TestFuncYAMLDeployer: func.yaml's deployer and deploy.deployer reach Metadata.
+func TestFuncYAMLDeployer(t *testing.T) {
+	m, err := LoadFuncYAML([]byte("specVersion: 0.36.0\nname: hello\nruntime: go\ndeployer: keda\ndeploy:\n  deployer: raw\n"), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Deployer != DeployerKeda || m.DeployedWith != DeployerRaw {
+		t.Errorf("Metadata deployer %q, deployed with %q; want keda, raw", m.Deployer, m.DeployedWith)
+	}
+}

@@ -1,0 +1,114 @@
+package workload
+
+import (
+	kedav1alpha1 "github.com/kedacore/http-add-on/operator/apis/http/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+
+	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/netguard"
+)
+
+// Bounds of what a slimmed object keeps of fields anyone who may write a Deployment,
+// a Service or an HTTPScaledObject in a namespace writes, into every replica's cache.
+const (
+	// MaxTextBytes bounds a kept condition message, image or host.
+	MaxTextBytes = 1024
+	// MaxHosts bounds the hosts kept of an HTTPScaledObject (func writes two).
+	MaxHosts = 8
+	// maxLabelBytes is the longest label value (Kubernetes' own bound).
+	maxLabelBytes = 63
+)
+
+// CacheSelector selects what the operator caches of Deployments, core Services and
+// HTTPScaledObjects: the objects func's deployers labelled with a function's name.
+func CacheSelector() labels.Selector {
+	req, err := labels.NewRequirement(FunctionNameLabel, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant, valid key
+	}
+	return labels.NewSelector().Add(*req)
+}
+
+// Slim is the cache's transform of the objects this package reads: it keeps only what
+// Find, ReadinessOf and the Function mapping read, each text cut, so that a cached
+// object costs a few hundred bytes however large the stored one is. Other objects pass
+// unchanged.
+func Slim(o any) (any, error) {
+	switch o := o.(type) {
+	case *appsv1.Deployment:
+		return slimDeployment(o), nil
+	case *metav1.PartialObjectMetadata:
+		if o.Kind != "Service" {
+			return o, nil
+		}
+		return &metav1.PartialObjectMetadata{TypeMeta: o.TypeMeta, ObjectMeta: slimMeta(o.ObjectMeta, funclib.DeployerAnnotation)}, nil
+	case *kedav1alpha1.HTTPScaledObject:
+		return slimScaledObject(o), nil
+	}
+	return o, nil
+}
+
+// slimMeta keeps identity, the function name label and the annotations named.
+func slimMeta(m metav1.ObjectMeta, annotations ...string) metav1.ObjectMeta {
+	out := metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		Generation: m.Generation, DeletionTimestamp: m.DeletionTimestamp, CreationTimestamp: m.CreationTimestamp}
+	if v, ok := m.Labels[FunctionNameLabel]; ok {
+		out.Labels = map[string]string{FunctionNameLabel: netguard.CapText(v, maxLabelBytes)}
+	}
+	for _, a := range annotations {
+		if v, ok := m.Annotations[a]; ok {
+			if out.Annotations == nil {
+				out.Annotations = map[string]string{}
+			}
+			out.Annotations[a] = netguard.CapText(v, maxLabelBytes)
+		}
+	}
+	return out
+}
+
+// slimDeployment keeps the replicas wanted, the containers' names and images, and the
+// rollout's status.
+func slimDeployment(d *appsv1.Deployment) *appsv1.Deployment {
+	out := &appsv1.Deployment{TypeMeta: d.TypeMeta, ObjectMeta: slimMeta(d.ObjectMeta, funclib.DeployerAnnotation)}
+	out.Spec.Replicas = d.Spec.Replicas
+	for i, c := range d.Spec.Template.Spec.Containers {
+		if i == 2 {
+			break // func's container is the first; the next could be a sidecar's
+		}
+		out.Spec.Template.Spec.Containers = append(out.Spec.Template.Spec.Containers,
+			corev1.Container{Name: netguard.CapText(c.Name, maxLabelBytes), Image: netguard.CapText(c.Image, MaxTextBytes)})
+	}
+	s := d.Status
+	out.Status = appsv1.DeploymentStatus{ObservedGeneration: s.ObservedGeneration, Replicas: s.Replicas,
+		UpdatedReplicas: s.UpdatedReplicas, ReadyReplicas: s.ReadyReplicas, AvailableReplicas: s.AvailableReplicas}
+	for _, c := range s.Conditions {
+		if c.Type != appsv1.DeploymentAvailable && c.Type != appsv1.DeploymentProgressing {
+			continue
+		}
+		out.Status.Conditions = append(out.Status.Conditions, appsv1.DeploymentCondition{Type: c.Type, Status: c.Status,
+			Reason: netguard.CapText(c.Reason, maxLabelBytes), Message: netguard.CapText(c.Message, MaxTextBytes)})
+	}
+	return out
+}
+
+// slimScaledObject keeps the hosts and the Ready condition.
+func slimScaledObject(so *kedav1alpha1.HTTPScaledObject) *kedav1alpha1.HTTPScaledObject {
+	out := &kedav1alpha1.HTTPScaledObject{TypeMeta: so.TypeMeta, ObjectMeta: slimMeta(so.ObjectMeta)}
+	for i, h := range so.Spec.Hosts {
+		if i == MaxHosts {
+			break
+		}
+		out.Spec.Hosts = append(out.Spec.Hosts, netguard.CapText(h, MaxTextBytes))
+	}
+	for _, c := range so.Status.Conditions {
+		if c.Type == kedav1alpha1.ConditionTypeReady {
+			out.Status.Conditions = append(out.Status.Conditions, metav1.Condition{Type: c.Type, Status: c.Status,
+				ObservedGeneration: c.ObservedGeneration, Reason: netguard.CapText(c.Reason, maxLabelBytes), Message: netguard.CapText(c.Message, MaxTextBytes)})
+		}
+	}
+	return out
+}
