@@ -11,7 +11,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"github.com/tektoncd/pipeline/pkg/result"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
@@ -50,6 +52,10 @@ var Tasks = []string{fetchTask, buildTask}
 // FunctionLabel is the PipelineRun label func writes the function's name to, which
 // is the name of its Knative Service.
 const FunctionLabel = "function.knative.dev/name"
+
+// DeployerAnnotation is the annotation func's deployers put on what they deploy,
+// naming the deployer (knative, raw, keda).
+const DeployerAnnotation = "function.knative.dev/deployer"
 
 // ImageParam is the PipelineRun parameter func writes the image to build to.
 const ImageParam = "imageName"
@@ -192,6 +198,14 @@ func (k *Kubelet) deploy(ctx context.Context, pod *corev1.Pod, pr *pipelinev1.Pi
 	if err != nil {
 		return err
 	}
+	if deployer, err := rawDeployer(ctx, c, svc); err != nil {
+		return fmt.Errorf("deploying %s to function %s as ServiceAccount %s: %w", ref, svc, sa, err)
+	} else if deployer != "" {
+		if err := deployToDeployment(ctx, c, svc, ref); err != nil {
+			return fmt.Errorf("deploying %s with func's %s deployer to Deployment %s as ServiceAccount %s: %w", ref, deployer, svc, sa, err)
+		}
+		return nil
+	}
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		ksvc := &servingv1.Service{}
 		if err := c.Get(ctx, svc, ksvc); err != nil {
@@ -212,6 +226,47 @@ func (k *Kubelet) deploy(ctx context.Context, pod *corev1.Pod, pr *pipelinev1.Pi
 		return fmt.Errorf("deploying %s to Knative Service %s as ServiceAccount %s: %w", ref, svc, sa, err)
 	}
 	return nil
+}
+
+// rawDeployer returns the deployer (raw or keda) the function's core Service names
+// by func's annotation, "" when it has no such Service: the function is on Knative.
+// (func-deploy resolves its deployer from func.yaml; the operator starts a build only
+// when that is the deployer on the cluster, or a safe switch from it.)
+func rawDeployer(ctx context.Context, c client.Client, fn types.NamespacedName) (string, error) {
+	svc := &corev1.Service{}
+	if err := c.Get(ctx, fn, svc); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+			return "", nil // none, or a ServiceAccount of a Knative-only grant
+		}
+		return "", err
+	}
+	switch d := svc.Annotations[DeployerAnnotation]; d {
+	case "raw", "keda":
+		return d, nil
+	}
+	return "", nil
+}
+
+// deployToDeployment simulates func's raw deployer (which the keda one embeds) on
+// an update: the Deployment's user-container runs ref.
+func deployToDeployment(ctx context.Context, c client.Client, fn types.NamespacedName, ref string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d := &appsv1.Deployment{}
+		if err := c.Get(ctx, fn, d); err != nil {
+			return err
+		}
+		containers := d.Spec.Template.Spec.Containers
+		for i := range containers {
+			if containers[i].Name == "user-container" {
+				if containers[i].Image == ref {
+					return nil
+				}
+				containers[i].Image = ref
+				return c.Update(ctx, d)
+			}
+		}
+		return fmt.Errorf("deployment %s has no container user-container", fn)
+	})
 }
 
 // as returns a client that impersonates ServiceAccount sa of namespace ns, with

@@ -301,11 +301,13 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 		private    bool
 		meta       funclib.Metadata
 		queued     bool // the Function waits in the queue before the step
-		want       outcome
-		wantPhase  string
-		wantLaunch bool
-		wantSoon   time.Duration
-		wantQueued bool // the Function waits in the queue after the step
+		// deployedWith is the deployer the deployment step found ("": none said).
+		deployedWith string
+		want         outcome
+		wantPhase    string
+		wantLaunch   bool
+		wantSoon     time.Duration
+		wantQueued   bool // the Function waits in the queue after the step
 	}{{
 		name:       "due, a slot free: recorded Starting, launched after the patch",
 		middleware: due, budget: 2, meta: meta,
@@ -354,6 +356,27 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 		name:       "nowhere to push: stalls",
 		middleware: due, budget: 2, meta: funclib.Metadata{Name: "hello", Runtime: "go"},
 		want: outcome{Kind: "stalling", Reason: v1alpha1.ReasonRebuildNotPossible, Condition: "False/RebuildNotPossible/"},
+	}, {
+		name:       "raw deployed, func.yaml names raw: launched",
+		middleware: due, budget: 2, deployedWith: "raw",
+		meta:      funclib.Metadata{Name: "hello", Runtime: "go", Registry: "registry.invalid/fns", Deployer: "raw"},
+		want:      outcome{Condition: "False/Rebuilding/"},
+		wantPhase: v1alpha1.BuildPhaseStarting, wantLaunch: true, wantSoon: pollWhileWaiting,
+	}, {
+		name:       "raw deployed, func.yaml asks for keda: a safe switch, launched",
+		middleware: due, budget: 2, deployedWith: "raw",
+		meta:      funclib.Metadata{Name: "hello", Runtime: "go", Registry: "registry.invalid/fns", Deployer: "keda"},
+		want:      outcome{Condition: "False/Rebuilding/"},
+		wantPhase: v1alpha1.BuildPhaseStarting, wantLaunch: true, wantSoon: pollWhileWaiting,
+	}, {
+		name:       "raw deployed, func.yaml names no deployer (knative): not rebuilt, it would strand the Deployment",
+		middleware: due, budget: 2, meta: meta, deployedWith: "raw",
+		want: outcome{Kind: "stalling", Reason: v1alpha1.ReasonDeployerMismatch, Condition: "False/DeployerMismatch/"},
+	}, {
+		name:       "knative deployed, func.yaml asks for raw: not rebuilt",
+		middleware: due, budget: 2, deployedWith: "knative",
+		meta: funclib.Metadata{Name: "hello", Runtime: "go", Registry: "registry.invalid/fns", Deployer: "raw"},
+		want: outcome{Kind: "stalling", Reason: v1alpha1.ReasonDeployerMismatch, Condition: "False/DeployerMismatch/"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -379,7 +402,7 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 			md := tt.meta
 			obs := &observation{
 				source:     sourceArtifact{head: git.Head{Branch: "main", Commit: "0123456789abcdef"}, name: "hello", runtime: "go", metadata: &md},
-				deployment: deployment{image: image},
+				deployment: deployment{image: image, deployer: tt.deployedWith},
 				middleware: tt.middleware,
 			}
 

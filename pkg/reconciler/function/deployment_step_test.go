@@ -2,6 +2,7 @@ package function
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -19,8 +20,12 @@ func TestReconciler_reconcileDeployment(t *testing.T) {
 	tests := []struct {
 		name      string
 		service   *knativeService // nil: none
+		workload  *rawWorkload    // nil: none
+		requested string          // func.yaml's deployer (status.deployment.requestedDeployer)
 		want      outcome
 		wantImage string
+		// wantDeployer is status.deployment.deployer; wantMessage a part of Deployed's message.
+		wantDeployer, wantMessage string
 	}{{
 		name:    "no Knative Service: waiting, not failing",
 		want:    outcome{Kind: "waiting", Reason: v1alpha1.ReasonNotDeployed, Condition: "False/NotDeployed/"},
@@ -30,7 +35,44 @@ func TestReconciler_reconcileDeployment(t *testing.T) {
 		service: &knativeService{ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionTrue},
 			readyRevision: "hello-00001", revisionDigest: digest},
 		want:      outcome{Condition: "True/Deployed/"},
-		wantImage: digest,
+		wantImage: digest, wantDeployer: "knative", wantMessage: "Knative Service hello runs " + digest,
+	}, {
+		name:      "func's raw deployer: the Deployment's image",
+		workload:  &rawWorkload{image: digest},
+		requested: "raw",
+		want:      outcome{Condition: "True/Deployed/"},
+		wantImage: digest, wantDeployer: "raw", wantMessage: "Deployment hello of func's raw deployer runs " + digest,
+	}, {
+		name:      "func's keda deployer",
+		workload:  &rawWorkload{deployer: "keda", image: digest, scaledObject: corev1.ConditionTrue},
+		requested: "keda",
+		want:      outcome{Condition: "True/Deployed/"},
+		wantImage: digest, wantDeployer: "keda", wantMessage: "Deployment hello of func's keda deployer runs " + digest,
+	}, {
+		name:      "raw, but func.yaml asks for knative (names no deployer): deployed, and the Deployed message says a rebuild would strand it",
+		workload:  &rawWorkload{image: digest},
+		want:      outcome{Condition: "True/Deployed/"},
+		wantImage: digest, wantDeployer: "raw",
+		wantMessage: "func.yaml asks for func's knative deployer, but raw deployed the function: the operator does not rebuild it",
+	}, {
+		name:      "raw, func.yaml asks for keda: a safe switch",
+		workload:  &rawWorkload{image: digest},
+		requested: "keda",
+		want:      outcome{Condition: "True/Deployed/"},
+		wantImage: digest, wantDeployer: "raw", wantMessage: "a rebuild deploys with it (func switches raw to keda in place)",
+	}, {
+		name: "a Knative Service and a raw Deployment both: func.yaml's deployer picks, the other is named",
+		service: &knativeService{ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionTrue},
+			readyRevision: "hello-00001", revisionDigest: digest},
+		workload:  &rawWorkload{image: "registry.invalid/fns/hello@sha256:ffff"},
+		requested: "raw",
+		want:      outcome{Condition: "True/Deployed/"},
+		wantImage: "registry.invalid/fns/hello@sha256:ffff", wantDeployer: "raw",
+		wantMessage: "Knative Service hello is there too, left by a deployer switch",
+	}, {
+		name:     "a raw Deployment func did not label for the function: not bound",
+		workload: &rawWorkload{image: digest, label: "other"},
+		want:     outcome{Kind: "stalling", Reason: v1alpha1.ReasonServiceNotFromFunc, Condition: "False/ServiceNotFromFunc/"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -38,9 +80,13 @@ func TestReconciler_reconcileDeployment(t *testing.T) {
 			if tt.service != nil {
 				tt.service.create(t, ns)
 			}
+			if tt.workload != nil {
+				tt.workload.create(t, ns)
+			}
 			r, _ := newTestReconciler(t, 10)
 			fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fn"}}
 			fn.Status.InitializeConditions()
+			fn.Status.Deployment = &v1alpha1.DeploymentStatus{RequestedDeployer: tt.requested}
 			obs := &observation{source: sourceArtifact{name: "hello"}}
 
 			res, err := r.reconcileDeployment(context.Background(), fn, obs)
@@ -50,6 +96,12 @@ func TestReconciler_reconcileDeployment(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.wantImage, obs.deployment.image); diff != "" {
 				t.Errorf("obs.deployment.image (-want +got):\n%s", diff)
+			}
+			if got := fn.Status.Deployment.Deployer; got != tt.wantDeployer {
+				t.Errorf("status.deployment.deployer = %q, want %q", got, tt.wantDeployer)
+			}
+			if c := fn.Status.GetCondition(v1alpha1.FunctionConditionDeployed); !strings.Contains(c.Message, tt.wantMessage) {
+				t.Errorf("Deployed message %q does not say %q", c.Message, tt.wantMessage)
 			}
 			if res.RequeueAfter != 0 || res.AfterPatch != nil {
 				t.Errorf("Result = %+v, want none", res)
@@ -62,7 +114,8 @@ func TestReconciler_reconcileServiceReady(t *testing.T) {
 	tests := []struct {
 		name     string
 		service  knativeService
-		replaced bool // the Service is not the one described
+		workload *rawWorkload // func's raw or keda deployer's, instead of service
+		replaced bool         // the Service is not the one described
 		want     outcome
 	}{{
 		name:     "replaced since it was described: transient, nothing mirrored",
@@ -86,10 +139,35 @@ func TestReconciler_reconcileServiceReady(t *testing.T) {
 		name:    "no Ready condition yet",
 		service: knativeService{image: "img"},
 		want:    outcome{Condition: "Unknown/ServiceReconciling/"},
+	}, {
+		name:     "raw: the Deployment rolled out and is available",
+		workload: &rawWorkload{image: "img"},
+		want:     outcome{Condition: "True/ServiceReady/"},
+	}, {
+		name:     "keda: the HTTPScaledObject is not ready, in the add-on's words",
+		workload: &rawWorkload{deployer: "keda", image: "img", scaledObject: corev1.ConditionFalse},
+		want:     outcome{Condition: "False/Reconciled/"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ns := newNamespace(t)
+			if tt.workload != nil {
+				// func's raw or keda deployer: the step reads what the deployment step found.
+				tt.workload.create(t, ns)
+				r, _ := newTestReconciler(t, 10)
+				w, err := r.Workloads.Find(context.Background(), "hello", ns)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fn"}}
+				fn.Status.InitializeConditions()
+				_, err = r.reconcileServiceReady(context.Background(), fn, &observation{source: sourceArtifact{name: "hello"},
+					deployment: deployment{uid: w.UID(), found: deployed{deployer: w.Deployer, workload: w}}})
+				if diff := cmp.Diff(tt.want, outcomeOf(err, fn, v1alpha1.FunctionConditionServiceReady)); diff != "" {
+					t.Errorf("outcome (-want +got):\n%s\nerror: %v", diff, err)
+				}
+				return
+			}
 			tt.service.create(t, ns)
 			svc := &servingv1.Service{}
 			if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "hello"}, svc); err != nil {

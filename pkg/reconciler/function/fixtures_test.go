@@ -6,14 +6,17 @@ import (
 	"sync"
 	"testing"
 
+	kedav1alpha1 "github.com/kedacore/http-add-on/operator/apis/http/v1alpha1"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
@@ -32,6 +35,7 @@ import (
 	"github.com/fnops/func-operator/pkg/registry"
 	"github.com/fnops/func-operator/pkg/rerror"
 	"github.com/fnops/func-operator/pkg/tenancy"
+	"github.com/fnops/func-operator/pkg/workload"
 	"github.com/fnops/func-operator/test/envtest"
 	"github.com/fnops/func-operator/test/gitserver"
 )
@@ -96,9 +100,14 @@ func newTestReconciler(t *testing.T, events int) (*Reconciler, *record.FakeRecor
 	apiServer(t)
 	rec := record.NewFakeRecorder(events)
 	services := &knative.Services{Reader: k8sClient}
+	workloads := &workload.Workloads{Reader: k8sClient, Subscriptions: services.SubscriptionsTo}
+	workloads.EnableKEDA()
 	return &Reconciler{
-		Describer: funclib.NewDescriber(services),
+		Describer: funclib.NewDescriber(services).
+			WithSource(funclib.DeployerRaw, workloads.Source(funclib.DeployerRaw)).
+			WithSource(funclib.DeployerKeda, workloads.Source(funclib.DeployerKeda)),
 		Services:  services,
+		Workloads: workloads,
 		Inspector: registry.NewInspector(0),
 		Client:    k8sClient,
 		APIReader: k8sClient,
@@ -385,6 +394,56 @@ func (k knativeService) create(t *testing.T, ns string) {
 	mustCreate(t, rev)
 	rev.Status.ContainerStatuses = []servingv1.ContainerStatus{{Name: "user-container", ImageDigest: k.revisionDigest}}
 	if err := k8sClient.Status().Update(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rawWorkload is what func's raw deployer (keda: the keda deployer) makes for function
+// "hello", with the status the deployment controller gives a Deployment that rolled
+// out (a fixture, as knativeService's status is Knative's: the step tests read what
+// the controllers report; pkg/operator's tests run the real ones).
+type rawWorkload struct {
+	deployer string // raw or keda; raw when empty
+	image    string
+	label    string // the function name label; "hello" when empty
+	// scaledObject, for keda: an HTTPScaledObject with this Ready status ("": none).
+	scaledObject corev1.ConditionStatus
+}
+
+// create creates it in namespace ns.
+func (w rawWorkload) create(t *testing.T, ns string) {
+	const name = "hello"
+	t.Helper()
+	deployer, label := orDefault(w.deployer, funclib.DeployerRaw), orDefault(w.label, name)
+	labels := map[string]string{knative.FunctionNameLabel: label, "boson.dev/function": "true"}
+	annotations := map[string]string{funclib.DeployerAnnotation: deployer}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: workload.ContainerName, Image: w.image}}}},
+		},
+	}
+	mustCreate(t, d)
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
+		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"}}}
+	if err := k8sClient.Status().Update(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations},
+		Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}})
+	if w.scaledObject == "" {
+		return
+	}
+	so := &kedav1alpha1.HTTPScaledObject{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations},
+		Spec: kedav1alpha1.HTTPScaledObjectSpec{Hosts: []string{name + "-interceptor-bridge." + ns + ".svc"},
+			ScaleTargetRef: kedav1alpha1.ScaleTargetRef{Name: name, Service: name, Port: 80}}}
+	mustCreate(t, so)
+	so.Status.Conditions = []metav1.Condition{{Type: kedav1alpha1.ConditionTypeReady, Status: metav1.ConditionStatus(w.scaledObject),
+		Reason: "Reconciled", LastTransitionTime: metav1.Now()}}
+	if err := k8sClient.Status().Update(context.Background(), so); err != nil {
 		t.Fatal(err)
 	}
 }

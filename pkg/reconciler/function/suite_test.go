@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	kedav1alpha1 "github.com/kedacore/http-add-on/operator/apis/http/v1alpha1"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -21,11 +22,11 @@ import (
 // started by the first of them (newNamespace, newBareNamespace or apiServer), so that
 // the pure tests run without it, and skipped under -short (make test-unit).
 var controlPlane = envtest.Shared{
-	CRDs: []string{envtest.KnativeServingCRDs, envtest.KnativeEventingCRDs, envtest.TektonCRDs},
+	CRDs: []string{envtest.KnativeServingCRDs, envtest.KnativeEventingCRDs, envtest.TektonCRDs, envtest.KEDAHTTPCRDs},
 	RBAC: true,
 	Setup: func(env *envtest.Environment) (err error) {
 		restConfig = env.Config
-		k8sClient, err = env.Client(clientgoscheme.AddToScheme, v1alpha1.AddToScheme, servingv1.AddToScheme, eventingv1.AddToScheme, pipelinev1.AddToScheme)
+		k8sClient, err = env.Client(clientgoscheme.AddToScheme, v1alpha1.AddToScheme, servingv1.AddToScheme, eventingv1.AddToScheme, pipelinev1.AddToScheme, kedav1alpha1.AddToScheme)
 		return err
 	},
 }

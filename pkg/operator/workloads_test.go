@@ -1,0 +1,278 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	kedav1alpha1 "github.com/kedacore/http-add-on/operator/apis/http/v1alpha1"
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"knative.dev/pkg/apis"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/config"
+	"github.com/fnops/func-operator/pkg/workload"
+	"github.com/fnops/func-operator/test/envtest"
+	"github.com/fnops/func-operator/test/gitserver"
+	"github.com/fnops/func-operator/test/registrytest"
+	"github.com/fnops/func-operator/test/tekton"
+)
+
+// deployAsFunc writes what func v0.50.1's raw deployer (deployer "raw") or keda
+// deployer ("keda") writes for function name running image: a Deployment and a
+// ClusterIP Service owned by it, labelled and annotated as func labels them; keda adds
+// the interceptor bridge Service and an HTTPScaledObject. The workload controllers
+// and the kubelet simulation take it from there.
+func deployAsFunc(t *testing.T, c client.Client, ns, name, image, deployer string) {
+	t.Helper()
+	ctx := context.Background()
+	labels := map[string]string{"boson.dev/function": "true", "function.knative.dev/name": name, "function.knative.dev/runtime": "go"}
+	annotations := map[string]string{"function.knative.dev/deployer": deployer}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: workload.ContainerName, Image: image,
+					Ports: []corev1.ContainerPort{{ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
+				}}},
+			},
+		},
+	}
+	if err := c.Create(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	owner := metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations, OwnerReferences: []metav1.OwnerReference{*owner}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Selector: labels,
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}},
+	}
+	if err := c.Create(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	if deployer != "keda" {
+		return
+	}
+	bridge := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-interceptor-bridge", OwnerReferences: []metav1.OwnerReference{*owner}},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "keda-add-ons-http-interceptor-proxy.keda.svc.cluster.local"},
+	}
+	so := &kedav1alpha1.HTTPScaledObject{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations, OwnerReferences: []metav1.OwnerReference{*owner}},
+		Spec: kedav1alpha1.HTTPScaledObjectSpec{
+			Hosts:          []string{fmt.Sprintf("%s-interceptor-bridge.%s.svc", name, ns), name + "-interceptor-bridge"},
+			ScaleTargetRef: kedav1alpha1.ScaleTargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: name, Service: name, Port: 80},
+			Replicas:       &kedav1alpha1.ReplicaStruct{Min: ptr.To[int32](1), Max: ptr.To[int32](10)},
+		},
+	}
+	for _, o := range []client.Object{bridge, so} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// conditionOf returns "" when the Function's condition t has status and reason (through c).
+func conditionOf(c client.Client, ns, name string, t string, status corev1.ConditionStatus, reason string) func() string {
+	return func() string {
+		fn := &v1alpha1.Function{}
+		if err := c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, fn); err != nil {
+			return err.Error()
+		}
+		got := fn.Status.GetCondition(apisType(t))
+		if got == nil || got.Status != status || got.Reason != reason {
+			return fmt.Sprintf("%s = %+v, want %s/%s", t, got, status, reason)
+		}
+		return ""
+	}
+}
+
+// scaleDeployment sets the replicas of Deployment name, as KEDA (or a user) would.
+func scaleDeployment(t *testing.T, c client.Client, ns, name string, replicas int32) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d := &appsv1.Deployment{}
+		if err := c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, d); err != nil {
+			return err
+		}
+		d.Spec.Replicas = ptr.To(replicas)
+		return c.Update(context.Background(), d)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rolledOut returns "" once Deployment name runs image on every replica, available.
+func rolledOut(c client.Client, ns, name, image string) func() string {
+	return func() string {
+		d := &appsv1.Deployment{}
+		if err := c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, d); err != nil {
+			return err.Error()
+		}
+		s := d.Status
+		if d.Spec.Template.Spec.Containers[0].Image != image || s.ObservedGeneration < d.Generation ||
+			s.UpdatedReplicas != *d.Spec.Replicas || s.AvailableReplicas != *d.Spec.Replicas || s.Replicas != *d.Spec.Replicas {
+			return fmt.Sprintf("Deployment %s: image %s, generation %d, status %+v", name, d.Spec.Template.Spec.Containers[0].Image, d.Generation, s)
+		}
+		return ""
+	}
+}
+
+// TestOperator_RawFunctionWithoutKnative: on a cluster without Knative Serving (only
+// the Function CRD and Tekton), a function func's raw deployer deployed is looked
+// after as fully as a Knative one: Deployed, ServiceReady from the real deployment
+// and replicaset controllers (the kubelet's part simulated), the middleware inspected,
+// and outdated middleware rebuilt through func's pipeline on the real Tekton
+// controller, verified once the Deployment rolled the new image out. Then the KEDA
+// HTTP add-on is installed: without a restart, a keda function is picked up.
+func TestOperator_RawFunctionWithoutKnative(t *testing.T) {
+	env := envtest.StartT(t, envtest.TektonCRDs)
+	c, err := env.Client(envtestSchemes...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := envtest.Apply(context.Background(), env.Config, append(envtest.RBACFiles, envtest.PolicyFiles...)...); err != nil {
+		t.Fatal(err)
+	}
+	tekton.StartControllerT(t, env.Config)
+	env.StartControllersT(t, envtest.WorkloadControllers()...)
+	ns := envtest.NewNamespace(t, env.Config, "raw-", true)
+	envtest.SimulateKubeletT(t, env.Config, envtest.KubeletOptions{Namespace: ns})
+
+	reg := registrytest.Start(t)
+	root := gitserver.NewRepoRoot(t)
+	srv := gitserver.StartHTTP(t, root)
+	repo := gitserver.CreateRepo(t, root, "fleet")
+	commit := repo.Commit(t, "main", map[string]string{
+		"hello/func.yaml":  funcYAML("hello", "go") + "registry: " + reg.Host + "/fns\ndeployer: raw\nbuild:\n  builder: pack\n",
+		"scaler/func.yaml": funcYAML("scaler", "go") + "registry: " + reg.Host + "/fns\ndeployer: keda\nbuild:\n  builder: pack\n",
+	}, "the fleet")
+	oldImage := reg.Push(t, "fns/hello", oldMiddleware)
+	deployAsFunc(t, c, ns, "hello", oldImage, "raw")
+	sim := tekton.StartKubelet(t, env.Config, tekton.Options{Namespaces: []string{ns}, Registry: reg, Decide: succeed(t)})
+
+	cfg := rebuildConfig(2)
+	startOperatorOn(t, env, cfg, ns)
+	for _, name := range []string{"hello", "scaler"} {
+		if err := c.Create(context.Background(), &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: v1alpha1.FunctionSpec{Repository: v1alpha1.Repository{URL: srv.URL("fleet"), Branch: "main", Path: name}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Rebuilt through the real Tekton controller, and verified once rolled out.
+	fnOf := func(name string) *v1alpha1.Function {
+		fn := &v1alpha1.Function{}
+		if err := c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, fn); err != nil {
+			t.Fatal(err)
+		}
+		return fn
+	}
+	eventually(t, 90*time.Second, func() string {
+		fn := fnOf("hello")
+		if b := fn.Status.Build; b == nil || b.Phase != v1alpha1.BuildPhaseSucceeded || fn.Status.Middleware == nil || fn.Status.Middleware.LastRebuild == nil {
+			return fmt.Sprintf("build = %+v, conditions = %+v", fn.Status.Build, fn.Status.Conditions)
+		}
+		return ""
+	})
+	d := &appsv1.Deployment{}
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "hello"}, d); err != nil {
+		t.Fatal(err)
+	}
+	newImage := d.Spec.Template.Spec.Containers[0].Image
+	if newImage == oldImage || !strings.HasPrefix(newImage, reg.Host+"/fns/hello@sha256:") {
+		t.Fatalf("the Deployment runs %s after the rebuild; want a new image of %s/fns/hello by digest", newImage, reg.Host)
+	}
+	eventually(t, 30*time.Second, rolledOut(c, ns, "hello", newImage))
+	eventually(t, 30*time.Second, conditionOf(c, ns, "hello", "Ready", corev1.ConditionTrue, "Ready"))
+	fn := fnOf("hello")
+	available := availableGoMiddleware(t)
+	if got := fn.Status.Deployment; got.Deployer != v1alpha1.DeployerRaw || got.RequestedDeployer != v1alpha1.DeployerRaw || got.Image != newImage {
+		t.Errorf("status.deployment = %+v, want deployer raw, requested raw, image %s", got, newImage)
+	}
+	if s := fn.Status.Service; s == nil || s.UID != d.UID || s.URL != "http://hello."+ns+".svc" || s.Ready != v1alpha1.ServiceReadyTrue {
+		t.Errorf("status.service = %+v, want the Deployment's UID %s, URL http://hello.%s.svc, ready", s, d.UID, ns)
+	}
+	if b := fn.Status.Build; b.Commit != commit || b.FromImage != oldImage || b.ToMiddleware != available || fn.Status.Middleware.Current != available {
+		t.Errorf("status.build = %+v, middleware = %+v", b, fn.Status.Middleware)
+	}
+	if runs := sim.Started(); len(runs) != 1 {
+		t.Errorf("%d PipelineRuns started, want 1 (the keda function is not outdated... yet: it is not deployed)", len(runs))
+	}
+
+	// The keda function is not deployed; then func's keda deployer deploys it, on a
+	// cluster that does not serve HTTPScaledObjects yet.
+	eventually(t, 20*time.Second, conditionOf(c, ns, "scaler", "Deployed", corev1.ConditionFalse, v1alpha1.ReasonNotDeployed))
+	scalerImage := reg.Push(t, "fns/scaler", available)
+	if err := env.InstallCRDs(envtest.KEDAHTTPCRDs); err != nil {
+		t.Fatal(err)
+	}
+	envtest.SimulateKEDAHTTPAddOnT(t, env.Config, envtest.KEDAHTTPAddOnOptions{Namespace: ns})
+	deployAsFunc(t, c, ns, "scaler", scalerImage, "keda")
+	// Picked up without a restart: the HTTPScaledObject's Ready counts.
+	eventually(t, 30*time.Second, conditionOf(c, ns, "scaler", "Ready", corev1.ConditionTrue, "Ready"))
+	sc := fnOf("scaler")
+	if got := sc.Status.Deployment; got.Deployer != v1alpha1.DeployerKeda || got.Image != scalerImage {
+		t.Errorf("scaler's status.deployment = %+v, want keda running %s", got, scalerImage)
+	}
+	wantURL := fmt.Sprintf("http://scaler-interceptor-bridge.%s.svc:8080", ns)
+	if s := sc.Status.Service; s == nil || s.URL != wantURL {
+		t.Errorf("scaler's status.service = %+v, want URL %s", s, wantURL)
+	}
+	// KEDA scales the keda function to zero: still ready (a request scales it up).
+	// The same for the raw function is not (the positive control of the check).
+	scaleDeployment(t, c, ns, "scaler", 0)
+	scaleDeployment(t, c, ns, "hello", 0)
+	eventually(t, 30*time.Second, conditionOf(c, ns, "hello", "ServiceReady", corev1.ConditionFalse, workload.ReasonScaledToZero))
+	eventually(t, 30*time.Second, conditionOf(c, ns, "scaler", "ServiceReady", corev1.ConditionTrue, v1alpha1.ReasonServiceReady))
+	if d := fnOf("scaler").Status.GetCondition("ServiceReady"); !strings.Contains(d.Message, "scaled to zero by KEDA") {
+		t.Errorf("scaler's ServiceReady = %+v, want it to say KEDA scaled it to zero", d)
+	}
+}
+
+// envtestSchemes are the types the tests read and write.
+var envtestSchemes = []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, pipelinev1.AddToScheme, kedav1alpha1.AddToScheme}
+
+// startOperatorOn runs the operator on env, a control plane of the test's own with
+// config/'s RBAC applied, as config/ installs it: as its ServiceAccount, in its
+// namespace, watching the namespaces given, until the test ends.
+func startOperatorOn(t *testing.T, env *envtest.Environment, cfg config.Config, watch ...string) {
+	t.Helper()
+	store := config.NewStore()
+	store.Set(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	mgr, err := New(ctx, envtest.AsOperator(env.Config), Options{WatchNamespaces: watch, SystemNamespace: "func-operator",
+		MetricsAddr: "0", ProbeAddr: "0", WorkDir: t.TempDir(), Config: store, APIRecheck: 300 * time.Millisecond,
+		SkipControllerNameValidation: true})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("operator stopped with an error: %v", err)
+		}
+	})
+}
+
+func apisType(t string) apis.ConditionType { return apis.ConditionType(t) }
