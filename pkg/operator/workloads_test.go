@@ -201,7 +201,7 @@ func TestOperator_RawFunctionWithoutKnative(t *testing.T) {
 		t.Fatalf("the Deployment runs %s after the rebuild; want a new image of %s/fns/hello by digest", newImage, reg.Host)
 	}
 	eventually(t, 30*time.Second, rolledOut(c, ns, "hello", newImage))
-	eventually(t, 30*time.Second, conditionOf(c, ns, "hello", "Ready", corev1.ConditionTrue, "Ready"))
+	eventually(t, 30*time.Second, conditionOf(c, ns, "hello", "Ready", corev1.ConditionTrue, ""))
 	fn := fnOf("hello")
 	available := availableGoMiddleware(t)
 	if got := fn.Status.Deployment; got.Deployer != v1alpha1.DeployerRaw || got.RequestedDeployer != v1alpha1.DeployerRaw || got.Image != newImage {
@@ -227,7 +227,7 @@ func TestOperator_RawFunctionWithoutKnative(t *testing.T) {
 	envtest.SimulateKEDAHTTPAddOnT(t, env.Config, envtest.KEDAHTTPAddOnOptions{Namespace: ns})
 	deployAsFunc(t, c, ns, "scaler", scalerImage, "keda")
 	// Picked up without a restart: the HTTPScaledObject's Ready counts.
-	eventually(t, 30*time.Second, conditionOf(c, ns, "scaler", "Ready", corev1.ConditionTrue, "Ready"))
+	eventually(t, 30*time.Second, conditionOf(c, ns, "scaler", "Ready", corev1.ConditionTrue, ""))
 	sc := fnOf("scaler")
 	if got := sc.Status.Deployment; got.Deployer != v1alpha1.DeployerKeda || got.Image != scalerImage {
 		t.Errorf("scaler's status.deployment = %+v, want keda running %s", got, scalerImage)
