@@ -18,7 +18,8 @@ const (
 	// With leader election, a build an earlier leader launched is retried sooner:
 	// LeaderSettle into this process's leadership.
 	LaunchGrace = 2 * time.Minute
-	// DeployGrace is how long after a successful PipelineRun the Knative Service may
+	// DeployGrace is how long after a successful PipelineRun the function (its Knative
+	// Service, or its raw or keda Deployment) may
 	// still run the old image before the build counts as failed.
 	DeployGrace = 2 * time.Minute
 	// LeaderSettle is how long a new leader waits before it counts a launch of an
@@ -61,12 +62,12 @@ const (
 	// TimedOut: the build ran past its timeout and its runs were stopped (Failure
 	// says how).
 	TimedOut
-	// Bound: the Function is bound to the Knative Service ServiceUID ("" for none). A
+	// Bound: the Function is bound to the Knative Service (or raw or keda Deployment) ServiceUID ("" for none). A
 	// build in flight for another Service must be stopped (Stop).
 	Bound
 	// Stopped: the build was stopped (Failure says why).
 	Stopped
-	// Deployed: the build succeeded; Deploy is what the Knative Service runs now.
+	// Deployed: the build succeeded; Deploy is what the function runs now.
 	Deployed
 )
 
@@ -100,9 +101,9 @@ type Event struct {
 	// Waiting: the queue holds the Function in its waiting list (GaveUp).
 	Waiting bool
 
-	// ServiceUID is the Knative Service the Function is bound to now (Bound).
+	// ServiceUID is the Knative Service (or raw or keda Deployment) the Function is bound to now (Bound).
 	ServiceUID types.UID
-	// Deploy is what the Knative Service runs now (Deployed).
+	// Deploy is what the function runs now (Deployed).
 	Deploy Deploy
 }
 
@@ -119,7 +120,8 @@ type Start struct {
 	ServiceUID                                          types.UID
 }
 
-// Deploy is what the Knative Service of a Function whose build succeeded runs now.
+// Deploy is what a Function whose build succeeded runs now: its Knative Service, or
+// its raw or keda Deployment.
 type Deploy struct {
 	// Recorded: the build's rebuild is already recorded (status.middleware.lastRebuild).
 	Recorded bool
@@ -339,7 +341,7 @@ func (m Machine) noRun(t Transition, ev Event) Transition {
 	return t
 }
 
-// deployed follows a successful build until the Knative Service runs its image with
+// deployed follows a successful build until the function runs its image with
 // the middleware it was to bring.
 func (m Machine) deployed(t Transition, ev Event) Transition {
 	b, d := t.Build, ev.Deploy
@@ -347,11 +349,12 @@ func (m Machine) deployed(t Transition, ev Event) Transition {
 	case d.Recorded:
 		t.Deploy = DeployRecorded
 	case b.ServiceUID != "" && b.ServiceUID != d.ServiceUID:
-		t = m.failed(t, ev.At, Failure{Message: fmt.Sprintf("PipelineRun %s succeeded, but the Knative Service it was started for (UID %s) was replaced since: not counted as a rebuild",
+		t = m.failed(t, ev.At, Failure{Message: fmt.Sprintf("PipelineRun %s succeeded, but what func deployed that it was started for "+
+			"(UID %s: a Knative Service, or a raw or keda Deployment) was replaced since: not counted as a rebuild",
 			b.PipelineRun, b.ServiceUID)})
 		t.Deploy = DeployFailed
 	case d.Image == b.FromImage && b.FromImage != "" && b.CompletionTime != nil && ev.At.Sub(b.CompletionTime.Time) > DeployGrace:
-		t = m.failed(t, ev.At, Failure{Message: fmt.Sprintf("PipelineRun %s succeeded but the Knative Service still runs %s after %s", b.PipelineRun, b.FromImage, DeployGrace)})
+		t = m.failed(t, ev.At, Failure{Message: fmt.Sprintf("PipelineRun %s succeeded but the function still runs %s after %s", b.PipelineRun, b.FromImage, DeployGrace)})
 		t.Deploy = DeployFailed
 	case d.Image == b.FromImage && b.FromImage != "":
 		t.Deploy, t.RequeueAfter = DeployWaiting, PollWhileWaiting

@@ -201,12 +201,12 @@ func TestMachine_Next(t *testing.T) {
 	}, {
 		name:  "Succeeded → Failed: the old image past DeployGrace",
 		build: succeeded, event: Event{Kind: Deployed, At: t0.Add(DeployGrace), Deploy: Deploy{ServiceUID: "svc-1", Image: "img@old"}},
-		want: Transition{Build: failedAt(succeeded, DeployGrace, "PipelineRun fn-run-b1 succeeded but the Knative Service still runs img@old after 2m0s"),
+		want: Transition{Build: failedAt(succeeded, DeployGrace, "PipelineRun fn-run-b1 succeeded but the function still runs img@old after 2m0s"),
 			Slot: SlotRelease, Deploy: DeployFailed},
 	}, {
 		name:  "Succeeded → Failed: the Service it was started for was replaced",
 		build: succeeded, event: Event{Kind: Deployed, At: t0, Deploy: Deploy{ServiceUID: "svc-2", Image: "img@new"}},
-		want: Transition{Build: failedAt(succeeded, 0, "PipelineRun fn-run-b1 succeeded, but the Knative Service it was started for (UID svc-1) was replaced since: not counted as a rebuild"),
+		want: Transition{Build: failedAt(succeeded, 0, "PipelineRun fn-run-b1 succeeded, but what func deployed that it was started for (UID svc-1: a Knative Service, or a raw or keda Deployment) was replaced since: not counted as a rebuild"),
 			Slot: SlotRelease, Deploy: DeployFailed},
 	}, {
 		name:  "Succeeded, a raw Deployment still rolling the new image out: wait",

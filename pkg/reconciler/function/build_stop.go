@@ -36,7 +36,8 @@ func (r *Reconciler) stopUnboundBuild(ctx context.Context, fn *v1alpha1.Function
 	if err != nil {
 		return err
 	}
-	msg := fmt.Sprintf("stopped: the Knative Service the build was started for (UID %s) is no longer the one this Function is bound to, and the build must not deploy over another",
+	msg := fmt.Sprintf("stopped: what func deployed that the build was started for (UID %s: a Knative Service, or a raw or keda Deployment) "+
+		"is no longer what this Function is bound to, and the build must not deploy over another",
 		b.ServiceUID)
 	if len(left) > 0 {
 		msg += fmt.Sprintf("; the namespace no longer lets the operator delete its PipelineRun (%s, ClusterRole %s): delete it yourself",
