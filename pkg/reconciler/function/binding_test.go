@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"knative.dev/pkg/apis"
@@ -24,12 +25,18 @@ type bindingFixture struct {
 
 func newBindingFixture(t *testing.T) bindingFixture {
 	t.Helper()
+	return newBindingFixtureWith(t, "")
+}
+
+// newBindingFixtureWith is newBindingFixture with extra lines in func.yaml.
+func newBindingFixtureWith(t *testing.T, extra string) bindingFixture {
+	t.Helper()
 	reg := registrytest.Start(t)
 	image := reg.Push(t, "fns/hello", "") // no middleware label: counts as outdated
 	root := gitserver.NewRepoRoot(t)
 	srv := gitserver.StartHTTP(t, root)
 	gitserver.CreateRepo(t, root, "fn").Commit(t, "main", map[string]string{
-		"func.yaml": funcYAML("hello", "go") + "registry: " + reg.Host + "/fns\n",
+		"func.yaml": funcYAML("hello", "go") + "registry: " + reg.Host + "/fns\n" + extra,
 	}, "hello")
 	return bindingFixture{url: srv.URL("fn"), image: image}
 }
@@ -112,12 +119,33 @@ func TestReconcile_TakeoverAttempt(t *testing.T) {
 }
 
 // TestReconcile_FunctionNameConflict: two Functions whose func.yaml name one function.
-// The first to claim it is bound to its Service (the UID in its status); the second
-// gets its own reason and creates nothing, until the first is deleted.
+// The first to claim it is bound to what func deployed (the UID in its status: the
+// Knative Service's, or the raw Deployment's); the second gets its own reason and
+// creates nothing, until the first is deleted.
 func TestReconcile_FunctionNameConflict(t *testing.T) {
-	f := newBindingFixture(t)
-	ns := newNamespace(t)
-	svc := f.service(t, ns, true)
+	for _, deployer := range []string{"knative", "raw"} {
+		t.Run(deployer, func(t *testing.T) { testFunctionNameConflict(t, deployer) })
+	}
+}
+
+func testFunctionNameConflict(t *testing.T, deployer string) {
+	var (
+		f   bindingFixture
+		ns  = newNamespace(t)
+		uid types.UID
+	)
+	if deployer == "raw" {
+		f = newBindingFixtureWith(t, "deployer: raw\n")
+		rawWorkload{image: f.image}.create(t, ns)
+		d := &appsv1.Deployment{}
+		if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "hello"}, d); err != nil {
+			t.Fatal(err)
+		}
+		uid = d.UID
+	} else {
+		f = newBindingFixture(t)
+		uid = f.service(t, ns, true).UID
+	}
 	mustCreate(t, newFunction(ns, "first", v1alpha1.Repository{URL: f.url}))
 	r, rec := newBuildReconciler(t)
 	cfg := r.Config.Load()
@@ -128,8 +156,8 @@ func TestReconcile_FunctionNameConflict(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := getFunction(t, ns, "first")
-	if first.Status.Service == nil || first.Status.Service.UID != svc.UID {
-		t.Fatalf("first: status.service = %+v, want bound to UID %s", first.Status.Service, svc.UID)
+	if first.Status.Service == nil || first.Status.Service.UID != uid {
+		t.Fatalf("first: status.service = %+v, want bound to UID %s", first.Status.Service, uid)
 	}
 
 	time.Sleep(time.Second) // a later creationTimestamp (seconds)
@@ -149,7 +177,7 @@ func TestReconcile_FunctionNameConflict(t *testing.T) {
 	if _, err := reconcileOnce(t, r, ns, "first"); err != nil {
 		t.Fatal(err)
 	}
-	if got := getFunction(t, ns, "first"); got.Status.Service == nil || got.Status.Service.UID != svc.UID ||
+	if got := getFunction(t, ns, "first"); got.Status.Service == nil || got.Status.Service.UID != uid ||
 		got.Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate).Reason != v1alpha1.ReasonRebuildQueued {
 		t.Errorf("first after the second's reconcile: service %+v, MiddlewareUpToDate %+v", got.Status.Service,
 			got.Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate))
@@ -163,8 +191,8 @@ func TestReconcile_FunctionNameConflict(t *testing.T) {
 		t.Fatal(err)
 	}
 	second = getFunction(t, ns, "second")
-	if second.Status.Service == nil || second.Status.Service.UID != svc.UID {
-		t.Errorf("second after the first's deletion: status.service = %+v, want bound to UID %s", second.Status.Service, svc.UID)
+	if second.Status.Service == nil || second.Status.Service.UID != uid {
+		t.Errorf("second after the first's deletion: status.service = %+v, want bound to UID %s", second.Status.Service, uid)
 	}
 	if n := len(rec.requests()); n != 0 {
 		t.Errorf("%d builds launched with a budget of 0", n)
