@@ -31,7 +31,7 @@ verify-generated: $(CONTROLLER_GEN) ## Fail when generated files are stale.
 	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/update-codegen.sh --verify
 
 .PHONY: third-party
-third-party: ## Copy the Knative Serving and Tekton CRDs of the pinned modules into third_party/.
+third-party: ## Copy the Knative Serving and Eventing, Tekton and KEDA HTTP add-on CRDs of the pinned modules into third_party/.
 	hack/update-third-party.sh
 
 .PHONY: verify-third-party

@@ -23,6 +23,10 @@ const (
 	KnativeServingCRDs  = "third_party/knative-serving"
 	KnativeEventingCRDs = "third_party/knative-eventing"
 	TektonCRDs          = "third_party/tekton-pipeline"
+	// KEDAHTTPCRDs is the KEDA HTTP add-on's HTTPScaledObject, which func's keda
+	// deployer writes (github.com/kedacore/http-add-on, config/crd/bases). No add-on
+	// operator runs: SimulateKEDAHTTPAddOn plays its status.
+	KEDAHTTPCRDs = "third_party/keda-http-add-on"
 )
 
 // Environment is a running control plane.
