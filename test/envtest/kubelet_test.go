@@ -18,8 +18,8 @@ func TestKubeletPodStatus(t *testing.T) {
 	digest := "sha256:" + strings.Repeat("a", 64)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{UID: "u1"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "user-container", Image: "127.0.0.1:5000/fns/hello@" + digest}}},
-		Status: corev1.PodStatus{Phase: corev1.PodPending, QOSClass: corev1.PodQOSBestEffort},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "user-container", Image: "127.0.0.1:5000/fns/hello@" + digest}}},
+		Status:     corev1.PodStatus{Phase: corev1.PodPending, QOSClass: corev1.PodQOSBestEffort},
 	}
 	started := true
 	running := func(ready bool, at metav1.Time) []corev1.ContainerStatus {
