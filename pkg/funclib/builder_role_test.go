@@ -205,8 +205,8 @@ func (b *builderSetup) pointFuncAt(t *testing.T, server string, ca []byte) {
 
 // revoke deletes the build ServiceAccount's RoleBinding and waits until the API
 // server's authorizer, which learns of the deletion through its own watch, refuses it
-// get on resource of group: so that a deploy meets one refusal, not a mix.
-func (b *builderSetup) revoke(t *testing.T, group, resource string) {
+// get on resources of group: so that a deploy meets one refusal, not a mix.
+func (b *builderSetup) revoke(t *testing.T, group, resources string) {
 	t.Helper()
 	if err := b.admin.Delete(b.ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: b.ns, Name: "func-operator-builder"}}); err != nil {
 		t.Fatal(err)
@@ -215,7 +215,7 @@ func (b *builderSetup) revoke(t *testing.T, group, resource string) {
 	for {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User:               "system:serviceaccount:" + b.ns + ":func-operator-builder",
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: b.ns, Verb: "get", Group: group, Resource: resource},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: b.ns, Verb: "get", Group: group, Resource: resources},
 		}}
 		if err := b.admin.Create(b.ctx, sar); err != nil {
 			t.Fatal(err)
@@ -224,7 +224,7 @@ func (b *builderSetup) revoke(t *testing.T, group, resource string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the build ServiceAccount may still get %s.%s 30s after its RoleBinding was deleted", resource, group)
+			t.Fatalf("the build ServiceAccount may still get %s.%s 30s after its RoleBinding was deleted", resources, group)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

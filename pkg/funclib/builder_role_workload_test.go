@@ -229,7 +229,7 @@ func triggers(t *testing.T, admin client.Client, ns string) []string {
 	if err := admin.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
-	var names []string
+	names := make([]string, 0, len(list.Items))
 	for _, tr := range list.Items {
 		names = append(names, tr.Name)
 	}
