@@ -50,7 +50,8 @@ var updateFixtures = flag.Bool("update-deployer-fixtures", false, "rewrite testd
 // garbage collector controllers and the kubelet simulation: ClusterRole
 // func-operator-builder is enough to deploy (a Deployment that becomes available,
 // its Service, a Trigger), then update (a new image rolled out, the changed
-// subscription's stale Trigger deleted), a function that uses every kind of
+// subscription's stale Trigger deleted; keda: the HTTPScaledObject's new maximum
+// scale), a function that uses every kind of
 // reference. Without the RoleBinding, the same deploy is refused (the negative
 // control). What func wrote is kept in testdata/deployers/raw.yaml.
 func TestBuilderClusterRole_Raw(t *testing.T) {
@@ -124,8 +125,27 @@ func testBuilderWorkload(t *testing.T, deployer string) {
 	// Trigger is stale and deleted.
 	f.Deploy.Image = "127.0.0.1:5000/fns/hello@sha256:" + strings.Repeat("b", 64)
 	f.Deploy.Subscriptions[0].Filters = map[string]string{"type": "farewell"}
+	// keda: a new maximum scale changes the HTTPScaledObject's spec, which func
+	// updates (and waits Ready again).
+	maxScale := int64(5)
+	f.Deploy.Options.Scale = &fn.ScaleOptions{Max: &maxScale}
 	if res, err := deploy(); err != nil || res.Status != fn.Updated {
 		t.Fatalf("updating as the build ServiceAccount: %+v, %v", res, err)
+	}
+	if deployer == "keda" {
+		// func's wait (WaitForHTTPScaledObjectAvailable) reads no observedGeneration
+		// either: the Ready it saw may be the previous generation's.
+		hso := &httpv1alpha1.HTTPScaledObject{}
+		envtest.Until(t, "the add-on simulation marks the updated HTTPScaledObject Ready", func() bool {
+			if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hello"}, hso); err != nil {
+				return false
+			}
+			ready := meta.FindStatusCondition(hso.Status.Conditions, httpv1alpha1.ConditionTypeReady)
+			return ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == hso.Generation
+		})
+		if hso.Spec.Replicas == nil || hso.Spec.Replicas.Max == nil || *hso.Spec.Replicas.Max != 5 {
+			t.Errorf("HTTPScaledObject after the update: replicas %+v, want max 5", hso.Spec.Replicas)
+		}
 	}
 	// func's wait for the Deployment (WaitForDeploymentAvailable) reads no
 	// observedGeneration: it may see the status of the previous rollout, complete,
