@@ -26,6 +26,7 @@ import (
 	httpv1alpha1 "github.com/kedacore/http-add-on/operator/apis/http/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -52,8 +53,10 @@ var updateFixtures = flag.Bool("update-deployer-fixtures", false, "rewrite testd
 // its Service, a Trigger), then update (a new image rolled out, the changed
 // subscription's stale Trigger deleted; keda: the HTTPScaledObject's new maximum
 // scale), a function that uses every kind of
-// reference. Without the RoleBinding, the same deploy is refused (the negative
-// control). What func wrote is kept in testdata/deployers/raw.yaml.
+// reference; what its requests asked is exactly what the deployer's code reads and
+// writes, all granted but the read of namespace dapr-system. Without the
+// RoleBinding, the same deploy is refused (the negative control). What func wrote
+// is kept in testdata/deployers/raw.yaml.
 func TestBuilderClusterRole_Raw(t *testing.T) {
 	testBuilderWorkload(t, "raw")
 }
@@ -161,6 +164,8 @@ func testBuilderWorkload(t *testing.T, deployer string) {
 		t.Errorf("Triggers after the update %v, want one, not %v", got, firstTriggers)
 	}
 
+	checkAccess(t, deployer, writes.access())
+
 	// The negative control: without its RoleBinding, the same ServiceAccount may not.
 	b.revoke(t, "apps", "deployments")
 	f.Deploy.Image = f.Image
@@ -242,6 +247,56 @@ func checkKeda(t *testing.T, admin client.Client, ns string, d *appsv1.Deploymen
 	}
 }
 
+// checkAccess checks what func's requests of a deploy and an update asked: exactly
+// what the deployer's code reads and writes (the rules of
+// config/200-builder-clusterrole.yaml name the calls), every one of it granted by
+// the ClusterRole but the refused read of namespace dapr-system.
+func checkAccess(t *testing.T, deployer string, accessed []string) {
+	t.Helper()
+	want := []string{
+		"create deployments.apps", "get deployments.apps", "update deployments.apps",
+		"list replicasets.apps",
+		"create services", "get services", "update services",
+		"get configmaps", "get persistentvolumeclaims", "get secrets", "get serviceaccounts",
+		"list pods",
+		"create triggers.eventing.knative.dev", "delete triggers.eventing.knative.dev", "list triggers.eventing.knative.dev",
+		"get namespaces (refused)",
+	}
+	if deployer == "keda" {
+		want = append(want, "create httpscaledobjects.http.keda.sh", "get httpscaledobjects.http.keda.sh", "update httpscaledobjects.http.keda.sh")
+	}
+	slices.Sort(want)
+	if diff := cmp.Diff(want, accessed); diff != "" {
+		t.Errorf("what func's %s deployer asked of the API server (-want +got):\n%s", deployer, diff)
+	}
+	objs, err := envtest.Read("config/200-builder-clusterrole.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{}
+	if len(objs) != 1 || runtime.DefaultUnstructuredConverter.FromUnstructured(objs[0].Object, role) != nil {
+		t.Fatal("config/200-builder-clusterrole.yaml: want one ClusterRole")
+	}
+	granted := map[string]bool{}
+	for _, r := range role.Rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				if g != "" {
+					res += "." + g
+				}
+				for _, v := range r.Verbs {
+					granted[v+" "+res] = true
+				}
+			}
+		}
+	}
+	for _, a := range accessed {
+		if !strings.HasSuffix(a, " (refused)") && !granted[a] {
+			t.Errorf("func's %s deployer was allowed %q, which ClusterRole func-operator-builder does not grant", deployer, a)
+		}
+	}
+}
+
 // triggers returns the names of the namespace's Triggers, sorted.
 func triggers(t *testing.T, admin client.Client, ns string) []string {
 	t.Helper()
@@ -263,10 +318,85 @@ type write struct {
 	body                      []byte
 }
 
-// writeRecorder keeps the writes of func's clients.
+// writeRecorder keeps the writes of func's clients, and what each of their
+// requests asked (accessed).
 type writeRecorder struct {
-	mu     sync.Mutex
-	writes []write
+	mu       sync.Mutex
+	writes   []write
+	accessed map[string]bool
+}
+
+// access returns what func's requests so far asked, each as "verb resource.group",
+// with " (refused)" when the API server answered Forbidden; sorted.
+func (r *writeRecorder) access() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(maps.Keys(r.accessed))
+}
+
+// accessOf says what a request asks as "verb resource.group" (RBAC's terms), or ""
+// for discovery.
+func accessOf(method string, u *url.URL) string {
+	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		parts = parts[2:] // api, v1
+	case len(parts) >= 3 && parts[0] == "apis":
+		parts = append([]string{parts[1]}, parts[3:]...) // group first
+	default:
+		return ""
+	}
+	group := ""
+	if !strings.HasPrefix(u.Path, "/api/") {
+		group, parts = parts[0], parts[1:]
+	}
+	if len(parts) >= 2 && parts[0] == "namespaces" && len(parts) != 2 {
+		parts = parts[2:] // a namespaced resource
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	resource, named := parts[0], len(parts) >= 2
+	if len(parts) >= 3 {
+		resource += "/" + parts[2]
+	}
+	verb := map[string]string{http.MethodPost: "create", http.MethodPut: "update", http.MethodPatch: "patch"}[method]
+	switch method {
+	case http.MethodGet:
+		verb = "list"
+		if named {
+			verb = "get"
+		} else if u.Query().Get("watch") == "true" {
+			verb = "watch"
+		}
+	case http.MethodDelete:
+		verb = "deletecollection"
+		if named {
+			verb = "delete"
+		}
+	}
+	if group != "" {
+		resource += "." + group
+	}
+	return verb + " " + resource
+}
+
+// statusWriter keeps the status code of a response.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.code = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Flush passes streaming (watches) on.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 // take returns the writes so far and forgets them.
@@ -280,7 +410,7 @@ func (r *writeRecorder) take() []write {
 
 // recordWrites points func's clients at a proxy (loopback) to the API server that
 // records each create and update they send, as sent: what func writes, before the
-// API server's defaults.
+// API server's defaults; and what each request asks, allowed or refused.
 func (b *builderSetup) recordWrites(t *testing.T) *writeRecorder {
 	t.Helper()
 	target, err := url.Parse(b.env.Config.Host)
@@ -293,8 +423,19 @@ func (b *builderSetup) recordWrites(t *testing.T) *writeRecorder {
 	}
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	proxy.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
-	r := &writeRecorder{}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	r := &writeRecorder{accessed: map[string]bool{}}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
+		w := &statusWriter{ResponseWriter: rw, code: http.StatusOK}
+		defer func() {
+			if a := accessOf(req.Method, req.URL); a != "" {
+				if w.code == http.StatusForbidden {
+					a += " (refused)"
+				}
+				r.mu.Lock()
+				r.accessed[a] = true
+				r.mu.Unlock()
+			}
+		}()
 		if req.Method == http.MethodPost || req.Method == http.MethodPut {
 			body, err := io.ReadAll(req.Body)
 			if err != nil {
@@ -409,4 +550,28 @@ func stabilize(obj map[string]any) {
 		}
 	}
 	walk(obj)
+}
+
+// TestAccessOf reads requests as RBAC does: verb, resource and group.
+func TestAccessOf(t *testing.T) {
+	for _, tc := range []struct{ method, url, want string }{
+		{"GET", "/api/v1/namespaces/dapr-system", "get namespaces"},
+		{"GET", "/api/v1/namespaces/tenant/pods?labelSelector=a%3Db", "list pods"},
+		{"GET", "/api/v1/namespaces/tenant/pods?watch=true", "watch pods"},
+		{"PUT", "/api/v1/namespaces/tenant/pods/p/status", "update pods/status"},
+		{"POST", "/apis/apps/v1/namespaces/tenant/deployments", "create deployments.apps"},
+		{"GET", "/apis/apps/v1/namespaces/tenant/deployments/hello", "get deployments.apps"},
+		{"DELETE", "/apis/eventing.knative.dev/v1/namespaces/tenant/triggers/x", "delete triggers.eventing.knative.dev"},
+		{"DELETE", "/apis/eventing.knative.dev/v1/namespaces/tenant/triggers", "deletecollection triggers.eventing.knative.dev"},
+		{"GET", "/apis/rbac.authorization.k8s.io/v1/clusterroles/x", "get clusterroles.rbac.authorization.k8s.io"},
+		{"GET", "/api", ""}, {"GET", "/api/v1", ""}, {"GET", "/apis", ""}, {"GET", "/apis/apps", ""}, {"GET", "/apis/apps/v1", ""},
+	} {
+		u, err := url.Parse(tc.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := accessOf(tc.method, u); got != tc.want {
+			t.Errorf("accessOf(%s %s) = %q, want %q", tc.method, tc.url, got, tc.want)
+		}
+	}
 }
