@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	httpv1alpha1 "github.com/kedacore/http-add-on/operator/apis/http/v1alpha1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -65,72 +66,9 @@ deploy:
 // is enough to deploy, and then update, a function that uses every kind of reference.
 // Without the RoleBinding, the same deploy is refused (the negative control).
 func TestBuilderClusterRole(t *testing.T) {
-	env := envtest.StartT(t, envtest.KnativeServingCRDs, envtest.KnativeEventingCRDs)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if _, err := envtest.Apply(ctx, env.Config, "config/200-builder-clusterrole.yaml"); err != nil {
-		t.Fatal(err)
-	}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, servingv1.AddToScheme, eventingv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
-	admin, err := client.New(env.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const ns = "tenant"
-	create := func(objs ...client.Object) {
-		t.Helper()
-		for _, o := range objs {
-			if err := admin.Create(ctx, o); err != nil {
-				t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
-			}
-		}
-	}
-	meta := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
-	create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	if err := envtest.Onboard(ctx, env.Config, ns); err != nil {
-		t.Fatal(err)
-	}
-	create(
-		&corev1.Secret{ObjectMeta: meta("db"), StringData: map[string]string{"password": "pw-db-3b1c9"}},
-		&corev1.ConfigMap{ObjectMeta: meta("settings"), Data: map[string]string{"GREETING": "hi"}},
-		&corev1.PersistentVolumeClaim{ObjectMeta: meta("data"), Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		}},
-		&corev1.ServiceAccount{ObjectMeta: meta("fn-runner")},
-	)
+	b := setUpBuilder(t, envtest.KnativeServingCRDs, envtest.KnativeEventingCRDs)
+	ctx, admin, ns, f := b.ctx, b.admin, b.ns, b.f
 	go simulateKnativeServing(ctx, t, admin, ns)
-
-	// func's clients, as in the build's deploy step, act as the build ServiceAccount.
-	tr := &authenticationv1.TokenRequest{}
-	if err := admin.SubResource("token").Create(ctx, &corev1.ServiceAccount{ObjectMeta: meta("func-operator-builder")}, tr); err != nil {
-		t.Fatal(err)
-	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
-	kc.AuthInfos["builder"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "builder", Namespace: ns}
-	kc.CurrentContext = "c"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv(clientcmd.RecommendedConfigPathEnvVar, path)
-
-	root := t.TempDir()
-	if err := os.WriteFile(filepath.Join(root, "func.yaml"), []byte(builderFuncYAML), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	f, err := fn.NewFunction(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Namespace, f.Deploy.Image = ns, f.Image
 
 	deploy := func() (fn.DeploymentResult, error) {
 		ctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -163,32 +101,132 @@ func TestBuilderClusterRole(t *testing.T) {
 	}
 
 	// The negative control: without its RoleBinding, the same ServiceAccount may not.
-	if err := admin.Delete(ctx, &rbacv1.RoleBinding{ObjectMeta: meta("func-operator-builder")}); err != nil {
-		t.Fatal(err)
-	}
-	// The API server's authorizer learns of the deletion through its own watch: wait
-	// until it refuses, so that the deploy meets one refusal, not a mix.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User:               "system:serviceaccount:" + ns + ":func-operator-builder",
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Group: "serving.knative.dev", Resource: "services"},
-		}}
-		if err := admin.Create(ctx, sar); err != nil {
-			t.Fatal(err)
-		}
-		if !sar.Status.Allowed {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the build ServiceAccount may still read Services 30s after its RoleBinding was deleted")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	b.revoke(t, "serving.knative.dev", "services")
 	f.Deploy.Image = f.Image
 	_, err = deploy()
 	if err == nil || !strings.Contains(err.Error(), "forbidden") {
 		t.Errorf("deploying without the RoleBinding: %v, want forbidden", err)
+	}
+}
+
+// builderSetup is a control plane with namespace tenant onboarded
+// (config/namespace/onboard.yaml), the objects builderFuncYAML references, and func's
+// clients acting as the build ServiceAccount (KUBECONFIG) for the test.
+type builderSetup struct {
+	env   *envtest.Environment
+	ctx   context.Context
+	admin client.Client
+	ns    string
+	// f is builderFuncYAML, to deploy to ns.
+	f fn.Function
+	// token is the build ServiceAccount's.
+	token string
+}
+
+// setUpBuilder starts the control plane with extraCRDs for one test.
+func setUpBuilder(t *testing.T, extraCRDs ...string) *builderSetup {
+	t.Helper()
+	env := envtest.StartT(t, extraCRDs...)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if _, err := envtest.Apply(ctx, env.Config, "config/200-builder-clusterrole.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, servingv1.AddToScheme, eventingv1.AddToScheme, httpv1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admin, err := client.New(env.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ns = "tenant"
+	create := func(objs ...client.Object) {
+		t.Helper()
+		for _, o := range objs {
+			if err := admin.Create(ctx, o); err != nil {
+				t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
+			}
+		}
+	}
+	meta := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
+	create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	if err := envtest.Onboard(ctx, env.Config, ns); err != nil {
+		t.Fatal(err)
+	}
+	create(
+		&corev1.Secret{ObjectMeta: meta("db"), StringData: map[string]string{"password": "pw-db-3b1c9"}},
+		&corev1.ConfigMap{ObjectMeta: meta("settings"), Data: map[string]string{"GREETING": "hi"}},
+		&corev1.PersistentVolumeClaim{ObjectMeta: meta("data"), Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		}},
+		&corev1.ServiceAccount{ObjectMeta: meta("fn-runner")},
+	)
+
+	// func's clients, as in the build's deploy step, act as the build ServiceAccount.
+	tr := &authenticationv1.TokenRequest{}
+	if err := admin.SubResource("token").Create(ctx, &corev1.ServiceAccount{ObjectMeta: meta("func-operator-builder")}, tr); err != nil {
+		t.Fatal(err)
+	}
+	b := &builderSetup{env: env, ctx: ctx, admin: admin, ns: ns, token: tr.Status.Token}
+	b.pointFuncAt(t, env.Config.Host, env.Config.CAData)
+
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "func.yaml"), []byte(builderFuncYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fn.NewFunction(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Namespace, f.Deploy.Image = ns, f.Image
+	b.f = f
+	return b
+}
+
+// pointFuncAt points func's clients (KUBECONFIG, for the rest of the test) at the
+// API server at server, whose certificate ca signs, as the build ServiceAccount.
+func (b *builderSetup) pointFuncAt(t *testing.T, server string, ca []byte) {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
+	kc.AuthInfos["builder"] = &clientcmdapi.AuthInfo{Token: b.token}
+	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "builder", Namespace: b.ns}
+	kc.CurrentContext = "c"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(clientcmd.RecommendedConfigPathEnvVar, path)
+}
+
+// revoke deletes the build ServiceAccount's RoleBinding and waits until the API
+// server's authorizer, which learns of the deletion through its own watch, refuses it
+// get on resources of group: so that a deploy meets one refusal, not a mix.
+func (b *builderSetup) revoke(t *testing.T, group, resources string) {
+	t.Helper()
+	if err := b.admin.Delete(b.ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: b.ns, Name: "func-operator-builder"}}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:               "system:serviceaccount:" + b.ns + ":func-operator-builder",
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: b.ns, Verb: "get", Group: group, Resource: resources},
+		}}
+		if err := b.admin.Create(b.ctx, sar); err != nil {
+			t.Fatal(err)
+		}
+		if !sar.Status.Allowed {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the build ServiceAccount may still get %s.%s 30s after its RoleBinding was deleted", resources, group)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

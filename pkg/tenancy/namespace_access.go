@@ -61,8 +61,12 @@ var BuilderGrant = slices.Concat(
 	grants("serving.knative.dev", "services", "get", "list", "watch", "create", "update"),
 	grants("serving.knative.dev", "routes", "get"),
 	grants("", "secrets", "get"), grants("", "configmaps", "get"), grants("", "persistentvolumeclaims", "get"), grants("", "serviceaccounts", "get"),
+	grants("apps", "deployments", "get", "create", "update"),
+	grants("apps", "replicasets", "list"),
+	grants("", "services", "get", "create", "update"),
+	grants("http.keda.sh", "httpscaledobjects", "get", "create", "update"),
 	grants("", "pods", "list"),
-	grants("eventing.knative.dev", "triggers", "create"),
+	grants("eventing.knative.dev", "triggers", "create", "list", "delete"),
 )
 
 // grants is one Grant per verb.

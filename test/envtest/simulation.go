@@ -28,16 +28,16 @@ type simulation struct {
 }
 
 // startSimulation starts the informer (start starts its factory, shutdown waits for
-// it once stopped) and a worker, and returns once the informer has synced. It runs
+// it once stopped) and a worker calling syncObj, and returns once the informer has synced. It runs
 // until ctx ends or stop.
 func startSimulation(ctx context.Context, name string, informer cache.SharedIndexInformer, start func(stop <-chan struct{}), shutdown func(),
-	sync func(ctx context.Context, obj any) error, logf func(format string, args ...any)) (*simulation, error) {
+	syncObj func(ctx context.Context, obj any) error, logf func(format string, args ...any)) (*simulation, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s := &simulation{
-		name: name, informer: informer, sync: sync, logf: logf, cancel: cancel, shutdown: shutdown, done: make(chan struct{}),
+		name: name, informer: informer, sync: syncObj, logf: logf, cancel: cancel, shutdown: shutdown, done: make(chan struct{}),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: name}),
 	}

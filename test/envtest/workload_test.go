@@ -68,7 +68,7 @@ func TestControllers_DeploymentAvailable(t *testing.T) {
 
 	// The negative control: its pod runs, not ready, so the Deployment has no
 	// available replica (checked once the controllers counted the running pod).
-	got = waitDeployment(t, c, ns, "held", func(d *appsv1.Deployment) bool {
+	waitDeployment(t, c, ns, "held", func(d *appsv1.Deployment) bool {
 		return d.Status.Replicas == 1 && len(podsOf(t, c, held)) == 1 && podsOf(t, c, held)[0].Status.Phase == corev1.PodRunning &&
 			d.Status.ObservedGeneration == d.Generation
 	})
