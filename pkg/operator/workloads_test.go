@@ -2,7 +2,10 @@ package operator
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"knative.dev/pkg/apis"
@@ -217,6 +221,11 @@ func TestOperator_RawFunctionWithoutKnative(t *testing.T) {
 		t.Errorf("%d PipelineRuns started, want 1 (the keda function is not outdated... yet: it is not deployed)", len(runs))
 	}
 
+	// kubectl get functions shows the deployer (server-side printing, as kubectl asks).
+	if got := printedColumn(t, env.Config, ns, "Deployer"); got["hello"] != "raw" {
+		t.Errorf("kubectl get functions: Deployer column %v, want raw for hello", got)
+	}
+
 	// The keda function is not deployed; then func's keda deployer deploys it, on a
 	// cluster that does not serve HTTPScaledObjects yet.
 	eventually(t, 20*time.Second, conditionOf(c, ns, "scaler", "Deployed", corev1.ConditionFalse, v1alpha1.ReasonNotDeployed))
@@ -276,3 +285,48 @@ func startOperatorOn(t *testing.T, env *envtest.Environment, cfg config.Config, 
 }
 
 func apisType(t string) apis.ConditionType { return apis.ConditionType(t) }
+
+// printedColumn returns, by Function name, the cells of column of `kubectl get
+// functions -n ns`: the API server's Table of the CRD's printer columns.
+func printedColumn(t *testing.T, cfg *rest.Config, ns, column string) map[string]string {
+	t.Helper()
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.JoinPath(cfg.Host, "apis/functions.dev/v1alpha1/namespaces", ns, "functions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var table metav1.Table
+	if err := json.NewDecoder(resp.Body).Decode(&table); err != nil {
+		t.Fatal(err)
+	}
+	col, name := -1, -1
+	for i, c := range table.ColumnDefinitions {
+		switch c.Name {
+		case column:
+			col = i
+		case "Name":
+			name = i
+		}
+	}
+	if col < 0 || name < 0 {
+		t.Fatalf("no %s or Name column in %+v", column, table.ColumnDefinitions)
+	}
+	out := map[string]string{}
+	for _, row := range table.Rows {
+		out[fmt.Sprint(row.Cells[name])] = fmt.Sprint(row.Cells[col])
+	}
+	return out
+}
