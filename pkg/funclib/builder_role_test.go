@@ -129,7 +129,7 @@ func setUpBuilder(t *testing.T, extraCRDs ...string) *builderSetup {
 	env := envtest.StartT(t, extraCRDs...)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if _, err := envtest.Apply(ctx, env.Config, "config/200-builder-clusterrole.yaml"); err != nil {
+	if _, err := envtest.Apply(ctx, env.Config, "config/200-builder-clusterrole.yaml", "config/200-builder-keda-clusterrole.yaml"); err != nil {
 		t.Fatal(err)
 	}
 	scheme := runtime.NewScheme()
@@ -208,7 +208,13 @@ func (b *builderSetup) pointFuncAt(t *testing.T, server string, ca []byte) {
 // get on resources of group: so that a deploy meets one refusal, not a mix.
 func (b *builderSetup) revoke(t *testing.T, group, resources string) {
 	t.Helper()
-	if err := b.admin.Delete(b.ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: b.ns, Name: "func-operator-builder"}}); err != nil {
+	b.revokeBinding(t, "func-operator-builder", group, resources)
+}
+
+// revokeBinding is revoke for RoleBinding binding.
+func (b *builderSetup) revokeBinding(t *testing.T, binding, group, resources string) {
+	t.Helper()
+	if err := b.admin.Delete(b.ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: b.ns, Name: binding}}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)

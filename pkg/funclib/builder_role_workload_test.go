@@ -81,6 +81,10 @@ func testBuilderWorkload(t *testing.T, deployer string) {
 	envtest.SimulateKubeletT(t, b.env.Config, envtest.KubeletOptions{Namespace: ns})
 	if deployer == "keda" {
 		envtest.SimulateKEDAHTTPAddOnT(t, b.env.Config, envtest.KEDAHTTPAddOnOptions{Namespace: ns})
+		// HTTPScaledObjects are granted apart (func-operator-builder-keda).
+		if err := envtest.OnboardKEDA(ctx, b.env.Config, ns); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// Dapr's namespace exists, but the build ServiceAccount may not read it (no
 	// grant of namespaces): func takes that as no Dapr.
@@ -166,6 +170,16 @@ func testBuilderWorkload(t *testing.T, deployer string) {
 
 	checkAccess(t, deployer, writes.access())
 
+	if deployer == "keda" {
+		// Without config/namespace/onboard-keda.yaml's RoleBinding, func's keda
+		// deployer updates the Deployment (func-operator-builder) but may not write
+		// its HTTPScaledObject.
+		b.revokeBinding(t, "func-operator-builder-keda", "http.keda.sh", "httpscaledobjects")
+		f.Deploy.Image = f.Image
+		if _, err := deploy(); err == nil || !strings.Contains(err.Error(), "forbidden") || !strings.Contains(err.Error(), "httpscaledobjects") {
+			t.Errorf("deploying keda without func-operator-builder-keda: %v, want forbidden on httpscaledobjects", err)
+		}
+	}
 	// The negative control: without its RoleBinding, the same ServiceAccount may not.
 	b.revoke(t, "apps", "deployments")
 	f.Deploy.Image = f.Image
@@ -269,16 +283,24 @@ func checkAccess(t *testing.T, deployer string, accessed []string) {
 	if diff := cmp.Diff(want, accessed); diff != "" {
 		t.Errorf("what func's %s deployer asked of the API server (-want +got):\n%s", deployer, diff)
 	}
-	objs, err := envtest.Read("config/200-builder-clusterrole.yaml")
-	if err != nil {
-		t.Fatal(err)
+	files := []string{"config/200-builder-clusterrole.yaml"}
+	if deployer == "keda" {
+		files = append(files, "config/200-builder-keda-clusterrole.yaml")
 	}
-	role := &rbacv1.ClusterRole{}
-	if len(objs) != 1 || runtime.DefaultUnstructuredConverter.FromUnstructured(objs[0].Object, role) != nil {
-		t.Fatal("config/200-builder-clusterrole.yaml: want one ClusterRole")
+	var rules []rbacv1.PolicyRule
+	for _, file := range files {
+		objs, err := envtest.Read(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		role := &rbacv1.ClusterRole{}
+		if len(objs) != 1 || runtime.DefaultUnstructuredConverter.FromUnstructured(objs[0].Object, role) != nil {
+			t.Fatalf("%s: want one ClusterRole", file)
+		}
+		rules = append(rules, role.Rules...)
 	}
 	granted := map[string]bool{}
-	for _, r := range role.Rules {
+	for _, r := range rules {
 		for _, g := range r.APIGroups {
 			for _, res := range r.Resources {
 				if g != "" {
@@ -292,7 +314,7 @@ func checkAccess(t *testing.T, deployer string, accessed []string) {
 	}
 	for _, a := range accessed {
 		if !strings.HasSuffix(a, " (refused)") && !granted[a] {
-			t.Errorf("func's %s deployer was allowed %q, which ClusterRole func-operator-builder does not grant", deployer, a)
+			t.Errorf("func's %s deployer was allowed %q, which ClusterRoles %v do not grant", deployer, a, files)
 		}
 	}
 }

@@ -27,6 +27,11 @@ const (
 	BuilderClusterRole = "func-operator-builder"
 	// OnboardingManifest onboards a namespace: kubectl apply -n <ns> -f it.
 	OnboardingManifest = "config/namespace/onboard.yaml"
+	// KedaBuilderClusterRole is what the build ServiceAccount may do there beyond
+	// BuilderClusterRole to deploy a function of func's keda deployer.
+	KedaBuilderClusterRole = "func-operator-builder-keda"
+	// KedaOnboardingManifest grants it, beside OnboardingManifest.
+	KedaOnboardingManifest = "config/namespace/onboard-keda.yaml"
 )
 
 // Grant is one right: a verb on a resource of an API group.
@@ -64,10 +69,13 @@ var BuilderGrant = slices.Concat(
 	grants("apps", "deployments", "get", "create", "update"),
 	grants("apps", "replicasets", "list"),
 	grants("", "services", "get", "create", "update"),
-	grants("http.keda.sh", "httpscaledobjects", "get", "create", "update"),
 	grants("", "pods", "list"),
 	grants("eventing.knative.dev", "triggers", "create", "list", "delete"),
 )
+
+// KedaBuilderGrant is what ClusterRole func-operator-builder-keda grants the build
+// ServiceAccount (config/200-builder-keda-clusterrole.yaml; a test keeps the two equal).
+var KedaBuilderGrant = grants("http.keda.sh", "httpscaledobjects", "get", "create", "update")
 
 // grants is one Grant per verb.
 func grants(group, resource string, verbs ...string) []Grant {
@@ -101,7 +109,16 @@ type NamespaceAccess struct {
 // serviceAccount, else a Stalling error whose reason is NamespaceNotOnboarded and
 // whose message names what is missing and how to grant it.
 func (a *NamespaceAccess) Check(ctx context.Context, namespace, serviceAccount string) error {
+	return a.CheckFor(ctx, namespace, serviceAccount, false)
+}
+
+// CheckFor is Check, for a function of func's keda deployer when keda: the build
+// ServiceAccount holds KedaBuilderGrant too (KedaOnboardingManifest).
+func (a *NamespaceAccess) CheckFor(ctx context.Context, namespace, serviceAccount string, keda bool) error {
 	key := types.NamespacedName{Namespace: namespace, Name: serviceAccount}
+	if keda {
+		key.Name += "\x00keda" // its own memory: the keda grant is checked too
+	}
 	now := time.Now
 	if a.now != nil {
 		now = a.now
@@ -122,6 +139,18 @@ func (a *NamespaceAccess) Check(ctx context.Context, namespace, serviceAccount s
 	}
 	if len(missing) > 0 {
 		return NotOnboarded(namespace, fmt.Sprintf("namespace %s has not onboarded func-operator: %s", namespace, strings.Join(missing, "; ")))
+	}
+	if keda {
+		lacks, err := a.builderLacks(ctx, namespace, serviceAccount, KedaBuilderGrant)
+		if err != nil {
+			return err
+		}
+		if len(lacks) > 0 {
+			stall := NotOnboarded(namespace, fmt.Sprintf("namespace %s has not onboarded func-operator for functions of func's keda deployer: the build ServiceAccount %s %s",
+				namespace, serviceAccount, lackingWords(lacks, KedaBuilderGrant, KedaBuilderClusterRole)))
+			stall.Err.(*NotOnboardedError).Manifest = KedaOnboardingManifest
+			return stall
+		}
 	}
 	a.mu.Lock()
 	if a.ok == nil {
@@ -146,10 +175,16 @@ type NotOnboardedError struct {
 	Namespace string
 	// What is lacking, in words.
 	What string
+	// Manifest grants it; OnboardingManifest when empty.
+	Manifest string
 }
 
 func (e *NotOnboardedError) Error() string {
-	return fmt.Sprintf("%s; a namespace admin grants it with `kubectl apply -n %s -f %s` (from the func-operator release)", e.What, e.Namespace, OnboardingManifest)
+	m := e.Manifest
+	if m == "" {
+		m = OnboardingManifest
+	}
+	return fmt.Sprintf("%s; a namespace admin grants it with `kubectl apply -n %s -f %s` (from the func-operator release)", e.What, e.Namespace, m)
 }
 
 // IsNotOnboarded reports whether err's chain holds a NotOnboardedError.
@@ -185,8 +220,20 @@ func (a *NamespaceAccess) missing(ctx context.Context, namespace, serviceAccount
 	case err != nil:
 		return nil, fmt.Errorf("reading the build ServiceAccount %s/%s: %w", namespace, serviceAccount, err)
 	}
-	lacks = nil
-	for _, g := range BuilderGrant {
+	if lacks, err = a.builderLacks(ctx, namespace, serviceAccount, BuilderGrant); err != nil {
+		return nil, err
+	}
+	if len(lacks) > 0 {
+		missing = append(missing, "the build ServiceAccount "+serviceAccount+" "+lackingWords(lacks, BuilderGrant, BuilderClusterRole))
+	}
+	return missing, nil
+}
+
+// builderLacks returns what of want the build ServiceAccount of namespace lacks
+// (one SubjectAccessReview per grant).
+func (a *NamespaceAccess) builderLacks(ctx context.Context, namespace, serviceAccount string, want []Grant) ([]Grant, error) {
+	var lacks []Grant
+	for _, g := range want {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User:               "system:serviceaccount:" + namespace + ":" + serviceAccount,
 			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
@@ -199,10 +246,7 @@ func (a *NamespaceAccess) missing(ctx context.Context, namespace, serviceAccount
 			lacks = append(lacks, g)
 		}
 	}
-	if len(lacks) > 0 {
-		missing = append(missing, "the build ServiceAccount "+serviceAccount+" "+lackingWords(lacks, BuilderGrant, BuilderClusterRole))
-	}
-	return missing, nil
+	return lacks, nil
 }
 
 // lackingOneByOne asks the API server about each grant the operator seems to lack.

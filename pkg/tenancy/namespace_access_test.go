@@ -146,8 +146,9 @@ func TestNamespaceAccess_CachesOnlySuccess(t *testing.T) {
 // ClusterRoles of config/ that a namespace binds.
 func TestNamespaceGrant_MatchesConfig(t *testing.T) {
 	for file, want := range map[string][]Grant{
-		"config/200-namespace-clusterrole.yaml": NamespaceGrant,
-		"config/200-builder-clusterrole.yaml":   BuilderGrant,
+		"config/200-namespace-clusterrole.yaml":    NamespaceGrant,
+		"config/200-builder-clusterrole.yaml":      BuilderGrant,
+		"config/200-builder-keda-clusterrole.yaml": KedaBuilderGrant,
 	} {
 		objs, err := envtest.Read(file)
 		if err != nil {
@@ -180,4 +181,29 @@ func TestNamespaceGrant_MatchesConfig(t *testing.T) {
 			t.Errorf("%s (-want +got):\n%s", file, diff)
 		}
 	}
+}
+
+// TestNamespaceAccess_Keda: a namespace onboarded with onboard.yaml lets keda
+// functions be rebuilt only once onboard-keda.yaml grants the build ServiceAccount
+// HTTPScaledObjects; the message says which file. Knative and raw functions (the
+// positive control) need onboard.yaml alone.
+func TestNamespaceAccess_Keda(t *testing.T) {
+	op := asOperator(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	a := &NamespaceAccess{Client: op, Reader: op}
+	envtest.Until(t, "onboard.yaml is seen", func() bool { return a.CheckFor(ctx, ns, "func-operator-builder", false) == nil })
+	err := a.CheckFor(ctx, ns, "func-operator-builder", true)
+	if !IsNotOnboarded(err) {
+		t.Fatalf("keda without onboard-keda.yaml: %v, want NotOnboarded", err)
+	}
+	for _, w := range []string{KedaBuilderClusterRole, "kubectl apply -n " + ns + " -f " + KedaOnboardingManifest, "keda deployer"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("message %q does not say %q", err, w)
+		}
+	}
+	if err := envtest.OnboardKEDA(ctx, restConfig, ns); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Until(t, "onboard-keda.yaml is seen", func() bool { return a.CheckFor(ctx, ns, "func-operator-builder", true) == nil })
 }

@@ -95,6 +95,7 @@ func Decode(content []byte) ([]*unstructured.Unstructured, error) {
 var RBACFiles = []string{
 	"config/100-namespace.yaml", "config/200-serviceaccount.yaml",
 	"config/200-clusterrole.yaml", "config/200-namespace-clusterrole.yaml", "config/200-builder-clusterrole.yaml",
+	"config/200-builder-keda-clusterrole.yaml",
 	"config/200-clusterrolebinding.yaml", "config/200-rolebinding.yaml",
 }
 
@@ -104,17 +105,31 @@ var PolicyFiles = []string{"config/310-function-secret-policy.yaml"}
 // OnboardingFile onboards a namespace to the operator.
 const OnboardingFile = "config/namespace/onboard.yaml"
 
+// KedaOnboardingFile lets the operator rebuild a namespace's keda functions, beside
+// OnboardingFile.
+const KedaOnboardingFile = "config/namespace/onboard-keda.yaml"
+
 // Onboard applies OnboardingFile in namespace, as its admin would with
 // `kubectl apply -n <namespace> -f config/namespace/onboard.yaml`. The ClusterRoles it
 // binds come from RBACFiles.
 func Onboard(ctx context.Context, cfg *rest.Config, namespace string) error {
-	objs, err := Read(OnboardingFile)
+	return applyIn(ctx, cfg, namespace, OnboardingFile)
+}
+
+// OnboardKEDA applies KedaOnboardingFile in namespace, as its admin would.
+func OnboardKEDA(ctx context.Context, cfg *rest.Config, namespace string) error {
+	return applyIn(ctx, cfg, namespace, KedaOnboardingFile)
+}
+
+// applyIn applies file, whose objects name no namespace, in namespace (kubectl apply -n).
+func applyIn(ctx context.Context, cfg *rest.Config, namespace, file string) error {
+	objs, err := Read(file)
 	if err != nil {
 		return err
 	}
 	for _, o := range objs {
 		if o.GetNamespace() != "" {
-			return fmt.Errorf("%s: %s %s names namespace %s; it is applied with -n", OnboardingFile, o.GetKind(), o.GetName(), o.GetNamespace())
+			return fmt.Errorf("%s: %s %s names namespace %s; it is applied with -n", file, o.GetKind(), o.GetName(), o.GetNamespace())
 		}
 		o.SetNamespace(namespace)
 	}

@@ -122,7 +122,9 @@ func (r *Reconciler) rebuild(ctx context.Context, fn *v1alpha1.Function, obs *ob
 
 	cfg := r.Config.Load()
 	// Only a Function that may build now holds a place in the queue.
-	if err := r.Access.Check(ctx, fn.Namespace, cfg.PipelineServiceAccount); err != nil {
+	// A keda function's deploy writes an HTTPScaledObject: a grant of its own.
+	keda := funclib.DeployerOf(meta) == funclib.DeployerKeda
+	if err := r.Access.CheckFor(ctx, fn.Namespace, cfg.PipelineServiceAccount, keda); err != nil {
 		if tenancy.IsNotOnboarded(err) {
 			err = fmt.Errorf("%s is available (running: %s) but %w", mw.available, running, err)
 			fn.Status.MarkNamespaceNotOnboarded("%s", err)
