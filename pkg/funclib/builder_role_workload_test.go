@@ -287,7 +287,7 @@ func checkAccess(t *testing.T, deployer string, accessed []string) {
 	if deployer == "keda" {
 		files = append(files, "config/200-builder-keda-clusterrole.yaml")
 	}
-	var rules []rbacv1.PolicyRule
+	roles := make([][]rbacv1.PolicyRule, 0, len(files))
 	for _, file := range files {
 		objs, err := envtest.Read(file)
 		if err != nil {
@@ -297,8 +297,9 @@ func checkAccess(t *testing.T, deployer string, accessed []string) {
 		if len(objs) != 1 || runtime.DefaultUnstructuredConverter.FromUnstructured(objs[0].Object, role) != nil {
 			t.Fatalf("%s: want one ClusterRole", file)
 		}
-		rules = append(rules, role.Rules...)
+		roles = append(roles, role.Rules)
 	}
+	rules := slices.Concat(roles...)
 	granted := map[string]bool{}
 	for _, r := range rules {
 		for _, g := range r.APIGroups {
