@@ -145,7 +145,8 @@ func rolledOut(c client.Client, ns, name, image string) func() string {
 // and replicaset controllers (the kubelet's part simulated), the middleware inspected,
 // and outdated middleware rebuilt through func's pipeline on the real Tekton
 // controller, verified once the Deployment rolled the new image out. Then the KEDA
-// HTTP add-on is installed: without a restart, a keda function is picked up.
+// HTTP add-on is installed: without a restart, a keda function is picked up, and
+// rebuilt once its namespace granted HTTPScaledObjects (onboard-keda.yaml).
 func TestOperator_RawFunctionWithoutKnative(t *testing.T) {
 	env := envtest.StartT(t, envtest.TektonCRDs)
 	c, err := env.Client(envtestSchemes...)
@@ -218,7 +219,7 @@ func TestOperator_RawFunctionWithoutKnative(t *testing.T) {
 		t.Errorf("status.build = %+v, middleware = %+v", b, fn.Status.Middleware)
 	}
 	if runs := sim.Started(); len(runs) != 1 {
-		t.Errorf("%d PipelineRuns started, want 1 (the keda function is not outdated... yet: it is not deployed)", len(runs))
+		t.Errorf("%d PipelineRuns started, want 1 (the keda function is not deployed yet)", len(runs))
 	}
 
 	// kubectl get functions shows the deployer (server-side printing, as kubectl asks).
@@ -229,17 +230,40 @@ func TestOperator_RawFunctionWithoutKnative(t *testing.T) {
 	// The keda function is not deployed; then func's keda deployer deploys it, on a
 	// cluster that does not serve HTTPScaledObjects yet.
 	eventually(t, 20*time.Second, conditionOf(c, ns, "scaler", "Deployed", corev1.ConditionFalse, v1alpha1.ReasonNotDeployed))
-	scalerImage := reg.Push(t, "fns/scaler", available)
+	scalerImage := reg.Push(t, "fns/scaler", oldMiddleware)
 	if err := env.InstallCRDs(envtest.KEDAHTTPCRDs); err != nil {
 		t.Fatal(err)
 	}
 	envtest.SimulateKEDAHTTPAddOnT(t, env.Config, envtest.KEDAHTTPAddOnOptions{Namespace: ns})
 	deployAsFunc(t, c, ns, "scaler", scalerImage, "keda")
-	// Picked up without a restart: the HTTPScaledObject's Ready counts.
-	eventually(t, 30*time.Second, conditionOf(c, ns, "scaler", "Ready", corev1.ConditionTrue, ""))
+	// Picked up without a restart: the HTTPScaledObject's Ready counts. Its middleware
+	// is outdated, but the namespace has not granted the build ServiceAccount
+	// HTTPScaledObjects (config/namespace/onboard-keda.yaml): no rebuild yet.
+	eventually(t, 30*time.Second, conditionOf(c, ns, "scaler", "ServiceReady", corev1.ConditionTrue, v1alpha1.ReasonServiceReady))
+	eventually(t, 30*time.Second, conditionOf(c, ns, "scaler", "MiddlewareUpToDate", corev1.ConditionFalse, v1alpha1.ReasonNamespaceNotOnboarded))
+	if m := fnOf("scaler").Status.GetCondition("MiddlewareUpToDate").Message; !strings.Contains(m, "config/namespace/onboard-keda.yaml") {
+		t.Errorf("scaler's MiddlewareUpToDate message %q does not name onboard-keda.yaml", m)
+	}
+	if err := envtest.OnboardKEDA(context.Background(), env.Config, ns); err != nil {
+		t.Fatal(err)
+	}
+	// A check on request (no watch sees a namespace onboard): rebuilt with func's keda
+	// deployer, verified once rolled out.
 	sc := fnOf("scaler")
-	if got := sc.Status.Deployment; got.Deployer != v1alpha1.DeployerKeda || got.Image != scalerImage {
-		t.Errorf("scaler's status.deployment = %+v, want keda running %s", got, scalerImage)
+	sc.Annotations = map[string]string{v1alpha1.AnnotationRequestedAt: "onboarded-keda"}
+	if err := c.Update(context.Background(), sc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 90*time.Second, conditionOf(c, ns, "scaler", "Ready", corev1.ConditionTrue, ""))
+	sc = fnOf("scaler")
+	if b := sc.Status.Build; b == nil || b.Phase != v1alpha1.BuildPhaseSucceeded || b.FromImage != scalerImage || sc.Status.Middleware.Current != available {
+		t.Errorf("scaler's status.build = %+v, middleware %+v; want rebuilt from %s to %s", b, sc.Status.Middleware, scalerImage, available)
+	}
+	if got := sc.Status.Deployment; got.Deployer != v1alpha1.DeployerKeda || got.Image == scalerImage || !strings.HasPrefix(got.Image, reg.Host+"/fns/scaler@sha256:") {
+		t.Errorf("scaler's status.deployment = %+v, want keda running a new image", got)
+	}
+	if runs := sim.Started(); len(runs) != 2 {
+		t.Errorf("%d PipelineRuns started, want 2 (hello, then scaler once onboarded for keda)", len(runs))
 	}
 	wantURL := fmt.Sprintf("http://scaler-interceptor-bridge.%s.svc:8080", ns)
 	if s := sc.Status.Service; s == nil || s.URL != wantURL {
