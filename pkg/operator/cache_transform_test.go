@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	eventingv1 "knative.dev/eventing/pkg/apis/eventing/v1"
@@ -33,5 +34,18 @@ func TestCacheTransform(t *testing.T) {
 	}
 	if cm := o.(*corev1.ConfigMap); cm.ManagedFields != nil || cm.Annotations["a"] != "b" {
 		t.Errorf("cached ConfigMap: managedFields %v, annotations %v; want none, a=b", cm.ManagedFields, cm.Annotations)
+	}
+	// A Deployment (cached cluster-wide where func labelled it) is cut by
+	// workload.Slim: no env value, which may be a secret, reaches the cache.
+	o, err = cacheTransform(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "hello", ManagedFields: managed,
+		Labels: map[string]string{"function.knative.dev/name": "hello"}, Annotations: map[string]string{"a": big}},
+		Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "user-container", Image: "img", Env: []corev1.EnvVar{{Name: "DB_PASSWORD", Value: "plain"}}}}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := o.(*appsv1.Deployment)
+	if c := d.Spec.Template.Spec.Containers; d.ManagedFields != nil || len(d.Annotations) != 0 || len(c) != 1 || c[0].Image != "img" || len(c[0].Env) != 0 {
+		t.Errorf("cached Deployment: managedFields %v, annotations %d, containers %+v; want none, none, the image alone", d.ManagedFields, len(d.Annotations), c)
 	}
 }
