@@ -10,8 +10,9 @@
 //     conditions) and the one status patch.
 //   - One file per step, named after it: build_observe.go (observeBuild, first, so a
 //     build is followed even while the source cannot be read), source.go
-//     (reconcileSource), deployment.go (reconcileDeployment, reconcileServiceReady;
-//     binding.go holds who may act on a Knative Service), middleware.go
+//     (reconcileSource), deployment.go (reconcileDeployment: what func deployed,
+//     whichever of its deployers, knative, raw or keda; reconcileServiceReady;
+//     binding.go holds who may act on it), middleware.go
 //     (reconcileMiddleware), rebuild.go (reconcileRebuild, after every check
 //     succeeded). Steps hand what they observed on through result.go's observation.
 //   - The build's life is pkg/rebuild's state machine: build_observe.go and
@@ -23,7 +24,8 @@
 //     outage.go: last known good through an outage of git or the registry.
 //   - Watches: controller.go (SetupWithManager and the maps from watched objects to
 //     Functions), wakeups.go, repositories.go (which Functions read which
-//     repository), late_apis.go (Tekton, Knative or Eventing installed later).
+//     repository), late_apis.go (Tekton, Knative, Eventing or the KEDA HTTP add-on
+//     installed later).
 //   - events.go and messages.go: Events on transitions, bounded messages; rbac.go:
 //     the operator's permissions (kubebuilder markers).
 //
@@ -32,8 +34,9 @@
 // (stalling, waiting, transient).
 //
 // What it must not hold: the rebuild machinery (pkg/rebuild), tenancy (pkg/tenancy),
-// host lanes (pkg/lanes), git (pkg/git), image reads (pkg/registry) and everything
-// of knative.dev/func (pkg/funclib, the only package that imports it). None of those
+// host lanes (pkg/lanes), git (pkg/git), image reads (pkg/registry), reads of what
+// func deployed (pkg/knative for Knative Services, pkg/workload for the raw and keda
+// deployers' Deployments) and everything of knative.dev/func (pkg/funclib, the only package that imports it). None of those
 // may import this package.
 //
 // # Tests
