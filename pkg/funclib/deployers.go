@@ -53,3 +53,14 @@ func DeployerOf(m Metadata) string {
 func CheckDeployerSwitch(from, to string) error {
 	return deployers.ValidateSwitch(from, to)
 }
+
+// CheckRecordedSwitch fails when func's own deploy, in the pipeline's deploy step,
+// refuses m: func checks the deployer func.yaml asks for against the one it recorded
+// the function deployed with (deploy.deployer), by the same rule, whenever func.yaml
+// records a deploy (deploy.namespace): a stale record fails every build.
+func CheckRecordedSwitch(m Metadata) error {
+	if m.DeployedNamespace == "" {
+		return nil
+	}
+	return CheckDeployerSwitch(m.DeployedWith, m.Deployer)
+}

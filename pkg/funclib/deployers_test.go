@@ -42,3 +42,22 @@ func TestFuncYAMLDeployer(t *testing.T) {
 		t.Errorf("Metadata deployer %q, deployed with %q; want keda, raw", m.Deployer, m.DeployedWith)
 	}
 }
+
+// TestCheckRecordedSwitch: func's deploy refuses a func.yaml whose deployer would
+// switch from the one it recorded, once it records a deploy.
+func TestCheckRecordedSwitch(t *testing.T) {
+	for _, tt := range []struct {
+		m    Metadata
+		safe bool
+	}{
+		{Metadata{Deployer: DeployerRaw}, true},
+		{Metadata{Deployer: DeployerRaw, DeployedWith: DeployerKnative}, true}, // no deploy recorded
+		{Metadata{Deployer: DeployerRaw, DeployedWith: DeployerKnative, DeployedNamespace: "fns"}, false},
+		{Metadata{Deployer: DeployerKeda, DeployedWith: DeployerRaw, DeployedNamespace: "fns"}, true},
+		{Metadata{DeployedWith: DeployerKeda, DeployedNamespace: "fns"}, true},
+	} {
+		if err := CheckRecordedSwitch(tt.m); (err == nil) != tt.safe {
+			t.Errorf("CheckRecordedSwitch(%+v) = %v, want safe=%v", tt.m, err, tt.safe)
+		}
+	}
+}

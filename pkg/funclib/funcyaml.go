@@ -47,8 +47,9 @@ type Metadata struct {
 	ServiceAccountName string
 	// Deployer is the deployer func.yaml asks for (its deployer field: knative, raw
 	// or keda), empty when it names none. DeployedWith is the one func recorded the
-	// function was last deployed with (deploy.deployer). DeployerOf resolves them.
-	Deployer, DeployedWith string
+	// function was last deployed with (deploy.deployer), and DeployedNamespace where
+	// (deploy.namespace). DeployerOf resolves them.
+	Deployer, DeployedWith, DeployedNamespace string
 }
 
 // InvalidError says that func.yaml cannot be used: it does not parse, migrate or validate.
@@ -134,6 +135,7 @@ func LoadFuncYAML(content []byte, tmpDir string) (Metadata, error) {
 		ServiceAccountName: f.Deploy.ServiceAccountName,
 		Deployer:           f.Deployer,
 		DeployedWith:       f.Deploy.Deployer,
+		DeployedNamespace:  f.Deploy.Namespace,
 	}, nil
 }
 

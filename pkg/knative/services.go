@@ -30,7 +30,18 @@ type Services struct {
 	// no Trigger is looked for. (A read of a kind the cluster does not serve makes the
 	// cache ask discovery again, under a lock every cached read takes.)
 	eventing atomic.Bool
+	// noServing is true while the cluster serves no Knative Services (ServingMissing,
+	// until EnableServing): Service answers as the API server would, without asking
+	// discovery on every reconcile of a raw or keda function.
+	noServing atomic.Bool
 }
+
+// ServingMissing makes Service answer that the cluster serves no Knative Services,
+// without a read: the operator found none served.
+func (s *Services) ServingMissing() { s.noServing.Store(true) }
+
+// EnableServing makes Service read Knative Services again: the cluster serves them.
+func (s *Services) EnableServing() { s.noServing.Store(false) }
 
 // EnableEventing makes Instance look for the Triggers that deliver events to a
 // function: the cluster serves Knative Eventing.
@@ -140,6 +151,10 @@ func subscribesTo(t *eventingv1.Trigger, svc *servingv1.Service) bool {
 
 // Service returns the Knative Service named name in namespace, or funclib.ErrNotDeployed.
 func (s *Services) Service(ctx context.Context, name, namespace string) (*servingv1.Service, error) {
+	if s.noServing.Load() {
+		gvk := servingv1.SchemeGroupVersion.WithKind("Service")
+		return nil, &meta.NoKindMatchError{GroupKind: gvk.GroupKind(), SearchedVersions: []string{gvk.Version}}
+	}
 	svc := &servingv1.Service{}
 	err := s.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, svc)
 	switch {

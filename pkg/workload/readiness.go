@@ -39,16 +39,16 @@ type Readiness struct {
 	Status corev1.ConditionStatus
 	// Reason and Message say why, in the objects' own words where they have some.
 	Reason, Message string
-	// RolledOut: the Deployment controller observed the Deployment's spec and every
-	// replica it keeps runs the template (none of an older one remains): the template's
-	// image is the one that serves.
+	// RolledOut: the Deployment controller observed the Deployment's spec, every
+	// replica it keeps runs the template (none of an older one remains), and one is
+	// available, or none is wanted: the template's image is the one that serves.
 	RolledOut bool
 }
 
-// ReadinessOf is w's readiness. A raw function is ready when its Deployment has rolled
-// out and is available (kubectl rollout status's rules, then the Available
-// condition); a keda one when its HTTPScaledObject is Ready too, and then also at no
-// replica: KEDA scaled it to zero, and a request scales it up.
+// ReadinessOf is w's readiness. A raw function is ready when its Deployment serves
+// (deploymentReadiness), and not at no replica (nothing scales it up); a keda one
+// when its HTTPScaledObject is Ready too, and then also at no replica (KEDA scaled it
+// to zero, and a request scales it up) and while KEDA scales it up from zero.
 func ReadinessOf(w *Workload) Readiness {
 	r := deploymentReadiness(w.Deployment)
 	if w.Deployer != funclib.DeployerKeda {
@@ -84,35 +84,52 @@ func ReadinessOf(w *Workload) Readiness {
 		return Readiness{Status: corev1.ConditionTrue, Reason: ReasonDeploymentAvailable, RolledOut: true,
 			Message: fmt.Sprintf("Deployment %s is scaled to zero by KEDA; HTTPScaledObject %s is ready to scale it up on a request", w.Deployment.Name, so.Name)}
 	}
+	if r.Status == corev1.ConditionFalse && r.Reason != "ProgressDeadlineExceeded" {
+		// KEDA scaled it up from zero a moment ago (a cold start): its first replica is
+		// starting, within its progress deadline.
+		return Readiness{Status: corev1.ConditionUnknown, Reason: ReasonRollingOut, RolledOut: r.RolledOut,
+			Message: fmt.Sprintf("Deployment %s is scaling up from zero: no replica is available yet (%s)", w.Deployment.Name, r.Message)}
+	}
 	return r
 }
 
-// deploymentReadiness follows kubectl rollout status, then the Available condition.
+// deploymentReadiness says whether the Deployment serves. A rollout (the controller
+// has not observed the spec, or replicas of an older template remain) is Unknown, as
+// kubectl rollout status waits on it, until its progress deadline passes (False). Once
+// every replica runs the template (RolledOut), it serves while any replica is
+// available: a scale-up (KEDA's, an HPA's) waiting for its new pods is not a loss of
+// service, though the Available condition may say so for a moment. With none
+// available it follows the Available condition (False with its reason), and is
+// Unknown while the controller has not said.
 func deploymentReadiness(d *appsv1.Deployment) Readiness {
 	want := replicas(d)
 	s := d.Status
 	progressing := deploymentCondition(d, appsv1.DeploymentProgressing)
+	oldReplicas := s.Replicas > s.UpdatedReplicas
 	switch {
 	case s.ObservedGeneration < d.Generation:
 		return Readiness{Status: corev1.ConditionUnknown, Reason: ReasonRollingOut,
 			Message: fmt.Sprintf("the deployment controller has not yet observed generation %d of Deployment %s", d.Generation, d.Name)}
 	case progressing != nil && progressing.Reason == "ProgressDeadlineExceeded":
-		return Readiness{Status: corev1.ConditionFalse, Reason: progressing.Reason, Message: fmt.Sprintf("Deployment %s: %s", d.Name, progressing.Message)}
-	case s.UpdatedReplicas < want:
+		return Readiness{Status: corev1.ConditionFalse, Reason: progressing.Reason, RolledOut: !oldReplicas && s.AvailableReplicas > 0,
+			Message: fmt.Sprintf("Deployment %s: %s", d.Name, progressing.Message)}
+	case oldReplicas:
 		return Readiness{Status: corev1.ConditionUnknown, Reason: ReasonRollingOut,
-			Message: fmt.Sprintf("Deployment %s is rolling out: %d of %d replicas run the new template", d.Name, s.UpdatedReplicas, want)}
-	case s.Replicas > s.UpdatedReplicas:
-		return Readiness{Status: corev1.ConditionUnknown, Reason: ReasonRollingOut,
-			Message: fmt.Sprintf("Deployment %s is rolling out: %d replicas of an older template are still terminating", d.Name, s.Replicas-s.UpdatedReplicas)}
-	case s.AvailableReplicas < s.UpdatedReplicas:
-		return Readiness{Status: corev1.ConditionUnknown, Reason: ReasonRollingOut,
-			Message: fmt.Sprintf("Deployment %s is rolling out: %d of %d updated replicas are available", d.Name, s.AvailableReplicas, s.UpdatedReplicas)}
+			Message: fmt.Sprintf("Deployment %s is rolling out: %d of %d replicas run the new template, %d available",
+				d.Name, s.UpdatedReplicas, s.Replicas, s.AvailableReplicas)}
+	case want == 0:
+		return Readiness{Status: corev1.ConditionTrue, Reason: ReasonDeploymentAvailable, RolledOut: true,
+			Message: fmt.Sprintf("Deployment %s wants no replica", d.Name)}
+	case s.AvailableReplicas > 0:
+		return Readiness{Status: corev1.ConditionTrue, Reason: ReasonDeploymentAvailable, RolledOut: true,
+			Message: fmt.Sprintf("Deployment %s is available: %d of %d replicas", d.Name, s.AvailableReplicas, want)}
 	}
+	// Every replica runs the template, none is available (yet).
 	if available := deploymentCondition(d, appsv1.DeploymentAvailable); available != nil && available.Status == corev1.ConditionFalse {
-		return Readiness{Status: corev1.ConditionFalse, Reason: available.Reason, RolledOut: true, Message: fmt.Sprintf("Deployment %s: %s", d.Name, available.Message)}
+		return Readiness{Status: corev1.ConditionFalse, Reason: available.Reason, Message: fmt.Sprintf("Deployment %s: no replica is available: %s", d.Name, available.Message)}
 	}
-	return Readiness{Status: corev1.ConditionTrue, Reason: ReasonDeploymentAvailable, RolledOut: true,
-		Message: fmt.Sprintf("Deployment %s is available: %d of %d replicas", d.Name, s.AvailableReplicas, want)}
+	return Readiness{Status: corev1.ConditionUnknown, Reason: ReasonRollingOut,
+		Message: fmt.Sprintf("Deployment %s: no replica is available yet (%d of %d run the template)", d.Name, s.UpdatedReplicas, want)}
 }
 
 // replicas is the number of replicas the Deployment wants (1 when unset, as the API

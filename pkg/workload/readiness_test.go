@@ -89,11 +89,34 @@ func TestReadinessOf(t *testing.T) {
 		},
 		want: Readiness{Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"},
 	}, {
-		name: "raw, rolled out but unavailable", deployer: funclib.DeployerRaw,
+		name: "raw, rolled out, then its one replica unavailable (a crash)", deployer: funclib.DeployerRaw,
 		mutate: func(d *appsv1.Deployment) {
+			d.Status.AvailableReplicas, d.Status.ReadyReplicas = 0, 0
 			d.Status.Conditions[0] = appsv1.DeploymentCondition{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse, Reason: "MinimumReplicasUnavailable"}
 		},
-		want: Readiness{Status: corev1.ConditionFalse, Reason: "MinimumReplicasUnavailable", RolledOut: true},
+		want: Readiness{Status: corev1.ConditionFalse, Reason: "MinimumReplicasUnavailable"},
+	}, {
+		name: "raw, scaled up (an HPA): new pods pending, the Available condition False for a moment: still serving", deployer: funclib.DeployerRaw,
+		mutate: func(d *appsv1.Deployment) {
+			d.Spec.Replicas = ptr.To[int32](4)
+			d.Status.Replicas, d.Status.UpdatedReplicas, d.Status.AvailableReplicas = 4, 4, 2
+			d.Status.Conditions[0] = appsv1.DeploymentCondition{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse, Reason: "MinimumReplicasUnavailable"}
+		},
+		want: Readiness{Status: corev1.ConditionTrue, Reason: ReasonDeploymentAvailable, RolledOut: true},
+	}, {
+		name: "keda, scaled up from zero a moment ago (a cold start): starting, not unready", deployer: funclib.DeployerKeda, so: readySO,
+		mutate: func(d *appsv1.Deployment) {
+			d.Status.AvailableReplicas, d.Status.ReadyReplicas = 0, 0
+			d.Status.Conditions[0] = appsv1.DeploymentCondition{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse, Reason: "MinimumReplicasUnavailable"}
+		},
+		want: Readiness{Status: corev1.ConditionUnknown, Reason: ReasonRollingOut},
+	}, {
+		name: "keda, its first replica never became available: the progress deadline says so", deployer: funclib.DeployerKeda, so: readySO,
+		mutate: func(d *appsv1.Deployment) {
+			d.Status.AvailableReplicas, d.Status.ReadyReplicas = 0, 0
+			d.Status.Conditions[1] = appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"}
+		},
+		want: Readiness{Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"},
 	}, {
 		name: "raw, scaled to zero serves nothing", deployer: funclib.DeployerRaw,
 		mutate: func(d *appsv1.Deployment) { scaleToZero(d) },

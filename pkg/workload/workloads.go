@@ -91,6 +91,9 @@ type Workloads struct {
 // EnableKEDA makes Find look for HTTPScaledObjects: the cluster serves them.
 func (ws *Workloads) EnableKEDA() { ws.keda.Store(true) }
 
+// KEDAServed reports whether the cluster serves HTTPScaledObjects (EnableKEDA).
+func (ws *Workloads) KEDAServed() bool { return ws.keda.Load() }
+
 // Find returns the function name of namespace as func's raw or keda deployer deployed
 // it, or an error wrapping funclib.ErrNotDeployed when there is none: no core Service
 // of that name, one that neither deployer annotated, or no Deployment beside it.

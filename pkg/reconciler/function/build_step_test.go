@@ -21,6 +21,8 @@ import (
 	"github.com/fnops/func-operator/pkg/git"
 	"github.com/fnops/func-operator/pkg/rebuild"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
+	"github.com/fnops/func-operator/pkg/workload"
+	"github.com/fnops/func-operator/test/envtest"
 )
 
 // testFunctionUID is the UID of Function "fn" in the observeBuild tests.
@@ -303,6 +305,7 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 		queued     bool // the Function waits in the queue before the step
 		// deployedWith is the deployer the deployment step found ("": none said).
 		deployedWith string
+		noKEDA       bool // the cluster serves no HTTPScaledObjects
 		want         outcome
 		wantPhase    string
 		wantLaunch   bool
@@ -377,6 +380,22 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 		middleware: due, budget: 2, deployedWith: "knative",
 		meta: funclib.Metadata{Name: "hello", Runtime: "go", Registry: "registry.invalid/fns", Deployer: "raw"},
 		want: outcome{Kind: "stalling", Reason: v1alpha1.ReasonDeployerMismatch, Condition: "False/DeployerMismatch/"},
+	}, {
+		name:       "raw deployed and asked for, but func.yaml records a knative deploy: func's own deploy would refuse it",
+		middleware: due, budget: 2, deployedWith: "raw",
+		meta: funclib.Metadata{Name: "hello", Runtime: "go", Registry: "registry.invalid/fns", Deployer: "raw", DeployedWith: "knative", DeployedNamespace: "fns"},
+		want: outcome{Kind: "stalling", Reason: v1alpha1.ReasonDeployerMismatch, Condition: "False/DeployerMismatch/"},
+	}, {
+		name:       "keda, the cluster serves no HTTPScaledObjects: not rebuilt",
+		middleware: due, budget: 2, deployedWith: "keda", noKEDA: true,
+		meta: funclib.Metadata{Name: "hello", Runtime: "go", Registry: "registry.invalid/fns", Deployer: "keda"},
+		want: outcome{Kind: "stalling", Reason: v1alpha1.ReasonRebuildNotPossible, Condition: "False/RebuildNotPossible/"},
+	}, {
+		name:       "keda, the cluster serves HTTPScaledObjects: launched (the positive control)",
+		middleware: due, budget: 2, deployedWith: "keda",
+		meta:      funclib.Metadata{Name: "hello", Runtime: "go", Registry: "registry.invalid/fns", Deployer: "keda"},
+		want:      outcome{Condition: "False/Rebuilding/"},
+		wantPhase: v1alpha1.BuildPhaseStarting, wantLaunch: true, wantSoon: pollWhileWaiting,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -386,6 +405,15 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 			cfg.MaxConcurrentBuilds = tt.budget
 			r.Config.Set(cfg)
 			r.Builds.Tekton = !tt.noTekton
+			if tt.noKEDA {
+				r.Workloads = &workload.Workloads{Reader: k8sClient}
+			}
+			if funclib.DeployerOf(tt.meta) == funclib.DeployerKeda {
+				// A keda deploy needs config/namespace/onboard-keda.yaml's grant too.
+				if err := envtest.OnboardKEDA(context.Background(), restConfig, ns); err != nil {
+					t.Fatal(err)
+				}
+			}
 			key := types.NamespacedName{Namespace: ns, Name: "fn"}
 			if tt.queued {
 				r.Builds.Queue.Admit(key, now)

@@ -70,6 +70,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			continue
 		}
 		log.FromContext(ctx).Info(api.missing)
+		if api.absent != nil {
+			api.absent()
+		}
 		late.missing = append(late.missing, api)
 	}
 	c, err := b.

@@ -79,6 +79,12 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, fn *v1alpha1.Funct
 			return Result{}, err
 		}
 		in, err = r.Describer.Describe(ctx, d.deployer, name, fn.Namespace)
+		if errors.Is(err, funclib.ErrNotDeployed) {
+			// Found a moment ago: it changed under the describe (a deployer switch in
+			// progress). The next reconcile finds it again; nothing is unbound.
+			return Result{}, markedBy(fn.Status.MarkDeployedUnknown, rerror.NewTransient(v1alpha1.ReasonDescribeFailed,
+				"%s changed while it was described: %w", d, err))
+		}
 	}
 	switch {
 	case errors.Is(err, funclib.ErrNotDeployed):

@@ -34,8 +34,9 @@ type optionalAPI struct {
 	source func(mgr manager.Manager) source.Source
 	// missing is logged when the cluster does not serve it.
 	missing string
-	// found runs once the cluster serves it, after its watch started.
-	found func()
+	// found runs once the cluster serves it, after its watch started; absent, when
+	// it does not at the start.
+	found, absent func()
 }
 
 // optionalAPIs are the APIs the Function controller watches when they are served.
@@ -55,8 +56,18 @@ func (r *Reconciler) knownAPIs() []optionalAPI {
 		source: func(mgr manager.Manager) source.Source {
 			return source.Kind[client.Object](mgr.GetCache(), &servingv1.Service{}, handler.EnqueueRequestsFromMapFunc(r.functionsForService))
 		},
-		missing: "Knative Serving is not installed: Functions report Deployed Unknown, reason " +
-			v1alpha1.ReasonKnativeServingNotInstalled + ", until it is (looked for every API recheck)",
+		missing: "Knative Serving is not installed: Functions of func's knative deployer report Deployed Unknown, reason " +
+			v1alpha1.ReasonKnativeServingNotInstalled + ", until it is (looked for every API recheck); raw and keda ones are looked after",
+		absent: func() {
+			if r.Services != nil {
+				r.Services.ServingMissing()
+			}
+		},
+		found: func() {
+			if r.Services != nil {
+				r.Services.EnableServing()
+			}
+		},
 	}, {
 		gvk: eventingv1.SchemeGroupVersion.WithKind("Trigger"),
 		source: func(mgr manager.Manager) source.Source {

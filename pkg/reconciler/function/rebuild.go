@@ -94,15 +94,8 @@ func (r *Reconciler) rebuild(ctx context.Context, fn *v1alpha1.Function, obs *ob
 
 	// func's pipeline deploys with the deployer func.yaml names at the commit it builds:
 	// never one that would leave what deployed the function beside what it deploys.
-	if want, have := funclib.DeployerOf(meta), obs.deployment.deployer; have != "" {
-		if err := funclib.CheckDeployerSwitch(have, want); err != nil {
-			err := rerror.NewStalling(v1alpha1.ReasonDeployerMismatch, "%s is available (running: %s) but func's pipeline would deploy commit %s with func's %s deployer "+
-				"(func.yaml's deployer, else deploy.deployer, else func's default), while func's %s deployer deployed the function: the operator does not rebuild it (%w). "+
-				"Set func.yaml's deployer to %s, or func delete the function and deploy it again",
-				mw.available, running, v1alpha1.ShortCommit(obs.source.head.Commit), want, have, err, have)
-			fn.Status.MarkDeployerMismatch("%s", err)
-			return Result{}, cannotBuildNow, err
-		}
+	if err := r.checkDeployer(fn, obs, meta); err != nil {
+		return Result{}, cannotBuildNow, err
 	}
 
 	// The clone step gets the credentials the check read the repository with.
@@ -175,6 +168,39 @@ func (r *Reconciler) rebuild(ctx context.Context, fn *v1alpha1.Function, obs *ob
 			}
 		},
 	}, mayBuild, nil
+}
+
+// checkDeployer stalls a rebuild whose deploy would not go well: func's pipeline
+// deploys with func.yaml's deployer at the commit it builds, which must not strand
+// what deployed the function (DeployerMismatch), nor switch from the deployer func.yaml
+// recorded (func's deploy refuses that itself, in every build); a keda deploy needs
+// the KEDA HTTP add-on.
+func (r *Reconciler) checkDeployer(fn *v1alpha1.Function, obs *observation, meta funclib.Metadata) error {
+	mw, running := obs.middleware, orDefault(obs.middleware.current, "unknown")
+	commit := v1alpha1.ShortCommit(obs.source.head.Commit)
+	want, have := funclib.DeployerOf(meta), obs.deployment.deployer
+	if have != "" {
+		if err := funclib.CheckDeployerSwitch(have, want); err != nil {
+			err := rerror.NewStalling(v1alpha1.ReasonDeployerMismatch, "%s is available (running: %s) but func's pipeline would deploy commit %s with func's %s deployer "+
+				"(func.yaml's deployer, else deploy.deployer, else func's default), while func's %s deployer deployed the function: the operator does not rebuild it (%w). "+
+				"Set func.yaml's deployer to %s, or func delete the function and deploy it again",
+				mw.available, running, commit, want, have, err, have)
+			return markedBy(withReason(fn.Status.MarkDeployerMismatch), err)
+		}
+	}
+	if err := funclib.CheckRecordedSwitch(meta); err != nil {
+		err := rerror.NewStalling(v1alpha1.ReasonDeployerMismatch, "%s is available (running: %s) but func's deploy would refuse commit %s: its func.yaml asks for func's %s deployer "+
+			"and records a deploy with %s (deploy.deployer) (%w). Make the two agree in func.yaml",
+			mw.available, running, commit, meta.Deployer, meta.DeployedWith, err)
+		return markedBy(withReason(fn.Status.MarkDeployerMismatch), err)
+	}
+	if want == funclib.DeployerKeda && (r.Workloads == nil || !r.Workloads.KEDAServed()) {
+		err := rerror.NewStalling(v1alpha1.ReasonRebuildNotPossible, "%s is available (running: %s) but func's pipeline would deploy commit %s with func's keda deployer, "+
+			"and the cluster serves no HTTPScaledObjects (http.keda.sh/v1alpha1): install the KEDA HTTP add-on: the operator picks it up within a minute, without a restart",
+			mw.available, running, commit)
+		return markedBy(withReason(fn.Status.MarkRebuildNotPossible), err)
+	}
+	return nil
 }
 
 // verifyRebuild follows a successful build until the Knative Service runs its image
