@@ -33,9 +33,12 @@ const oldMiddleware = "v0.1.0"
 // fleet is one namespace of functions, onboarded, each deployed from its own path of
 // one private git repository, with its image in the private registry and its
 // Knative Service: healthy ones run the newest middleware, outdated ones an old one.
+// Its raw functions run the newest middleware too, deployed by func's raw deployer (a
+// Deployment and a core Service: raw_test.go).
 type fleet struct {
 	ns                string
 	healthy, outdated []string
+	raw               []string
 	// hold keeps this fleet's simulated PipelineRuns running while it is set.
 	hold atomic.Bool
 }
@@ -44,7 +47,10 @@ type fleet struct {
 func (f *fleet) key(name string) string { return f.ns + "/" + name }
 
 // all returns the fleet's function names.
-func (f *fleet) all() []string { return append(append([]string(nil), f.healthy...), f.outdated...) }
+func (f *fleet) all() []string { return append(f.knative(), f.raw...) }
+
+// knative returns the names of the fleet's functions deployed as Knative Services.
+func (f *fleet) knative() []string { return append(append([]string(nil), f.healthy...), f.outdated...) }
 
 // newFleet creates a fleet and its objects: its Functions last.
 func (s *suite) newFleet(t *testing.T, prefix string, healthy, outdated int, hold bool) *fleet {
@@ -69,7 +75,8 @@ func (s *suite) newNamespace(t *testing.T, prefix string, healthy, outdated int,
 }
 
 // populate creates the fleet's Secrets, repository, images, Knative Services (when
-// the cluster serves them), Tekton simulation, and last its Functions.
+// the cluster serves them), raw functions' Deployments and Services, Tekton
+// simulation, and last its Functions.
 func (s *suite) populate(t *testing.T, f *fleet) {
 	t.Helper()
 	s.createSecrets(t, f.ns)
@@ -78,6 +85,9 @@ func (s *suite) populate(t *testing.T, f *fleet) {
 	files := map[string]string{}
 	for _, name := range f.all() {
 		files["fns/"+name+"/func.yaml"] = fmt.Sprintf("specVersion: 0.36.0\nname: %s\nruntime: go\nregistry: %s/%s\nbuild:\n  builder: pack\n", name, s.reg.Host, f.ns)
+		if contains(f.raw, name) {
+			files["fns/"+name+"/func.yaml"] += rawFuncYAML
+		}
 		files["fns/"+name+"/handle.go"] = "package function\n"
 	}
 	if len(files) > 0 {
@@ -87,6 +97,7 @@ func (s *suite) populate(t *testing.T, f *fleet) {
 	if s.knative {
 		s.createServices(t, f)
 	}
+	s.createRawFunctions(t, f)
 	if s.tekton {
 		s.simulateTekton(t, f)
 	}
@@ -129,7 +140,7 @@ func (s *suite) createSecrets(t *testing.T, ns string) {
 // createServices creates the Knative Services func deployed the fleet's functions as.
 func (s *suite) createServices(t *testing.T, f *fleet) {
 	t.Helper()
-	for _, name := range f.all() {
+	for _, name := range f.knative() {
 		version := oldMiddleware
 		if !contains(f.outdated, name) {
 			version = s.middleware
