@@ -214,6 +214,6 @@ func (s *suite) rawUnavailable(t *testing.T) {
 	})
 	s.obs.expectUnhealthy(key, false)
 	s.record(t, "a raw function's Deployment unavailable (the kubelet holds its pod not ready)",
-		fmt.Sprintf("ServiceReady and Ready False (`%s`, the Deployment's Available reason) within %s; Ready again once the pod is", reason, seen.Round(time.Second)),
+		fmt.Sprintf("ServiceReady and Ready False (`%s`, the Deployment's Available reason) within %s; Ready again once the pod is", reason, seen.Round(100*time.Millisecond)),
 		recovered, 0)
 }
