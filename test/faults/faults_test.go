@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -595,6 +596,69 @@ func (s *suite) serviceDeletedWhileQueued(t *testing.T) {
 		fmt.Sprintf("Deployed False (`%s`); its queue place freed, the others build", d.Reason), gaveUp, lost)
 }
 
+// rawUnavailable is the raw functions' own fault, their counterpart of a Knative
+// Service that stops being Ready: the kubelet holds the pod of a raw function not
+// ready, as a failing readiness probe would, so that its Deployment is unavailable.
+// The Function says so in the Deployment's words (ServiceReady, and Ready, False with
+// the reason of its Available condition) while it lasts, and is Ready again once the
+// pod is. It is the one fault of the suite that makes a function unhealthy: the
+// observer counts its Ready going down apart, not as a flap.
+func (s *suite) rawUnavailable(t *testing.T) {
+	f := s.newNamespace(t, "unavailable", 0, 0, false)
+	f.raw = []string{"raw-0"}
+	s.populate(t, f)
+	s.fleets = append(s.fleets, f)
+	name, key := f.raw[0], f.key(f.raw[0])
+	until(t, 2*time.Minute, "the raw function Ready", func() string { return s.rawReady(f.ns, name) })
+	s.obs.expectUnhealthy(key, true)
+	held := s.workloads.held.Load()
+	s.workloads.setUnavailable(key, true)
+	defer s.workloads.setUnavailable(key, false) // at once below; this when the test fails first
+	var reason string
+	seen := until(t, time.Minute, "ServiceReady False in the Deployment's words", func() string {
+		d := s.deployment(f.ns, name)
+		if d == nil {
+			return "Deployment not read"
+		}
+		var available *appsv1.DeploymentCondition
+		for i := range d.Status.Conditions {
+			if d.Status.Conditions[i].Type == appsv1.DeploymentAvailable {
+				available = &d.Status.Conditions[i]
+			}
+		}
+		if available == nil || available.Status != corev1.ConditionFalse {
+			return fmt.Sprintf("Deployment %s: Available %+v, status %+v", name, available, d.Status)
+		}
+		fn := s.function(f.ns, name)
+		if fn == nil {
+			return "not read"
+		}
+		c, ready := fn.Status.GetCondition(v1alpha1.FunctionConditionServiceReady), fn.Status.GetCondition(v1alpha1.FunctionConditionReady)
+		if c == nil || !c.IsFalse() || c.Reason != available.Reason || ready == nil || !ready.IsFalse() {
+			return fmt.Sprintf("ServiceReady %+v, Ready %+v; want both False, reason %s, as the Deployment's status says: %+v", c, ready, available.Reason, d.Status)
+		}
+		reason = c.Reason
+		return ""
+	})
+	if n := s.workloads.held.Load() - held; n == 0 {
+		t.Error("the kubelet simulation held no pod of the raw function not ready: the fault did not take")
+	}
+	s.workloads.setUnavailable(key, false)
+	ended := time.Now()
+	until(t, time.Minute, "the raw function Ready again", func() string { return s.rawReady(f.ns, name) })
+	recovered := time.Since(ended)
+	until(t, 30*time.Second, "the observer seeing it go down once and come back", func() string {
+		if downs, ready := s.obs.readyDowns(key); downs != 1 || !ready {
+			return fmt.Sprintf("Ready went down %d times, Ready now %v; want once, and Ready", downs, ready)
+		}
+		return ""
+	})
+	s.obs.expectUnhealthy(key, false)
+	s.record(t, "a raw function's Deployment unavailable (the kubelet holds its pod not ready)",
+		fmt.Sprintf("ServiceReady and Ready False (`%s`, the Deployment's Available reason) within %s; Ready again once the pod is", reason, seen.Round(100*time.Millisecond)),
+		recovered, 0)
+}
+
 // finish checks what holds across the whole suite and prints the table.
 func (s *suite) finish(t *testing.T) {
 	leaks := s.checkCounters(t)
@@ -605,8 +669,9 @@ func (s *suite) finish(t *testing.T) {
 	}
 	// Every raw function came through every fault (and its own) Ready, as func's raw
 	// deployer's.
-	raw := 0
+	raw, functions := 0, 0
 	for _, f := range s.fleets {
+		functions += len(f.all())
 		for _, name := range f.raw {
 			raw++
 			if msg := s.rawReady(f.ns, name); msg != "" {
@@ -626,7 +691,7 @@ func (s *suite) finish(t *testing.T) {
 	for _, r := range s.rows {
 		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d |\n", r.fault, r.sees, r.recovery.Round(time.Second), r.flaps, r.duplicates, r.lost)
 	}
-	fmt.Fprintf(&b, "\nSecret values shown: %d. Operator starts: %d.\n", leaks, s.kubelet.Starts())
+	fmt.Fprintf(&b, "\nSecret values shown: %d. Operator starts: %d. Functions: %d (%d raw) in %d namespaces.\n", leaks, s.kubelet.Starts(), functions, raw, len(s.fleets))
 	t.Logf("fault suite:\n%s", b.String())
 	if path := os.Getenv("FUNC_OPERATOR_FAULTS_TABLE"); path != "" {
 		if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
