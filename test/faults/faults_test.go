@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -46,8 +47,10 @@ type suite struct {
 	reg     *registrytest.Registry
 	front   *apiFront
 	kubelet *kubeletSim
-	dep     deployment
-	obs     *observer
+	// workloads drives raw functions' Deployments (TestFaults: startWorkloads).
+	workloads *workloads
+	dep       deployment
+	obs       *observer
 	// middleware is the newest func-go version the linked func library builds.
 	middleware string
 	// knative and tekton: the cluster serves Knative Serving / Tekton.
@@ -92,9 +95,17 @@ var suiteConfig = map[string]string{
 // and fails when a counter that must be zero is not: Ready flaps of healthy
 // functions, duplicate builds, lost builds, Secret values shown. Each fault is a
 // step on the same running fleet, so every later fault also tests that the
-// functions of the earlier ones stay as they were.
+// functions of the earlier ones stay as they were: Knative ones, and a raw one
+// (func's raw deployer: a Deployment and a core Service, driven by the real workload
+// controllers and a kubelet simulation) from the first step on.
+//
+// The raw function is healthy: the build faults (kills mid-build, a PipelineRun
+// deleted, a queued function's Knative Service deleted) rebuild Knative functions
+// (the Tekton simulation deploys to Knative Services), and the raw one must sit
+// through them without a flap. Its own fault is its Deployment becoming unavailable.
 func TestFaults(t *testing.T) {
 	s := setUp(t, nil, nil)
+	s.startWorkloads(t)
 	t.Run("Knative Serving and Tekton installed after the operator", s.lateAPIs)
 	t.Run("SIGKILL mid-build", s.killMidBuild)
 	for _, k := range killPoints {
@@ -109,6 +120,7 @@ func TestFaults(t *testing.T) {
 	}
 	t.Run("PipelineRun deleted mid-build", s.pipelineRunDeleted)
 	t.Run("Knative Service deleted while queued", s.serviceDeletedWhileQueued)
+	t.Run("raw function's Deployment unavailable", s.rawUnavailable)
 	s.finish(t)
 }
 
@@ -159,6 +171,7 @@ func setUp(t *testing.T, values map[string]string, env []string) *suite {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkGrants(t, user.Config())
 	s.front = startAPIFront(t, user.Config())
 	root := newShippedRoot(t)
 	s.dep = readDeployment(t, root, writeKubeconfig(t, root, s.front.URL))
@@ -255,17 +268,26 @@ func (s *suite) lostBuilds(t *testing.T, bound time.Duration, fleets []*fleet, e
 
 // lateAPIs: the operator starts on a cluster without Knative Serving and Tekton;
 // both are installed; without a restart, the functions are described and an
-// outdated one is rebuilt through Tekton.
+// outdated one is rebuilt through Tekton. A raw function, which needs neither, is
+// Ready before and stays so.
 func (s *suite) lateAPIs(t *testing.T) {
-	f := s.newFleet(t, "late", 1, 1, false)
+	f := s.newNamespace(t, "late", 1, 1, false)
+	f.raw = []string{"raw-0"}
+	s.populate(t, f)
 	s.fleets = append(s.fleets, f)
-	until(t, time.Minute, "KnativeServingNotInstalled", every([]*fleet{f}, func(ns, name string) string {
-		fn := s.function(ns, name)
-		if c := fn.Status.GetCondition(v1alpha1.FunctionConditionDeployed); fn == nil || c == nil || c.Reason != v1alpha1.ReasonKnativeServingNotInstalled {
-			return fmt.Sprintf("%s: Deployed %+v", name, c)
+	until(t, time.Minute, "KnativeServingNotInstalled", func() string {
+		for _, name := range f.knative() {
+			fn := s.function(f.ns, name)
+			if fn == nil {
+				return "not read"
+			}
+			if c := fn.Status.GetCondition(v1alpha1.FunctionConditionDeployed); c == nil || c.Reason != v1alpha1.ReasonKnativeServingNotInstalled {
+				return fmt.Sprintf("%s: Deployed %+v", name, c)
+			}
 		}
 		return ""
-	}))
+	})
+	until(t, 2*time.Minute, "the raw function Ready without Knative Serving", func() string { return s.rawReady(f.ns, f.raw[0]) })
 	installed := time.Now()
 	if err := s.env.InstallCRDs(envtest.KnativeServingCRDs, envtest.TektonCRDs); err != nil {
 		t.Fatal(err)
@@ -279,8 +301,11 @@ func (s *suite) lateAPIs(t *testing.T) {
 	until(t, 2*time.Minute, "the healthy function Ready", func() string { return s.ready(f.ns, f.healthy[0]) })
 	described := time.Since(installed)
 	lost := s.lostBuilds(t, 2*time.Minute, []*fleet{f})
+	if msg := s.rawReady(f.ns, f.raw[0]); msg != "" {
+		t.Errorf("after Knative Serving and Tekton came: %s", msg)
+	}
 	s.record(t, "Knative Serving and Tekton installed after the operator",
-		"Deployed `KnativeServingNotInstalled` until then; picked up without a restart, the outdated function rebuilt through Tekton", described, lost)
+		"Deployed `KnativeServingNotInstalled` until then (the raw function Ready all along); picked up without a restart, the outdated function rebuilt through Tekton", described, lost)
 }
 
 // killMidBuild: SIGKILL while two builds run; the new process adopts them.
@@ -571,6 +596,69 @@ func (s *suite) serviceDeletedWhileQueued(t *testing.T) {
 		fmt.Sprintf("Deployed False (`%s`); its queue place freed, the others build", d.Reason), gaveUp, lost)
 }
 
+// rawUnavailable is the raw functions' own fault, their counterpart of a Knative
+// Service that stops being Ready: the kubelet holds the pod of a raw function not
+// ready, as a failing readiness probe would, so that its Deployment is unavailable.
+// The Function says so in the Deployment's words (ServiceReady, and Ready, False with
+// the reason of its Available condition) while it lasts, and is Ready again once the
+// pod is. It is the one fault of the suite that makes a function unhealthy: the
+// observer counts its Ready going down apart, not as a flap.
+func (s *suite) rawUnavailable(t *testing.T) {
+	f := s.newNamespace(t, "unavailable", 0, 0, false)
+	f.raw = []string{"raw-0"}
+	s.populate(t, f)
+	s.fleets = append(s.fleets, f)
+	name, key := f.raw[0], f.key(f.raw[0])
+	until(t, 2*time.Minute, "the raw function Ready", func() string { return s.rawReady(f.ns, name) })
+	s.obs.expectUnhealthy(key, true)
+	held := s.workloads.held.Load()
+	s.workloads.setUnavailable(key, true)
+	defer s.workloads.setUnavailable(key, false) // at once below; this when the test fails first
+	var reason string
+	seen := until(t, time.Minute, "ServiceReady False in the Deployment's words", func() string {
+		d := s.deployment(f.ns, name)
+		if d == nil {
+			return "Deployment not read"
+		}
+		var available *appsv1.DeploymentCondition
+		for i := range d.Status.Conditions {
+			if d.Status.Conditions[i].Type == appsv1.DeploymentAvailable {
+				available = &d.Status.Conditions[i]
+			}
+		}
+		if available == nil || available.Status != corev1.ConditionFalse {
+			return fmt.Sprintf("Deployment %s: Available %+v, status %+v", name, available, d.Status)
+		}
+		fn := s.function(f.ns, name)
+		if fn == nil {
+			return "not read"
+		}
+		c, ready := fn.Status.GetCondition(v1alpha1.FunctionConditionServiceReady), fn.Status.GetCondition(v1alpha1.FunctionConditionReady)
+		if c == nil || !c.IsFalse() || c.Reason != available.Reason || ready == nil || !ready.IsFalse() {
+			return fmt.Sprintf("ServiceReady %+v, Ready %+v; want both False, reason %s, as the Deployment's status says: %+v", c, ready, available.Reason, d.Status)
+		}
+		reason = c.Reason
+		return ""
+	})
+	if n := s.workloads.held.Load() - held; n == 0 {
+		t.Error("the kubelet simulation held no pod of the raw function not ready: the fault did not take")
+	}
+	s.workloads.setUnavailable(key, false)
+	ended := time.Now()
+	until(t, time.Minute, "the raw function Ready again", func() string { return s.rawReady(f.ns, name) })
+	recovered := time.Since(ended)
+	until(t, 30*time.Second, "the observer seeing it go down once and come back", func() string {
+		if downs, ready := s.obs.readyDowns(key); downs != 1 || !ready {
+			return fmt.Sprintf("Ready went down %d times, Ready now %v; want once, and Ready", downs, ready)
+		}
+		return ""
+	})
+	s.obs.expectUnhealthy(key, false)
+	s.record(t, "a raw function's Deployment unavailable (the kubelet holds its pod not ready)",
+		fmt.Sprintf("ServiceReady and Ready False (`%s`, the Deployment's Available reason) within %s; Ready again once the pod is", reason, seen.Round(100*time.Millisecond)),
+		recovered, 0)
+}
+
 // finish checks what holds across the whole suite and prints the table.
 func (s *suite) finish(t *testing.T) {
 	leaks := s.checkCounters(t)
@@ -578,6 +666,21 @@ func (s *suite) finish(t *testing.T) {
 	// registry faults) and the API server outage made the kubelet start it again.
 	if n := s.kubelet.Starts(); n < 1+5+3+1 {
 		t.Errorf("the operator was started %d times, want at least 10: a fault did not take", n)
+	}
+	// Every raw function came through every fault (and its own) Ready, as func's raw
+	// deployer's.
+	raw, functions := 0, 0
+	for _, f := range s.fleets {
+		functions += len(f.all())
+		for _, name := range f.raw {
+			raw++
+			if msg := s.rawReady(f.ns, name); msg != "" {
+				t.Errorf("at the end: %s", msg)
+			}
+		}
+	}
+	if raw == 0 {
+		t.Error("no raw function in the suite")
 	}
 	// What SIGKILLs left in the emptyDir went when the next process started.
 	if left, err := filepath.Glob(filepath.Join(s.dep.workDir, "func-library-*")); err != nil || len(left) != 1 {
@@ -588,7 +691,7 @@ func (s *suite) finish(t *testing.T) {
 	for _, r := range s.rows {
 		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d |\n", r.fault, r.sees, r.recovery.Round(time.Second), r.flaps, r.duplicates, r.lost)
 	}
-	fmt.Fprintf(&b, "\nSecret values shown: %d. Operator starts: %d.\n", leaks, s.kubelet.Starts())
+	fmt.Fprintf(&b, "\nSecret values shown: %d. Operator starts: %d. Functions: %d (%d raw) in %d namespaces.\n", leaks, s.kubelet.Starts(), functions, raw, len(s.fleets))
 	t.Logf("fault suite:\n%s", b.String())
 	if path := os.Getenv("FUNC_OPERATOR_FAULTS_TABLE"); path != "" {
 		if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {

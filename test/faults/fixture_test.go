@@ -6,15 +6,18 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
@@ -33,9 +36,12 @@ const oldMiddleware = "v0.1.0"
 // fleet is one namespace of functions, onboarded, each deployed from its own path of
 // one private git repository, with its image in the private registry and its
 // Knative Service: healthy ones run the newest middleware, outdated ones an old one.
+// Its raw functions run the newest middleware too, deployed by func's raw deployer (a
+// Deployment and a core Service: raw_test.go).
 type fleet struct {
 	ns                string
 	healthy, outdated []string
+	raw               []string
 	// hold keeps this fleet's simulated PipelineRuns running while it is set.
 	hold atomic.Bool
 }
@@ -44,7 +50,10 @@ type fleet struct {
 func (f *fleet) key(name string) string { return f.ns + "/" + name }
 
 // all returns the fleet's function names.
-func (f *fleet) all() []string { return append(append([]string(nil), f.healthy...), f.outdated...) }
+func (f *fleet) all() []string { return append(f.knative(), f.raw...) }
+
+// knative returns the names of the fleet's functions deployed as Knative Services.
+func (f *fleet) knative() []string { return append(append([]string(nil), f.healthy...), f.outdated...) }
 
 // newFleet creates a fleet and its objects: its Functions last.
 func (s *suite) newFleet(t *testing.T, prefix string, healthy, outdated int, hold bool) *fleet {
@@ -69,7 +78,8 @@ func (s *suite) newNamespace(t *testing.T, prefix string, healthy, outdated int,
 }
 
 // populate creates the fleet's Secrets, repository, images, Knative Services (when
-// the cluster serves them), Tekton simulation, and last its Functions.
+// the cluster serves them), raw functions' Deployments and Services, Tekton
+// simulation, and last its Functions.
 func (s *suite) populate(t *testing.T, f *fleet) {
 	t.Helper()
 	s.createSecrets(t, f.ns)
@@ -78,6 +88,9 @@ func (s *suite) populate(t *testing.T, f *fleet) {
 	files := map[string]string{}
 	for _, name := range f.all() {
 		files["fns/"+name+"/func.yaml"] = fmt.Sprintf("specVersion: 0.36.0\nname: %s\nruntime: go\nregistry: %s/%s\nbuild:\n  builder: pack\n", name, s.reg.Host, f.ns)
+		if contains(f.raw, name) {
+			files["fns/"+name+"/func.yaml"] += rawFuncYAML
+		}
 		files["fns/"+name+"/handle.go"] = "package function\n"
 	}
 	if len(files) > 0 {
@@ -87,6 +100,7 @@ func (s *suite) populate(t *testing.T, f *fleet) {
 	if s.knative {
 		s.createServices(t, f)
 	}
+	s.createRawFunctions(t, f)
 	if s.tekton {
 		s.simulateTekton(t, f)
 	}
@@ -129,7 +143,7 @@ func (s *suite) createSecrets(t *testing.T, ns string) {
 // createServices creates the Knative Services func deployed the fleet's functions as.
 func (s *suite) createServices(t *testing.T, f *fleet) {
 	t.Helper()
-	for _, name := range f.all() {
+	for _, name := range f.knative() {
 		version := oldMiddleware
 		if !contains(f.outdated, name) {
 			version = s.middleware
@@ -313,6 +327,143 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// What func's raw deployer (knative.dev/func pkg/k8s, v0.50.1) writes, spelled out
+// here as func spells it, not taken from the operator: the fixture must not agree
+// with the operator by construction.
+const (
+	// rawFuncYAML is what a raw function's func.yaml adds: the deployer asked for.
+	rawFuncYAML = "deployer: raw\n"
+	// rawDeployer is the deployer annotation's value, and status.deployment.deployer's.
+	rawDeployer = "raw"
+	// rawContainer is the container func's raw deployer runs the function in.
+	rawContainer = "user-container"
+	// rawPort is the port func's function listens on (pkg/k8s DefaultHTTPPort).
+	rawPort = 8080
+)
+
+// workloads drives raw functions' Deployments as a cluster would: the real
+// deployment, replicaset and garbage collector controllers of kube-controller-manager,
+// and a kubelet simulation for their pods, which holds the pods of a function marked
+// unavailable Running but not ready (a failing readiness probe).
+type workloads struct {
+	pods *envtest.Kubelet
+
+	mu          sync.Mutex
+	unavailable map[string]bool // namespace/name of functions whose pods are held not ready
+	// held counts the answers that held a pod not ready: the control that the fault
+	// took.
+	held atomic.Int64
+}
+
+// startWorkloads starts the workload controllers and the kubelet simulation for the
+// rest of the suite (stopped, kube-controller-manager by its pid, when it ends).
+func (s *suite) startWorkloads(t *testing.T) {
+	t.Helper()
+	began := time.Now()
+	s.env.StartControllersT(s.top, envtest.WorkloadControllers()...)
+	w := &workloads{unavailable: map[string]bool{}}
+	w.pods = envtest.SimulateKubeletT(s.top, s.env.Config, envtest.KubeletOptions{NotReady: w.notReady})
+	s.workloads = w
+	t.Logf("workload controllers and kubelet simulation started in %s", time.Since(began).Round(time.Millisecond))
+}
+
+// notReady is the kubelet simulation's knob: a pod of a function marked unavailable.
+func (w *workloads) notReady(p *corev1.Pod) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.unavailable[p.Namespace+"/"+p.Labels["function.knative.dev/name"]] {
+		return false
+	}
+	w.held.Add(1)
+	return true
+}
+
+// setUnavailable holds the pods of the function key not ready (on), or lets them go,
+// at once.
+func (w *workloads) setUnavailable(key string, on bool) {
+	w.mu.Lock()
+	w.unavailable[key] = on
+	w.mu.Unlock()
+	w.pods.Resync()
+}
+
+// createRawFunctions pushes each raw function's image, running the newest
+// middleware, and deploys it as func's raw deployer does.
+func (s *suite) createRawFunctions(t *testing.T, f *fleet) {
+	t.Helper()
+	for _, name := range f.raw {
+		s.createRaw(t, f.ns, name, s.reg.Push(t, f.ns+"/"+name, s.middleware))
+	}
+}
+
+// createRaw creates what func's raw deployer deploys for function name of ns running
+// image (by digest, as func deploys a build's image): a Deployment of one replica and
+// a ClusterIP Service the Deployment owns, both labelled with the function's name
+// and annotated with the deployer (pkg/k8s generateDeployment, generateService).
+func (s *suite) createRaw(t *testing.T, ns, name, image string) {
+	t.Helper()
+	labels := map[string]string{"boson.dev/function": "true", "function.knative.dev/name": name, "function.knative.dev/runtime": "go"}
+	annotations := map[string]string{"function.knative.dev/deployer": rawDeployer}
+	replicas := int32(1)
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: rawContainer, Image: image,
+					Ports: []corev1.ContainerPort{{ContainerPort: rawPort, Protocol: corev1.ProtocolTCP}},
+				}}},
+			},
+		},
+	}
+	if err := s.admin.Create(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeClusterIP,
+			Selector: labels,
+			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(rawPort), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+	if err := s.admin.Create(context.Background(), svc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// deployment reads a Deployment, nil while the API server does not answer.
+func (s *suite) deployment(ns, name string) *appsv1.Deployment {
+	d := &appsv1.Deployment{}
+	if err := s.admin.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, d); err != nil {
+		return nil
+	}
+	return d
+}
+
+// rawReady says why the raw function is not Ready, bound to its Deployment as func's
+// raw deployer's, "" once it is: the positive control that the operator took the raw
+// path (not a Knative Service's).
+func (s *suite) rawReady(ns, name string) string {
+	if msg := s.ready(ns, name); msg != "" {
+		return msg
+	}
+	fn, d := s.function(ns, name), s.deployment(ns, name)
+	if fn == nil || d == nil {
+		return "not read"
+	}
+	if dep, svc := fn.Status.Deployment, fn.Status.Service; dep == nil || dep.Deployer != rawDeployer || svc == nil || svc.UID != d.UID ||
+		dep.Image != d.Spec.Template.Spec.Containers[0].Image {
+		return fmt.Sprintf("%s/%s: status.deployment %+v, status.service %+v; want func's raw deployer's Deployment %s (UID %s, image %s)",
+			ns, name, dep, svc, d.Name, d.UID, d.Spec.Template.Spec.Containers[0].Image)
+	}
+	return ""
 }
 
 // buildOperator builds cmd/func-operator (cached by go build).

@@ -21,8 +21,7 @@ import (
 // TestObserver_Counts is the positive control of the suite's counters: each counts
 // what it must, and nothing else.
 func TestObserver_Counts(t *testing.T) {
-	o := &observer{ready: map[string]bool{}, runs: map[types.UID]string{}, live: map[string]map[types.UID]bool{},
-		succeeded: map[string]bool{}, created: map[string]int{}, secrets: []string{"s3cr3t"}}
+	o := newObserver([]string{"s3cr3t"})
 	fn := func(ready corev1.ConditionStatus) *v1alpha1.Function {
 		f := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "fn"}}
 		f.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionReady, Status: ready}}
@@ -37,6 +36,23 @@ func TestObserver_Counts(t *testing.T) {
 	o.function(fn(corev1.ConditionUnknown))
 	if flaps, _ := o.counts(); len(flaps) != 1 || !strings.Contains(flaps[0], "ns/fn") {
 		t.Errorf("flaps = %q, want the one True -> Unknown", flaps)
+	}
+	// A Function a fault makes unhealthy on purpose: its Ready going down is counted
+	// apart, and no flap, until the fault is over.
+	o.expectUnhealthy("ns/fn", true)
+	o.function(fn(corev1.ConditionTrue))
+	o.function(fn(corev1.ConditionFalse))
+	o.function(fn(corev1.ConditionTrue))
+	if downs, ready := o.readyDowns("ns/fn"); downs != 1 || !ready {
+		t.Errorf("readyDowns = %d, %v; want 1, Ready last", downs, ready)
+	}
+	o.expectUnhealthy("ns/fn", false)
+	if flaps, _ := o.counts(); len(flaps) != 1 {
+		t.Errorf("flaps = %q, want only the first: the unhealthy one's down was meant", flaps)
+	}
+	o.function(fn(corev1.ConditionFalse))
+	if flaps, _ := o.counts(); len(flaps) != 2 {
+		t.Errorf("flaps = %q, want a second once the fault is over", flaps)
 	}
 	if leaks := o.statusLeaks(); len(leaks) != 0 {
 		t.Errorf("leaks = %q before any, want none", leaks)

@@ -27,7 +27,8 @@ import (
 // observer watches every Function and build PipelineRun, as a monitoring system
 // would, and counts what must never happen, whatever the fault:
 //   - a Ready flap: a Function's Ready going from True to anything else (no fault
-//     of this suite makes a function unhealthy);
+//     of this suite makes a function unhealthy, but for the one a fault marks
+//     unhealthy on purpose: expectUnhealthy);
 //   - a duplicate build: a PipelineRun created for a Function while another of its
 //     runs is running, or after one of its runs succeeded.
 //
@@ -36,9 +37,13 @@ type observer struct {
 	c   cache.Cache
 	ctx context.Context
 
-	mu         sync.Mutex
-	ready      map[string]bool
-	flaps      []string
+	mu    sync.Mutex
+	ready map[string]bool
+	flaps []string
+	// unhealthy are the Functions a fault makes unhealthy on purpose: their Ready
+	// going down is counted in downs, not as a flap.
+	unhealthy  map[string]bool
+	downs      map[string]int
 	runs       map[types.UID]string // run → its Function
 	live       map[string]map[types.UID]bool
 	succeeded  map[string]bool
@@ -61,8 +66,7 @@ func startObserver(t *testing.T, cfg *rest.Config, secrets []string) *observer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := &observer{ready: map[string]bool{}, runs: map[types.UID]string{}, live: map[string]map[types.UID]bool{},
-		succeeded: map[string]bool{}, created: map[string]int{}, secrets: secrets}
+	o := newObserver(secrets)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	o.c, o.ctx = c, ctx
@@ -83,6 +87,13 @@ func startObserver(t *testing.T, cfg *rest.Config, secrets []string) *observer {
 		t.Fatal("the observer's cache did not sync")
 	}
 	return o
+}
+
+// newObserver returns an observer that has seen nothing yet.
+func newObserver(secrets []string) *observer {
+	return &observer{ready: map[string]bool{}, unhealthy: map[string]bool{}, downs: map[string]int{},
+		runs: map[types.UID]string{}, live: map[string]map[types.UID]bool{},
+		succeeded: map[string]bool{}, created: map[string]int{}, secrets: secrets}
 }
 
 // watchBuilds starts watching build PipelineRuns, once the cluster serves them.
@@ -130,7 +141,10 @@ func (o *observer) function(obj interface{}) {
 			o.leaks = append(o.leaks, fmt.Sprintf("secret #%d (%d characters) in a status of Function %s (or it could not be encoded: %v)", i+1, len(s), key, err))
 		}
 	}
-	if o.ready[key] && !ready && fn.DeletionTimestamp == nil {
+	switch {
+	case o.ready[key] && !ready && o.unhealthy[key]:
+		o.downs[key]++
+	case o.ready[key] && !ready && fn.DeletionTimestamp == nil:
 		what := "no Ready condition"
 		if c != nil {
 			what = fmt.Sprintf("%s (%s: %s)", c.Status, c.Reason, c.Message)
@@ -173,6 +187,22 @@ func (o *observer) run(obj interface{}, deleted bool) {
 	if !deleted && c != nil && c.IsTrue() {
 		o.succeeded[key] = true
 	}
+}
+
+// expectUnhealthy tells the observer that a fault makes the Function key unhealthy
+// on purpose (on), or no longer (off): meanwhile its Ready going down is no flap.
+func (o *observer) expectUnhealthy(key string, on bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.unhealthy[key] = on
+}
+
+// readyDowns returns how many times the observer saw the Function key, marked
+// unhealthy on purpose, go from Ready to not, and whether it saw it Ready last.
+func (o *observer) readyDowns(key string) (downs int, ready bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.downs[key], o.ready[key]
 }
 
 // counts returns the Ready flaps and duplicate builds so far.
