@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
+	"github.com/fnops/func-operator/pkg/rebuild"
 	"github.com/fnops/func-operator/pkg/workload"
 	"github.com/fnops/func-operator/test/envtest"
 	"github.com/fnops/func-operator/test/gitserver"
@@ -159,7 +161,15 @@ func TestOperator_RawFunctionWithoutKnative(t *testing.T) {
 	tekton.StartControllerT(t, env.Config)
 	env.StartControllersT(t, envtest.WorkloadControllers()...)
 	ns := envtest.NewNamespace(t, env.Config, "raw-", true)
-	envtest.SimulateKubeletT(t, env.Config, envtest.KubeletOptions{Namespace: ns})
+	// The rebuilt image's pods are held not ready until released: the rebuild must not
+	// count before the new image serves.
+	var (
+		release  atomic.Bool
+		oldImage string
+	)
+	kubelet := envtest.SimulateKubeletT(t, env.Config, envtest.KubeletOptions{Namespace: ns, NotReady: func(p *corev1.Pod) bool {
+		return !release.Load() && p.Labels["function.knative.dev/name"] == "hello" && p.Spec.Containers[0].Image != oldImage
+	}})
 
 	reg := registrytest.Start(t)
 	root := gitserver.NewRepoRoot(t)
@@ -169,7 +179,7 @@ func TestOperator_RawFunctionWithoutKnative(t *testing.T) {
 		"hello/func.yaml":  funcYAML("hello", "go") + "registry: " + reg.Host + "/fns\ndeployer: raw\nbuild:\n  builder: pack\n",
 		"scaler/func.yaml": funcYAML("scaler", "go") + "registry: " + reg.Host + "/fns\ndeployer: keda\nbuild:\n  builder: pack\n",
 	}, "the fleet")
-	oldImage := reg.Push(t, "fns/hello", oldMiddleware)
+	oldImage = reg.Push(t, "fns/hello", oldMiddleware)
 	deployAsFunc(t, c, ns, "hello", oldImage, "raw")
 	sim := tekton.StartKubelet(t, env.Config, tekton.Options{Namespaces: []string{ns}, Registry: reg, Decide: succeed(t)})
 
@@ -192,8 +202,25 @@ func TestOperator_RawFunctionWithoutKnative(t *testing.T) {
 	}
 	eventually(t, 90*time.Second, func() string {
 		fn := fnOf("hello")
-		if b := fn.Status.Build; b == nil || b.Phase != v1alpha1.BuildPhaseSucceeded || fn.Status.Middleware == nil || fn.Status.Middleware.LastRebuild == nil {
+		if b := fn.Status.Build; b == nil || b.Phase != v1alpha1.BuildPhaseSucceeded {
 			return fmt.Sprintf("build = %+v, conditions = %+v", fn.Status.Build, fn.Status.Conditions)
+		}
+		return ""
+	})
+	// The PipelineRun succeeded and the Deployment runs the new template, but no new
+	// pod is ready: not counted, for longer than the machine's polls.
+	for deadline := time.Now().Add(3 * rebuild.PollWhileWaiting); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		fn := fnOf("hello")
+		mw, up := fn.Status.Middleware, fn.Status.GetCondition("MiddlewareUpToDate")
+		if mw != nil && mw.LastRebuild != nil || up == nil || up.Reason != v1alpha1.ReasonRebuilding || !strings.Contains(up.Message, "waiting for Deployment hello") {
+			t.Fatalf("before the new image serves: middleware %+v, MiddlewareUpToDate %+v; want the rebuild waiting for the Deployment", mw, up)
+		}
+	}
+	release.Store(true)
+	kubelet.Resync()
+	eventually(t, 30*time.Second, func() string {
+		if mw := fnOf("hello").Status.Middleware; mw == nil || mw.LastRebuild == nil {
+			return fmt.Sprintf("middleware = %+v: the rebuild not counted once the new image serves", mw)
 		}
 		return ""
 	})

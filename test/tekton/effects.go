@@ -198,7 +198,9 @@ func (k *Kubelet) deploy(ctx context.Context, pod *corev1.Pod, pr *pipelinev1.Pi
 	if err != nil {
 		return err
 	}
-	if deployer, err := rawDeployer(ctx, c, svc); err != nil {
+	// Which deployer stands in for func.yaml's: read as the simulation (an admin), not
+	// as the ServiceAccount, whose rights only the deploy's writes test.
+	if deployer, err := rawDeployer(ctx, k.c, svc); err != nil {
 		return fmt.Errorf("deploying %s to function %s as ServiceAccount %s: %w", ref, svc, sa, err)
 	} else if deployer != "" {
 		if err := deployToDeployment(ctx, c, svc, ref); err != nil {
@@ -235,8 +237,8 @@ func (k *Kubelet) deploy(ctx context.Context, pod *corev1.Pod, pr *pipelinev1.Pi
 func rawDeployer(ctx context.Context, c client.Client, fn types.NamespacedName) (string, error) {
 	svc := &corev1.Service{}
 	if err := c.Get(ctx, fn, svc); err != nil {
-		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
-			return "", nil // none, or a ServiceAccount of a Knative-only grant
+		if apierrors.IsNotFound(err) {
+			return "", nil
 		}
 		return "", err
 	}
