@@ -15,6 +15,7 @@ import (
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -380,4 +381,90 @@ func printedColumn(t *testing.T, cfg *rest.Config, ns, column string) map[string
 		out[fmt.Sprint(row.Cells[name])] = fmt.Sprint(row.Cells[col])
 	}
 	return out
+}
+
+// TestOperator_CachesCutWorkloads: what the manager's caches hold of the raw and keda
+// deployers' objects, read back through them: a Deployment without its env values (a
+// Secret's value may be written there in plain) or other annotations, a Service's
+// metadata without its other annotations; objects func did not label are not cached.
+func TestOperator_CachesCutWorkloads(t *testing.T) {
+	ns := newNamespace(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store := config.NewStore()
+	store.Set(config.Defaults())
+	systemNamespace := newNamespace(t)
+	ownNamespaceRBAC(t, systemNamespace)
+	mgr, err := New(ctx, operatorConfig, Options{WatchNamespaces: []string{ns}, SystemNamespace: systemNamespace,
+		MetricsAddr: "0", ProbeAddr: "0", WorkDir: t.TempDir(), Config: store, SkipControllerNameValidation: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("operator stopped with an error: %v", err)
+		}
+	}()
+
+	const secretValue = "pw-in-plain-env-5c1d"
+	big := strings.Repeat("x", 32<<10)
+	deployAsFunc(t, k8sClient, ns, "hello", "127.0.0.1:5000/fns/hello@sha256:"+strings.Repeat("a", 64), "raw")
+	for _, o := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}} {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "hello"}, o); err != nil {
+				return err
+			}
+			o.SetAnnotations(map[string]string{"function.knative.dev/deployer": "raw", "kubectl.kubernetes.io/last-applied-configuration": big})
+			if d, ok := o.(*appsv1.Deployment); ok {
+				d.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "DB_PASSWORD", Value: secretValue}}
+			}
+			return k8sClient.Update(ctx, o)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Not func's: no function name label.
+	unlabelled := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+	if err := k8sClient.Create(ctx, unlabelled); err != nil {
+		t.Fatal(err)
+	}
+
+	cached := mgr.GetClient()
+	d := &appsv1.Deployment{}
+	eventually(t, 20*time.Second, func() string {
+		if err := cached.Get(ctx, types.NamespacedName{Namespace: ns, Name: "hello"}, d); err != nil {
+			return err.Error()
+		}
+		if d.Annotations["kubectl.kubernetes.io/last-applied-configuration"] != "" || len(d.Spec.Template.Spec.Containers[0].Env) > 0 {
+			return fmt.Sprintf("the cached Deployment keeps %d annotations and env %v", len(d.Annotations), d.Spec.Template.Spec.Containers[0].Env)
+		}
+		if d.Generation < 2 {
+			return "the cache has not seen the update yet"
+		}
+		return ""
+	})
+	if d.Annotations["function.knative.dev/deployer"] != "raw" || d.Spec.Template.Spec.Containers[0].Image == "" {
+		t.Errorf("the cached Deployment lost what the operator reads: annotations %v, containers %+v", d.Annotations, d.Spec.Template.Spec.Containers)
+	}
+	svc := &metav1.PartialObjectMetadata{}
+	svc.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Service"))
+	eventually(t, 20*time.Second, func() string {
+		if err := cached.Get(ctx, types.NamespacedName{Namespace: ns, Name: "hello"}, svc); err != nil {
+			return err.Error()
+		}
+		if len(svc.Annotations) != 1 || svc.Annotations["function.knative.dev/deployer"] != "raw" {
+			return fmt.Sprintf("the cached Service keeps annotations of %d keys, want the deployer's alone", len(svc.Annotations))
+		}
+		return ""
+	})
+	// The Service func did not label is not in the cache (the positive control: the
+	// same Get of func's Service above succeeds).
+	if err := cached.Get(ctx, types.NamespacedName{Namespace: ns, Name: "other"}, svc); !apierrors.IsNotFound(err) {
+		t.Errorf("reading an unlabelled Service through the cache: %v, want NotFound", err)
+	}
 }
