@@ -18,7 +18,9 @@ const (
 	// MaxTextBytes bounds a kept condition message, image or host.
 	MaxTextBytes = 1024
 	// MaxHosts bounds the hosts kept of an HTTPScaledObject (func writes two).
-	MaxHosts = 8
+	MaxHosts = 4
+	// MaxHostBytes bounds a kept host: a DNS name has at most 253 bytes.
+	MaxHostBytes = 253
 	// maxLabelBytes is the longest label value (Kubernetes' own bound).
 	maxLabelBytes = 63
 )
@@ -102,7 +104,10 @@ func slimScaledObject(so *kedav1alpha1.HTTPScaledObject) *kedav1alpha1.HTTPScale
 		if i == MaxHosts {
 			break
 		}
-		out.Spec.Hosts = append(out.Spec.Hosts, netguard.CapText(h, MaxTextBytes))
+		if len(h) > MaxHostBytes {
+			continue // no DNS name: it addresses nothing
+		}
+		out.Spec.Hosts = append(out.Spec.Hosts, h)
 	}
 	for _, c := range so.Status.Conditions {
 		if c.Type == kedav1alpha1.ConditionTypeReady {
