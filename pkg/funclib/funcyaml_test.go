@@ -101,7 +101,7 @@ deploy:
 		want: Metadata{
 			Name: "hello", Runtime: "go", Invoke: "http", Builder: "pack",
 			Image: "registry.example.com/alice/hello:latest", Registry: "registry.example.com/alice",
-			Namespace: "fns", SpecVersion: "0.36.0",
+			Namespace: "fns", DeployedNamespace: "fns", SpecVersion: "0.36.0",
 			BuildEnvs: []string{"BP_GO_TARGETS=./cmd/hello"}, Buildpacks: []string{"paketo-buildpacks/go"},
 			ServiceAccountName: "hello-runner",
 		},
@@ -143,7 +143,7 @@ labels:
 invocation:
   format: cloudevent
 `,
-		want: Metadata{Name: "legacy", Runtime: "node", Invoke: "cloudevent", Builder: "pack", Namespace: "legacy-ns", SpecVersion: "0.36.0",
+		want: Metadata{Name: "legacy", Runtime: "node", Invoke: "cloudevent", Builder: "pack", Namespace: "legacy-ns", DeployedNamespace: "legacy-ns", SpecVersion: "0.36.0",
 			// As func's migration leaves them.
 			BuilderImages: map[string]string{"pack": "pack"}, Buildpacks: []string{"paketo-buildpacks/nodejs"}},
 	}, {
@@ -690,7 +690,7 @@ deploy:
 		name:    "realistic func.yaml with an anchor",
 		content: current,
 		want: Metadata{Name: "hello", Runtime: "go", Invoke: "http", Builder: "pack", Image: "registry.example.com/alice/hello:latest",
-			Registry: "registry.example.com/alice", Namespace: "fns", SpecVersion: "0.36.0",
+			Registry: "registry.example.com/alice", Namespace: "fns", DeployedNamespace: "fns", SpecVersion: "0.36.0",
 			BuildEnvs: []string{"BP_GO_TARGETS=./cmd/hello"}, Buildpacks: []string{"paketo-buildpacks/go"}},
 	}, {
 		// 80 KB, 1,500 envs, 7,500 nodes. Now: 18 ms, 5 MiB.

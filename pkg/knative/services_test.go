@@ -150,14 +150,14 @@ func TestServices_Describe(t *testing.T) {
 	}{{
 		name: "hello",
 		want: funclib.Instance{
-			Name: "hello", Namespace: ns, Image: digest,
+			Name: "hello", Namespace: ns, Image: digest, Deployer: funclib.DeployerKnative,
 			Route:  "http://hello." + ns + ".example.com",
 			Routes: []string{"http://hello." + ns + ".example.com", "http://canary-hello." + ns + ".example.com"},
 		},
 	}, {
 		name: "fresh", // no ready Revision yet: the image its template names
 		want: funclib.Instance{
-			Name: "fresh", Namespace: ns, Image: "registry.example/fns/hello:latest",
+			Name: "fresh", Namespace: ns, Image: "registry.example/fns/hello:latest", Deployer: funclib.DeployerKnative,
 			Route:  "http://fresh." + ns + ".example.com",
 			Routes: []string{"http://fresh." + ns + ".example.com", "http://canary-fresh." + ns + ".example.com"},
 		},
