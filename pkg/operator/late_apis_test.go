@@ -55,20 +55,9 @@ func TestOperator_LateAPIs(t *testing.T) {
 	cfg.CheckInterval = time.Hour
 	store.Set(cfg)
 	// This control plane is the test's own: the operator runs as its admin here.
-	mgr, err := New(ctx, env.Config, Options{WatchNamespaces: []string{"team-a"}, SystemNamespace: "func-system",
+	runManager(t, env.Config, Options{WatchNamespaces: []string{"team-a"}, SystemNamespace: "func-system",
 		MetricsAddr: "0", ProbeAddr: "0", WorkDir: t.TempDir(), Config: store, APIRecheck: 300 * time.Millisecond,
 		SkipControllerNameValidation: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("operator stopped with an error: %v", err)
-		}
-	})
 
 	deployed := func(status corev1.ConditionStatus, reason string) func() string {
 		return func() string {

@@ -326,10 +326,9 @@ func TestOperator_AnnotationRequestsACheck(t *testing.T) {
 
 func TestOperator_HealthProbes(t *testing.T) {
 	addr := freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
 	system := newNamespace(t)
 	ownNamespaceRBAC(t, system)
-	mgr, err := New(ctx, operatorConfig, Options{
+	runManager(t, operatorConfig, Options{
 		WatchNamespaces:              []string{newNamespace(t)}, // nothing to reconcile there
 		SystemNamespace:              system,
 		MetricsAddr:                  "0",
@@ -337,18 +336,6 @@ func TestOperator_HealthProbes(t *testing.T) {
 		WorkDir:                      t.TempDir(),
 		SkipControllerNameValidation: true,
 	})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
 	for _, path := range []string{"/healthz", "/readyz"} {
 		eventually(t, 20*time.Second, func() string {
 			resp, err := http.Get("http://" + addr + path)

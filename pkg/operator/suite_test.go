@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/test/envtest"
@@ -140,7 +141,6 @@ func startOperatorOptions(t *testing.T, cfg config.Config, data map[string]strin
 			t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	o := Options{
 		WatchNamespaces: watch,
 		SystemNamespace: systemNamespace,
@@ -152,23 +152,7 @@ func startOperatorOptions(t *testing.T, cfg config.Config, data map[string]strin
 		SkipControllerNameValidation: true,
 	}
 	set(&o)
-	mgr, err := New(ctx, operatorConfig, o)
-	if err != nil {
-		cancel()
-		t.Fatalf("creating the operator: %v", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("operator stopped with an error: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
+	_, stop = runManager(t, operatorConfig, o)
 	return systemNamespace, store, stop
 }
 
@@ -239,4 +223,30 @@ func ownNamespaceRBAC(t *testing.T, ns string) {
 	if err := envtest.ApplyObjects(context.Background(), restConfig, objs...); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// runManager builds the operator's manager with New on cfg, with o, and runs it until
+// the test ends (or the stop it returns is called), failing the test when it stopped
+// with an error.
+func runManager(t *testing.T, cfg *rest.Config, o Options) (_ manager.Manager, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	mgr, err := New(ctx, cfg, o)
+	if err != nil {
+		cancel()
+		t.Fatalf("creating the operator: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("operator stopped with an error: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return mgr, stop
 }

@@ -318,22 +318,9 @@ func startOperatorOn(t *testing.T, env *envtest.Environment, cfg config.Config, 
 	t.Helper()
 	store := config.NewStore()
 	store.Set(cfg)
-	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := New(ctx, envtest.AsOperator(env.Config), Options{WatchNamespaces: watch, SystemNamespace: "func-operator",
+	runManager(t, envtest.AsOperator(env.Config), Options{WatchNamespaces: watch, SystemNamespace: "func-operator",
 		MetricsAddr: "0", ProbeAddr: "0", WorkDir: t.TempDir(), Config: store, APIRecheck: 300 * time.Millisecond,
 		SkipControllerNameValidation: true})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("operator stopped with an error: %v", err)
-		}
-	})
 }
 
 func apisType(t string) apis.ConditionType { return apis.ConditionType(t) }
@@ -389,25 +376,13 @@ func printedColumn(t *testing.T, cfg *rest.Config, ns, column string) map[string
 // metadata without its other annotations; objects func did not label are not cached.
 func TestOperator_CachesCutWorkloads(t *testing.T) {
 	ns := newNamespace(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := context.Background()
 	store := config.NewStore()
 	store.Set(config.Defaults())
 	systemNamespace := newNamespace(t)
 	ownNamespaceRBAC(t, systemNamespace)
-	mgr, err := New(ctx, operatorConfig, Options{WatchNamespaces: []string{ns}, SystemNamespace: systemNamespace,
+	mgr, _ := runManager(t, operatorConfig, Options{WatchNamespaces: []string{ns}, SystemNamespace: systemNamespace,
 		MetricsAddr: "0", ProbeAddr: "0", WorkDir: t.TempDir(), Config: store, SkipControllerNameValidation: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("operator stopped with an error: %v", err)
-		}
-	}()
 
 	const secretValue = "pw-in-plain-env-5c1d"
 	big := strings.Repeat("x", 32<<10)
