@@ -232,3 +232,22 @@ func memory(pid int) (rss, hwm int64, err error) {
 	}
 	return rss, hwm, sc.Err()
 }
+
+// The Go runtime's metrics of the operator (client_golang's Go collector).
+const (
+	nextGC     = "go_memstats_next_gc_bytes"
+	stackInuse = "go_memstats_stack_inuse_bytes"
+)
+
+// liveHeap estimates the heap the operator's last garbage collection found live from
+// the heap goal it set after it: since Go 1.21 the goal is live + (live + stacks +
+// globals) × GOGC/100 (GOMEMLIMIT, far above it here, aside). Globals, a few hundred
+// KiB, count as live. 0 when the metrics lack the goal.
+func liveHeap(f families, gogc float64) float64 {
+	goal := f.sum(nextGC)
+	if goal == 0 {
+		return 0
+	}
+	g := gogc / 100
+	return (goal - g*f.sum(stackInuse)) / (1 + g)
+}
