@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/utils/ptr"
 
 	"github.com/fnops/func-operator/pkg/funclib"
@@ -70,7 +71,107 @@ func (b *bench) deploy(ctx context.Context, ns, name, deployer string) error {
 	case funclib.DeployerRaw, funclib.DeployerKeda:
 		return b.createWorkload(ctx, ns, name, deployer)
 	}
-	return b.createService(ctx, ns, name)
+	if err := b.createService(ctx, ns, name); err != nil {
+		return err
+	}
+	if b.p.knativeObjects {
+		return b.simulateKnativeServing(ctx, ns, name)
+	}
+	return nil
+}
+
+// queueImage is the image of Knative Serving's queue-proxy, by digest.
+const queueImage = "gcr.io/knative-releases/knative.dev/serving/cmd/queue@sha256:7b5d5fb2b8a8c7c1f0e4d1b2a3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6"
+
+// simulateKnativeServing creates what Knative Serving (v0.50) makes of a function's
+// Knative Service that carries func's labels, and so lands in the operator's
+// Deployment and Service caches (workload.CacheSelector): func labels the Service's
+// template too, so its first Revision's Deployment (makeLabels: the Revision's labels)
+// and the ServerlessService's public and private Services (the PodAutoscaler's labels,
+// the Revision's) carry function.knative.dev/name, and so does the Route's placeholder
+// Service, named as the function (the Route's labels, the Service's). Every retained
+// Revision of a function costs the first three again. A simulation: no Knative
+// controller runs here; the Deployment's status is the deployment controller's.
+func (b *bench) simulateKnativeServing(ctx context.Context, ns, name string) error {
+	rev := name + "-00001"
+	revLabels := funcLabels(name)
+	for k, v := range map[string]string{
+		"app": rev, "serving.knative.dev/configuration": name, "serving.knative.dev/configurationGeneration": "1",
+		"serving.knative.dev/configurationUID": string(uuid.NewUUID()), "serving.knative.dev/revision": rev,
+		"serving.knative.dev/revisionUID": string(uuid.NewUUID()), "serving.knative.dev/service": name,
+		"serving.knative.dev/serviceUID": string(uuid.NewUUID()),
+	} {
+		revLabels[k] = v
+	}
+	revAnnotations := map[string]string{"serving.knative.dev/creator": "system:serviceaccount:fns:func", "serving.knative.dev/routes": name,
+		"serving.knative.dev/routingStateModified": time.Now().UTC().Format(time.RFC3339)}
+	env := func(kv ...string) []corev1.EnvVar {
+		out := make([]corev1.EnvVar, 0, len(kv)/2)
+		for i := 0; i+1 < len(kv); i += 2 {
+			out = append(out, corev1.EnvVar{Name: kv[i], Value: kv[i+1]})
+		}
+		return out
+	}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rev + "-deployment", Labels: revLabels, Annotations: revAnnotations},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"serving.knative.dev/revisionUID": revLabels["serving.knative.dev/revisionUID"]}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: revLabels, Annotations: revAnnotations},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "user-container", Image: b.image,
+					Ports: []corev1.ContainerPort{{Name: "user-port", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
+					Env:   env("PORT", "8080", "K_REVISION", rev, "K_CONFIGURATION", name, "K_SERVICE", name),
+				}, {
+					Name: "queue-proxy", Image: queueImage,
+					Ports: []corev1.ContainerPort{{Name: "http-queueadm", ContainerPort: 8022}, {Name: "http-autometric", ContainerPort: 9090},
+						{Name: "http-usermetric", ContainerPort: 9091}, {Name: "queue-port", ContainerPort: 8012}, {Name: "https-port", ContainerPort: 8112}},
+					Env: env("SERVING_NAMESPACE", ns, "SERVING_SERVICE", name, "SERVING_CONFIGURATION", name, "SERVING_REVISION", rev,
+						"QUEUE_SERVING_PORT", "8012", "QUEUE_SERVING_TLS_PORT", "8112", "CONTAINER_CONCURRENCY", "0", "REVISION_TIMEOUT_SECONDS", "300",
+						"USER_PORT", "8080", "SYSTEM_NAMESPACE", "knative-serving", "SERVING_LOGGING_LEVEL", "", "SERVING_REQUEST_LOG_TEMPLATE", "",
+						"SERVING_ENABLE_PROBE_REQUEST_LOG", "false", "METRICS_DOMAIN", "knative.dev/internal/serving", "SERVING_READINESS_PROBE",
+						`{"tcpSocket":{"port":8080,"host":"127.0.0.1"},"successThreshold":1}`, "ENABLE_PROFILING", "false"),
+				}}},
+			},
+		},
+	}
+	if err := b.admin.Create(ctx, d); err != nil {
+		return fmt.Errorf("creating the Revision's Deployment (Knative Serving simulation): %w", err)
+	}
+	if err := b.simulateDeploymentController(ctx, d); err != nil {
+		return err
+	}
+	sksLabels := func(serviceType string) map[string]string {
+		out := map[string]string{"networking.internal.knative.dev/serverlessservice": rev, "networking.internal.knative.dev/serviceType": serviceType}
+		for k, v := range revLabels {
+			out[k] = v
+		}
+		return out
+	}
+	for _, svc := range []*corev1.Service{{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rev, Labels: sksLabels("Public")},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8012), Protocol: corev1.ProtocolTCP},
+			{Name: "https", Port: 443, TargetPort: intstr.FromInt32(8112), Protocol: corev1.ProtocolTCP}}},
+	}, {
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rev + "-private", Labels: sksLabels("Private")},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"serving.knative.dev/revisionUID": revLabels["serving.knative.dev/revisionUID"]},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8012), Protocol: corev1.ProtocolTCP},
+				{Name: "https", Port: 443, TargetPort: intstr.FromInt32(8112), Protocol: corev1.ProtocolTCP},
+				{Name: "http-autometric", Port: 9090, TargetPort: intstr.FromInt32(9090), Protocol: corev1.ProtocolTCP},
+				{Name: "http-usermetric", Port: 9091, TargetPort: intstr.FromInt32(9091), Protocol: corev1.ProtocolTCP},
+				{Name: "http-queueadm", Port: 8022, TargetPort: intstr.FromInt32(8022), Protocol: corev1.ProtocolTCP}}},
+	}, {
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
+			"function.knative.dev/name": name, "serving.knative.dev/service": name, "serving.knative.dev/route": name}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "kourier-internal.kourier-system.svc.cluster.local",
+			Ports: []corev1.ServicePort{{Name: "http2", Port: 80, TargetPort: intstr.FromInt32(80), Protocol: corev1.ProtocolTCP}}},
+	}} {
+		if err := b.admin.Create(ctx, svc); err != nil {
+			return fmt.Errorf("creating Service %s (Knative Serving simulation): %w", svc.Name, err)
+		}
+	}
+	return nil
 }
 
 // funcLabels are the labels func's deployers (deployer.GenerateCommonLabels of func

@@ -19,6 +19,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -50,7 +51,13 @@ const (
 	envEnforce     = "FUNC_OPERATOR_SCALE_ENFORCE"     // "1": a missed goal fails the test
 	envRaw         = "FUNC_OPERATOR_SCALE_RAW"         // share of the Functions func's raw deployer deployed (default 0)
 	envKeda        = "FUNC_OPERATOR_SCALE_KEDA"        // share of the Functions func's keda deployer deployed (default 0)
+	// "1": each Knative Service gets what Knative Serving derives of it that carries
+	// func's labels (fleet_test.go), as the operator's caches hold them in a cluster.
+	envKnativeObjects = "FUNC_OPERATOR_SCALE_KNATIVE_OBJECTS"
 )
+
+// serviceCIDR is the range of the fleet's ClusterIPs (65,536).
+const serviceCIDR = "10.128.0.0/16"
 
 // Credentials of the benchmark's git repositories and registry.
 const (
@@ -83,12 +90,14 @@ type params struct {
 	// raw and keda are the shares of the function directories func's raw and keda
 	// deployers deployed (fleet_test.go); the rest func's knative deployer did.
 	raw, keda float64
+	// knativeObjects: simulate Knative Serving's Revision Deployment and Services.
+	knativeObjects bool
 }
 
 func readParams(t *testing.T) params {
 	t.Helper()
 	p := params{n: 1000, r: 50, window: 2, interval: 10 * time.Second,
-		table: os.Getenv(envTable), enforce: os.Getenv(envEnforce) == "1"}
+		table: os.Getenv(envTable), enforce: os.Getenv(envEnforce) == "1", knativeObjects: os.Getenv(envKnativeObjects) == "1"}
 	ints := []struct {
 		env string
 		to  *int
@@ -166,8 +175,8 @@ type repo struct {
 func TestScale(t *testing.T) {
 	p := readParams(t)
 	ctrl.SetLogger(logr.Discard())
-	t.Logf("N=%d Functions (shares: raw %g, keda %g, the rest knative) on R=%d repositories, checkInterval %s, measuring %d intervals, concurrency %s",
-		p.n, p.raw, p.keda, p.r, p.interval, p.window, concurrencyString(p.concurrency))
+	t.Logf("N=%d Functions (shares: raw %g, keda %g, the rest knative, Knative Serving's objects simulated: %t) on R=%d repositories, checkInterval %s, measuring %d intervals, concurrency %s",
+		p.n, p.raw, p.keda, p.knativeObjects, p.r, p.interval, p.window, concurrencyString(p.concurrency))
 	b := setUp(t, p)
 	// The operator with empty caches: what a Function costs is measured from here.
 	idle := b.take(t)
@@ -245,6 +254,12 @@ func setUp(t *testing.T, p params) *bench {
 		t.Fatal(err)
 	}
 	if b.apiHTTP, err = rest.HTTPClientFor(b.env.Config); err != nil {
+		t.Fatal(err)
+	}
+	// envtest's Service range, a /24, holds no fleet's ClusterIPs: another range, as
+	// a cluster's admin adds one (Ready without a controller to say so).
+	if err := b.admin.Create(ctx, &networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: "scale"},
+		Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{serviceCIDR}}}); err != nil {
 		t.Fatal(err)
 	}
 	cm := &corev1.ConfigMap{}
@@ -796,6 +811,15 @@ func fleetShort(fleet map[string]int, n int) string {
 	return strings.Join(parts, ", ")
 }
 
+// servingNote says, of a fleet with Knative functions, when Knative Serving's
+// labelled objects were simulated.
+func servingNote(p params, fleet map[string]int) string {
+	if p.knativeObjects && fleet[funclib.DeployerKnative] > 0 {
+		return " (+ Serving's objects)"
+	}
+	return ""
+}
+
 func kib(b float64) string { return fmt.Sprintf("%.1f KiB", b/1024) }
 
 func (r result) perInterval(v float64) float64 { return v / r.intervals }
@@ -841,7 +865,7 @@ func (r result) log(t *testing.T, p params) {
 	row := func(name, format string, args ...any) {
 		fmt.Fprintf(&sb, "  %-44s %s\n", name, fmt.Sprintf(format, args...))
 	}
-	fmt.Fprintf(&sb, "\nN=%d Functions (%s), R=%d repositories, checkInterval %s, concurrency %s\n", p.n, formatFleet(r.fleet), p.r, p.interval, concurrencyString(p.concurrency))
+	fmt.Fprintf(&sb, "\nN=%d Functions (%s), R=%d repositories, checkInterval %s, concurrency %s\n", p.n, formatFleet(r.fleet)+servingNote(p, r.fleet), p.r, p.interval, concurrencyString(p.concurrency))
 	row("Functions created in", "%s", r.created.Round(time.Millisecond))
 	row("all Ready after (from the first created)", "%s", r.toReady.Round(time.Millisecond))
 	row("  listings / clones until then", "%d / %d", r.rampListings, r.rampClones)
@@ -939,7 +963,7 @@ func (r result) appendMarkdown(p params) error {
 	}
 	if err == nil {
 		_, err = fmt.Fprintf(f, "| %d | %s | %d | %s | %s | %s | %d | %.1f | %d | %g | %g | %.4f | %.3f | %s | %.0f%% | %s | %s | %.3f | %s | %s | %s | %s |\n",
-			p.n, fleetShort(r.fleet, p.n), p.r, p.interval, concurrencyString(p.concurrency), r.toReady.Round(time.Second), r.rampClones,
+			p.n, fleetShort(r.fleet, p.n)+servingNote(p, r.fleet), p.r, p.interval, concurrencyString(p.concurrency), r.toReady.Round(time.Second), r.rampClones,
 			r.perInterval(float64(r.listings)), r.clones, r.nonLeaseWrites(), r.perReconcile(r.functionReads()), r.perReconcile(r.operatorReads), r.perInterval(r.reconciles)/float64(p.n),
 			r.checkAgeMax.Round(100*time.Millisecond), 100*r.utilization, r.reconcileMean.Round(time.Microsecond), r.cpuPerReconcile().Round(time.Microsecond),
 			r.cpu.Seconds()/r.wall.Seconds(), mib(r.rss), mib(r.hwm), kib(r.heapPerFunction(p.n)), kib(r.rssPerFunction(p.n)))
