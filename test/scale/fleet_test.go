@@ -174,6 +174,33 @@ func (b *bench) simulateKnativeServing(ctx context.Context, ns, name string) err
 	return nil
 }
 
+// funcContainer is the container func v0.50.1's deployers run a function of the
+// default settings in: func's env (BUILT, ADDRESS), probes and security context; the
+// raw deployer names it and its port, the knative one leaves them to Knative Serving.
+func funcContainer(image string, raw bool) corev1.Container {
+	var port intstr.IntOrString
+	c := corev1.Container{
+		Image: image,
+		Env: []corev1.EnvVar{
+			{Name: "BUILT", Value: time.Now().UTC().Format("20060102T150405")},
+			{Name: "ADDRESS", Value: "0.0.0.0"},
+		},
+		SecurityContext: &corev1.SecurityContext{
+			RunAsNonRoot:             ptr.To(true),
+			AllowPrivilegeEscalation: ptr.To(false),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+	}
+	if raw {
+		c.Name, port = "user-container", intstr.FromInt32(8080)
+		c.Ports = []corev1.ContainerPort{{ContainerPort: 8080, Protocol: corev1.ProtocolTCP}}
+	}
+	c.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health/liveness", Port: port}}}
+	c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health/readiness", Port: port}}}
+	return c
+}
+
 // funcLabels are the labels func's deployers (deployer.GenerateCommonLabels of func
 // v0.50.1) put on everything they deploy of a Go function without labels of its own.
 func funcLabels(name string) map[string]string {
@@ -198,23 +225,7 @@ func (b *bench) createWorkload(ctx context.Context, ns, name, deployer string) e
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name:  "user-container",
-					Image: b.image,
-					Ports: []corev1.ContainerPort{{ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
-					Env: []corev1.EnvVar{
-						{Name: "BUILT", Value: time.Now().UTC().Format("20060102T150405")},
-						{Name: "ADDRESS", Value: "0.0.0.0"},
-					},
-					LivenessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health/liveness", Port: port}}},
-					ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health/readiness", Port: port}}},
-					SecurityContext: &corev1.SecurityContext{
-						RunAsNonRoot:             ptr.To(true),
-						AllowPrivilegeEscalation: ptr.To(false),
-						Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-						SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-					},
-				}}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{funcContainer(b.image, true)}},
 			},
 		},
 	}

@@ -370,13 +370,17 @@ func (b *bench) populate(t *testing.T) {
 
 func fnName(i int) string { return fmt.Sprintf("fn-%05d", i) }
 
-// createService creates the Knative Service func deployed the function as, and marks
-// it Ready as Knative Serving's controller would (a simulation: nothing runs it).
+// createService creates the Knative Service func v0.50.1's knative deployer deploys a
+// function of the default settings as (its labels and deployer annotation on the
+// Service and its template, func's container: fleet_test.go), and marks it Ready as
+// Knative Serving's controller would (a simulation: nothing runs it).
 func (b *bench) createService(ctx context.Context, ns, name string) error {
+	annotations := map[string]string{funclib.DeployerAnnotation: funclib.DeployerKnative}
 	svc := &servingv1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"function.knative.dev/name": name}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: funcLabels(name), Annotations: annotations},
 		Spec: servingv1.ServiceSpec{ConfigurationSpec: servingv1.ConfigurationSpec{Template: servingv1.RevisionTemplateSpec{
-			Spec: servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: b.image}}}},
+			ObjectMeta: metav1.ObjectMeta{Labels: funcLabels(name), Annotations: annotations},
+			Spec:       servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{funcContainer(b.image, false)}}},
 		}}},
 	}
 	if err := b.admin.Create(ctx, svc); err != nil {
