@@ -169,9 +169,11 @@ type repo struct {
 }
 
 // TestScale runs N Functions on R repositories against the operator binary as
-// config/ ships it, and reports listings and clones per interval, writes,
-// reconciles, CPU per reconcile, memory and the time until all are Ready. Run it
-// with `make bench-scale`; see docs/scale.md.
+// config/ ships it, and reports listings and clones per interval, writes, API reads
+// per reconcile, reconciles, CPU per reconcile, memory (and per Function, over the
+// idle operator) and the time until all are Ready. The fleet mixes functions of
+// func's knative, raw and keda deployers (RAW, KEDA: fleet_test.go). Run it with
+// `make bench-scale`; see docs/scale.md.
 func TestScale(t *testing.T) {
 	p := readParams(t)
 	ctrl.SetLogger(logr.Discard())
