@@ -5,7 +5,6 @@ package scale
 import (
 	"bufio"
 	"fmt"
-	"github.com/prometheus/common/model"
 	"math"
 	"net/http"
 	"os"
@@ -16,6 +15,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // families is one scrape of a Prometheus text endpoint.
