@@ -6,8 +6,10 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	httpv1alpha1 "github.com/kedacore/http-add-on/operator/apis/http/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,7 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/test/envtest"
 )
@@ -314,4 +318,32 @@ func (b *bench) simulateKEDAHTTPAddOn(ctx context.Context, hso *httpv1alpha1.HTT
 		return fmt.Errorf("writing the HTTPScaledObject's status (KEDA HTTP add-on simulation): %w", err)
 	}
 	return nil
+}
+
+// checkBound fails the test unless every Function is bound to what its deployer
+// deployed: status.deployment.deployer, counted over the fleet, as fleet() counts it.
+func (b *bench) checkBound(t *testing.T) {
+	t.Helper()
+	got := map[string]int{}
+	list := &v1alpha1.FunctionList{}
+	opts := []client.ListOption{client.Limit(500)}
+	for {
+		if err := b.admin.List(context.Background(), list, opts...); err != nil {
+			t.Fatal(err)
+		}
+		for i := range list.Items {
+			if d := list.Items[i].Status.Deployment; d != nil {
+				got[d.Deployer]++
+			} else {
+				got[""]++
+			}
+		}
+		if list.Continue == "" {
+			break
+		}
+		opts = []client.ListOption{client.Limit(500), client.Continue(list.Continue)}
+	}
+	if diff := cmp.Diff(b.fleet(), got); diff != "" {
+		t.Errorf("the Functions' status.deployment.deployer, counted (-want +got):\n%s", diff)
+	}
 }

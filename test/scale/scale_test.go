@@ -200,6 +200,7 @@ func TestScale(t *testing.T) {
 	if msg := b.notReady(t); msg != "" {
 		t.Errorf("after the steady state: %s", msg)
 	}
+	b.checkBound(t)
 
 	res := b.result(t, idle, before, ready, start, end)
 	res.liveHeap = liveHeap
