@@ -103,18 +103,24 @@ test-func: test-deps control-plane tekton-controller ## Run the func-facing test
 	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" FUNC_OPERATOR_TEKTON_CONTROLLER="$$(hack/tekton-controller.sh)" FUNC_OPERATOR_REQUIRE_SSHD=1 \
 		go test $(GO_TEST_FLAGS) ./pkg/operator/ -run '$(FUNC_OPERATOR_TESTS)'
 
-# The scale benchmark's parameters: make bench-scale N=1000 R=50 INTERVAL=10s WINDOW=2 [CONCURRENCY=8] [TABLE=file.md]
+# The scale benchmark's parameters: make bench-scale N=1000 R=50 INTERVAL=10s WINDOW=2 [CONCURRENCY=8] [RAW=0.5] [KEDA=0.25] [TABLE=file.md]
+# (RAW and KEDA: the shares of the Functions func's raw and keda deployers deployed; the rest are Knative.
+# KNATIVE_OBJECTS=1: each Knative function gets the labelled Revision Deployment and Services Knative Serving makes.)
 bench-scale: N ?= 1000
 bench-scale: R ?= 50
 bench-scale: INTERVAL ?= 10s
 bench-scale: WINDOW ?= 2
 bench-scale: CONCURRENCY ?=
 bench-scale: TABLE ?=
+bench-scale: RAW ?= 0
+bench-scale: KEDA ?= 0
+bench-scale: KNATIVE_OBJECTS ?= 0
 
 .PHONY: bench-scale
 bench-scale: ## Scale benchmark (not part of test): N Functions on R repositories against the operator binary; TABLE=<file> adds a markdown row.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" FUNC_OPERATOR_SCALE_N=$(N) FUNC_OPERATOR_SCALE_R=$(R) FUNC_OPERATOR_SCALE_INTERVAL=$(INTERVAL) \
 		FUNC_OPERATOR_SCALE_WINDOW=$(WINDOW) FUNC_OPERATOR_SCALE_CONCURRENCY=$(CONCURRENCY) FUNC_OPERATOR_SCALE_TABLE=$(if $(TABLE),$(abspath $(TABLE))) \
+		FUNC_OPERATOR_SCALE_RAW=$(RAW) FUNC_OPERATOR_SCALE_KEDA=$(KEDA) FUNC_OPERATOR_SCALE_KNATIVE_OBJECTS=$(KNATIVE_OBJECTS) \
 		go test -tags scale -count=1 -timeout 90m -run TestScale -v ./test/scale/
 
 # Go fuzz targets, as package:Target pairs: `go test -fuzz` fuzzes one target of one package at a time.

@@ -5,7 +5,6 @@ package scale
 import (
 	"bufio"
 	"fmt"
-	"github.com/prometheus/common/model"
 	"math"
 	"net/http"
 	"os"
@@ -16,6 +15,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // families is one scrape of a Prometheus text endpoint.
@@ -231,4 +231,23 @@ func memory(pid int) (rss, hwm int64, err error) {
 		}
 	}
 	return rss, hwm, sc.Err()
+}
+
+// The Go runtime's metrics of the operator (client_golang's Go collector).
+const (
+	nextGC     = "go_memstats_next_gc_bytes"
+	stackInuse = "go_memstats_stack_inuse_bytes"
+)
+
+// liveHeap estimates the heap the operator's last garbage collection found live from
+// the heap goal it set after it: since Go 1.21 the goal is live + (live + stacks +
+// globals) × GOGC/100 (GOMEMLIMIT, far above it here, aside). Globals, a few hundred
+// KiB, count as live. 0 when the metrics lack the goal.
+func liveHeap(f families, gogc float64) float64 {
+	goal := f.sum(nextGC)
+	if goal == 0 {
+		return 0
+	}
+	g := gogc / 100
+	return (goal - g*f.sum(stackInuse)) / (1 + g)
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -48,7 +49,15 @@ const (
 	envConcurrency = "FUNC_OPERATOR_SCALE_CONCURRENCY" // operator --concurrency (default: as the Deployment ships)
 	envTable       = "FUNC_OPERATOR_SCALE_TABLE"       // a file the markdown rows are added to
 	envEnforce     = "FUNC_OPERATOR_SCALE_ENFORCE"     // "1": a missed goal fails the test
+	envRaw         = "FUNC_OPERATOR_SCALE_RAW"         // share of the Functions func's raw deployer deployed (default 0)
+	envKeda        = "FUNC_OPERATOR_SCALE_KEDA"        // share of the Functions func's keda deployer deployed (default 0)
+	// "1": each Knative Service gets what Knative Serving derives of it that carries
+	// func's labels (fleet_test.go), as the operator's caches hold them in a cluster.
+	envKnativeObjects = "FUNC_OPERATOR_SCALE_KNATIVE_OBJECTS"
 )
+
+// serviceCIDR is the range of the fleet's ClusterIPs (65,536).
+const serviceCIDR = "10.128.0.0/16"
 
 // Credentials of the benchmark's git repositories and registry.
 const (
@@ -78,12 +87,17 @@ type params struct {
 	concurrency int
 	table       string
 	enforce     bool
+	// raw and keda are the shares of the function directories func's raw and keda
+	// deployers deployed (fleet_test.go); the rest func's knative deployer did.
+	raw, keda float64
+	// knativeObjects: simulate Knative Serving's Revision Deployment and Services.
+	knativeObjects bool
 }
 
 func readParams(t *testing.T) params {
 	t.Helper()
 	p := params{n: 1000, r: 50, window: 2, interval: 10 * time.Second,
-		table: os.Getenv(envTable), enforce: os.Getenv(envEnforce) == "1"}
+		table: os.Getenv(envTable), enforce: os.Getenv(envEnforce) == "1", knativeObjects: os.Getenv(envKnativeObjects) == "1"}
 	ints := []struct {
 		env string
 		to  *int
@@ -106,6 +120,24 @@ func readParams(t *testing.T) params {
 			t.Fatalf("%s=%q: want a duration of at least 10s (the operator's minimum checkInterval)", envInterval, v)
 		}
 		p.interval = d
+	}
+	shares := []struct {
+		env string
+		to  *float64
+	}{{envRaw, &p.raw}, {envKeda, &p.keda}}
+	for _, s := range shares {
+		v := os.Getenv(s.env)
+		if v == "" {
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 || f > 1 {
+			t.Fatalf("%s=%q: want a share between 0 and 1", s.env, v)
+		}
+		*s.to = f
+	}
+	if p.raw+p.keda > 1 {
+		t.Fatalf("%s=%g and %s=%g: want shares adding up to at most 1", envRaw, p.raw, envKeda, p.keda)
 	}
 	if p.r > p.n {
 		t.Fatalf("%d repositories for %d Functions: want at most one repository per Function", p.r, p.n)
@@ -137,15 +169,19 @@ type repo struct {
 }
 
 // TestScale runs N Functions on R repositories against the operator binary as
-// config/ ships it, and reports listings and clones per interval, writes,
-// reconciles, CPU per reconcile, memory and the time until all are Ready. Run it
-// with `make bench-scale`; see docs/scale.md.
+// config/ ships it, and reports listings and clones per interval, writes, API reads
+// per reconcile, reconciles, CPU per reconcile, memory (and per Function, over the
+// idle operator) and the time until all are Ready. The fleet mixes functions of
+// func's knative, raw and keda deployers (RAW, KEDA: fleet_test.go). Run it with
+// `make bench-scale`; see docs/scale.md.
 func TestScale(t *testing.T) {
 	p := readParams(t)
 	ctrl.SetLogger(logr.Discard())
-	t.Logf("N=%d Functions on R=%d repositories, checkInterval %s, measuring %d intervals, concurrency %s",
-		p.n, p.r, p.interval, p.window, concurrencyString(p.concurrency))
+	t.Logf("N=%d Functions (shares: raw %g, keda %g, the rest knative, Knative Serving's objects simulated: %t) on R=%d repositories, checkInterval %s, measuring %d intervals, concurrency %s",
+		p.n, p.raw, p.keda, p.knativeObjects, p.r, p.interval, p.window, concurrencyString(p.concurrency))
 	b := setUp(t, p)
+	// The operator with empty caches: what a Function costs is measured from here.
+	idle := b.take(t)
 	b.populate(t)
 
 	before := b.take(t)
@@ -159,13 +195,15 @@ func TestScale(t *testing.T) {
 	t.Logf("all %d Ready after %s; settling for %s before measuring %d intervals", p.n, toReady.Round(time.Millisecond), settle, p.window)
 	b.sleep(t, settle)
 	start := b.take(t)
-	maxRSS, checkAgeMax := b.sampleRSS(t, time.Duration(p.window)*p.interval)
+	maxRSS, checkAgeMax, liveHeap := b.sampleRSS(t, time.Duration(p.window)*p.interval)
 	end := b.take(t)
 	if msg := b.notReady(t); msg != "" {
 		t.Errorf("after the steady state: %s", msg)
 	}
+	b.checkBound(t)
 
-	res := b.result(t, before, ready, start, end)
+	res := b.result(t, idle, before, ready, start, end)
+	res.liveHeap = liveHeap
 	// VmHWM lags behind VmRSS by what the kernel has not accounted yet.
 	res.created, res.toReady, res.maxRSS, res.hwm = created, toReady, maxRSS, max(res.hwm, maxRSS)
 	res.checkAgeMax = time.Duration(checkAgeMax * float64(time.Second))
@@ -176,6 +214,18 @@ func TestScale(t *testing.T) {
 			t.Errorf("writing %s: %v", p.table, err)
 		}
 	}
+}
+
+// gogc is the operator's GOGC, as its Deployment sets it (Go's default 100 when not).
+func (b *bench) gogc() float64 {
+	for _, e := range b.dep.env {
+		if v, ok := strings.CutPrefix(e, "GOGC="); ok {
+			if g, err := strconv.ParseFloat(v, 64); err == nil && g > 0 {
+				return g
+			}
+		}
+	}
+	return 100
 }
 
 func concurrencyString(c int) string {
@@ -190,7 +240,9 @@ func concurrencyString(c int) string {
 // operator binary as the Deployment runs it, as its ServiceAccount.
 func setUp(t *testing.T, p params) *bench {
 	b := &bench{p: p}
-	b.env = envtest.StartT(t, envtest.KnativeServingCRDs)
+	// The cluster serves the KEDA HTTP add-on's HTTPScaledObjects whatever the fleet, so
+	// that the operator caches the same kinds in every run.
+	b.env = envtest.StartT(t, envtest.KnativeServingCRDs, envtest.KEDAHTTPCRDs)
 	ctx := context.Background()
 	if _, err := envtest.Apply(ctx, b.env.Config, append(append(envtest.RBACFiles, envtest.PolicyFiles...), "config/400-config.yaml")...); err != nil {
 		t.Fatal(err)
@@ -205,6 +257,12 @@ func setUp(t *testing.T, p params) *bench {
 		t.Fatal(err)
 	}
 	if b.apiHTTP, err = rest.HTTPClientFor(b.env.Config); err != nil {
+		t.Fatal(err)
+	}
+	// envtest's Service range, a /24, holds no fleet's ClusterIPs: another range, as
+	// a cluster's admin adds one (Ready without a controller to say so).
+	if err := b.admin.Create(ctx, &networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: "scale"},
+		Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{serviceCIDR}}}); err != nil {
 		t.Fatal(err)
 	}
 	cm := &corev1.ConfigMap{}
@@ -261,14 +319,18 @@ func setUp(t *testing.T, p params) *bench {
 }
 
 // populate creates the R repositories (copies of one commit holding every path), a
-// namespace for each, onboarded, with its Secrets, and the Knative Services, Ready.
+// namespace for each, onboarded, with its Secrets, and what func deployed of each
+// function (a Knative Service, or a raw or keda Deployment and Service: fleet_test.go),
+// serving.
 func (b *bench) populate(t *testing.T) {
 	start := time.Now()
-	most := (b.p.n + b.p.r - 1) / b.p.r
+	most := b.p.mostPerRepo()
 	files := make(map[string]string, 2*most)
+	deployers := make(map[string]string, most)
 	for i := 0; i < most; i++ {
 		name := fnName(i)
-		files["fns/"+name+"/func.yaml"] = fmt.Sprintf("specVersion: 0.36.0\nname: %s\nruntime: go\nregistry: %s/scale\nbuild:\n  builder: pack\n", name, b.reg.Host)
+		deployers[name] = b.p.deployerOf(i, most)
+		files["fns/"+name+"/func.yaml"] = b.funcYAML(name, deployers[name])
 		files["fns/"+name+"/handle.go"] = "package function\n"
 	}
 	template := gitserver.CreateRepo(t, b.gitRoot, "template")
@@ -305,19 +367,23 @@ func (b *bench) populate(t *testing.T) {
 		}
 		b.repos = append(b.repos, r)
 	}
-	b.parallel(t, "creating Knative Services", func(ns, name string) error { return b.createService(ctx, ns, name) })
-	t.Logf("%d repositories, namespaces and %d Knative Services (Ready) in %s", b.p.r, b.p.n, time.Since(start).Round(time.Millisecond))
+	b.parallel(t, "deploying the functions", func(ns, name string) error { return b.deploy(ctx, ns, name, deployers[name]) })
+	t.Logf("%d repositories, namespaces and %d functions deployed (%s), serving, in %s", b.p.r, b.p.n, formatFleet(b.fleet()), time.Since(start).Round(time.Millisecond))
 }
 
 func fnName(i int) string { return fmt.Sprintf("fn-%05d", i) }
 
-// createService creates the Knative Service func deployed the function as, and marks
-// it Ready as Knative Serving's controller would (a simulation: nothing runs it).
+// createService creates the Knative Service func v0.50.1's knative deployer deploys a
+// function of the default settings as (its labels and deployer annotation on the
+// Service and its template, func's container: fleet_test.go), and marks it Ready as
+// Knative Serving's controller would (a simulation: nothing runs it).
 func (b *bench) createService(ctx context.Context, ns, name string) error {
+	annotations := map[string]string{funclib.DeployerAnnotation: funclib.DeployerKnative}
 	svc := &servingv1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"function.knative.dev/name": name}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: funcLabels(name), Annotations: annotations},
 		Spec: servingv1.ServiceSpec{ConfigurationSpec: servingv1.ConfigurationSpec{Template: servingv1.RevisionTemplateSpec{
-			Spec: servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: b.image}}}},
+			ObjectMeta: metav1.ObjectMeta{Labels: funcLabels(name), Annotations: annotations},
+			Spec:       servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{funcContainer(b.image, false)}}},
 		}}},
 	}
 	if err := b.admin.Create(ctx, svc); err != nil {
@@ -463,18 +529,19 @@ func (b *bench) sleep(t *testing.T, d time.Duration) {
 	}
 }
 
-// sampleRSS waits d, reading the operator's RSS every pollEvery, and returns the
-// largest.
 // sampleRSS samples, for d, the operator's RSS (every poll) and the age of its least
 // recently checked Function (func_operator_check_age_max_seconds, every scrapeEvery, as
 // Prometheus would: a scrape of 10,000 Functions' condition series costs CPU of its
-// own), and returns the largest of each.
-func (b *bench) sampleRSS(t *testing.T, d time.Duration) (int64, float64) {
+// own), and returns the largest of each, and the mean of the live heap estimated at
+// each scrape (liveHeap).
+func (b *bench) sampleRSS(t *testing.T, d time.Duration) (int64, float64, float64) {
 	t.Helper()
 	var (
-		most    int64
-		oldest  float64
-		scraped time.Time
+		most     int64
+		oldest   float64
+		scraped  time.Time
+		heapSum  float64
+		heapSeen int
 	)
 	end := time.Now().Add(d)
 	for {
@@ -485,11 +552,18 @@ func (b *bench) sampleRSS(t *testing.T, d time.Duration) (int64, float64) {
 			scraped = time.Now()
 			if f, err := scrape(http.DefaultClient, "http://"+b.dep.metrics+"/metrics"); err == nil {
 				oldest = max(oldest, f.sum(checkAge))
+				if h := liveHeap(f, b.gogc()); h > 0 {
+					heapSum += h
+					heapSeen++
+				}
 			}
 		}
 		left := time.Until(end)
 		if left <= 0 {
-			return most, oldest
+			if heapSeen > 0 {
+				heapSum /= float64(heapSeen)
+			}
+			return most, oldest, heapSum
 		}
 		b.sleep(t, min(left, pollEvery))
 	}
@@ -594,9 +668,19 @@ type result struct {
 	rss, maxRSS, hwm int64
 	// checkAgeMax is the largest age of the least recently checked Function sampled.
 	checkAgeMax time.Duration
+	// fleet counts the Functions by the deployer that deployed them.
+	fleet map[string]int
+	// The operator's memory with empty caches (before anything was created), and its
+	// live heap then and in the steady state (the mean of the scrapes), estimated from
+	// the heap goal (liveHeap).
+	idleRSS            int64
+	idleHeap, liveHeap float64
+	// operatorReads are the operator's GETs in the steady state (rest_client_requests_total:
+	// reads, and the start of a watch or a Lease renewal's read).
+	operatorReads float64
 }
 
-func (b *bench) result(t *testing.T, before, ready, start, end snapshot) result {
+func (b *bench) result(t *testing.T, idle, before, ready, start, end snapshot) result {
 	t.Helper()
 	ctrlMatch := []string{"controller", controllerName}
 	r := result{
@@ -618,6 +702,10 @@ func (b *bench) result(t *testing.T, before, ready, start, end snapshot) result 
 		rss:              end.rss,
 		maxRSS:           end.rss,
 		hwm:              end.hwm,
+		fleet:            b.fleet(),
+		idleRSS:          idle.rss,
+		idleHeap:         liveHeap(idle.operator, b.gogc()),
+		operatorReads:    end.operator.sum(restRequests, "method", "GET") - start.operator.sum(restRequests, "method", "GET"),
 	}
 	r.intervals = r.wall.Seconds() / b.p.interval.Seconds()
 	if !r.writesKnown {
@@ -672,6 +760,75 @@ func (r result) nonLeaseWrites() float64 {
 	return n
 }
 
+// apiServerOwnReads are the resources the API server reads itself, whoever else runs:
+// Leases (its identity heartbeat; the operator's leader election reads its Lease too)
+// and the endpoints of the kubernetes Service (its endpoint reconciler, every 10s).
+var apiServerOwnReads = map[string]bool{"leases": true, "endpoints": true, "endpointslices": true}
+
+// functionReads are the reads (GET, LIST) the API server took in the steady state but
+// of apiServerOwnReads: in the steady state nothing else reads, so these are the
+// operator's, and it should read everything from its caches.
+func (r result) functionReads() float64 {
+	var n float64
+	for res, v := range r.readsByResource {
+		if !apiServerOwnReads[res] {
+			n += v
+		}
+	}
+	return n
+}
+
+// perReconcile divides v by the steady state's reconciles.
+func (r result) perReconcile(v float64) float64 {
+	if r.reconciles == 0 {
+		return 0
+	}
+	return v / r.reconciles
+}
+
+// heapPerFunction is what the live heap grew by from the idle operator to the steady
+// state, per Function; rssPerFunction the same of the RSS at the end.
+func (r result) heapPerFunction(n int) float64 { return (r.liveHeap - r.idleHeap) / float64(n) }
+
+func (r result) rssPerFunction(n int) float64 { return float64(r.rss-r.idleRSS) / float64(n) }
+
+// formatFleet says how many Functions each deployer deployed.
+func formatFleet(fleet map[string]int) string {
+	parts := []string{}
+	for _, d := range funclib.Deployers() {
+		if fleet[d] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", fleet[d], d))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// fleetShort names the fleet in a table row: "knative", "raw", "keda", or the shares
+// of a mixed one ("50% raw, 50% knative").
+func fleetShort(fleet map[string]int, n int) string {
+	parts := []string{}
+	for _, d := range funclib.Deployers() {
+		switch {
+		case fleet[d] == n:
+			return "all " + d
+		case fleet[d] > 0:
+			parts = append(parts, fmt.Sprintf("%.0f%% %s", 100*float64(fleet[d])/float64(n), d))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// servingNote says, of a fleet with Knative functions, when Knative Serving's
+// labelled objects were simulated.
+func servingNote(p params, fleet map[string]int) string {
+	if p.knativeObjects && fleet[funclib.DeployerKnative] > 0 {
+		return " (+ Serving's objects)"
+	}
+	return ""
+}
+
+func kib(b float64) string { return fmt.Sprintf("%.1f KiB", b/1024) }
+
 func (r result) perInterval(v float64) float64 { return v / r.intervals }
 
 func (r result) cpuPerReconcile() time.Duration {
@@ -715,7 +872,7 @@ func (r result) log(t *testing.T, p params) {
 	row := func(name, format string, args ...any) {
 		fmt.Fprintf(&sb, "  %-44s %s\n", name, fmt.Sprintf(format, args...))
 	}
-	fmt.Fprintf(&sb, "\nN=%d Functions, R=%d repositories, checkInterval %s, concurrency %s\n", p.n, p.r, p.interval, concurrencyString(p.concurrency))
+	fmt.Fprintf(&sb, "\nN=%d Functions (%s), R=%d repositories, checkInterval %s, concurrency %s\n", p.n, formatFleet(r.fleet)+servingNote(p, r.fleet), p.r, p.interval, concurrencyString(p.concurrency))
 	row("Functions created in", "%s", r.created.Round(time.Millisecond))
 	row("all Ready after (from the first created)", "%s", r.toReady.Round(time.Millisecond))
 	row("  listings / clones until then", "%d / %d", r.rampListings, r.rampClones)
@@ -734,6 +891,10 @@ func (r result) log(t *testing.T, p params) {
 	row("  API server writes by resource", "%s", formatMap(r.writesByResource))
 	row("  writes but Leases", "%g", r.nonLeaseWrites())
 	row("API reads (GET, LIST) by resource", "%s", formatMap(r.readsByResource))
+	row("  API reads but Leases, endpoints per reconcile", "%.4f (%g reads, %g reconciles)", r.perReconcile(r.functionReads()), r.functionReads(), r.reconciles)
+	if r.writesKnown {
+		row("  the operator's GETs (client side) per reconcile", "%.4f (%g: Lease reads and watch starts included)", r.perReconcile(r.operatorReads), r.operatorReads)
+	}
 	row("registry requests per interval", "%.1f", r.perInterval(float64(r.registryRequests)))
 	row("reconciles per interval", "%.1f (%s)", r.perInterval(r.reconciles), formatMap(r.reconcilesByResult))
 	row("reconciles per Function per interval", "%.3f", r.perInterval(r.reconciles)/n)
@@ -748,6 +909,9 @@ func (r result) log(t *testing.T, p params) {
 	row("CPU (cores, average)", "%.3f", r.cpu.Seconds()/r.wall.Seconds())
 	row("oldest check (max sampled)", "%s", r.checkAgeMax.Round(10*time.Millisecond))
 	row("RSS: end / max sampled / peak (VmHWM)", "%s / %s / %s", mib(r.rss), mib(r.maxRSS), mib(r.hwm))
+	row("idle operator (empty caches): RSS / live heap", "%s / %s", mib(r.idleRSS), mib(int64(r.idleHeap)))
+	row("live heap, steady (from the heap goal)", "%s", mib(int64(r.liveHeap)))
+	row("per Function over idle: live heap / RSS", "%s / %s", kib(r.heapPerFunction(p.n)), kib(r.rssPerFunction(p.n)))
 	t.Log(sb.String())
 }
 
@@ -769,6 +933,7 @@ func (r result) goals(t *testing.T, p params) {
 	check(listings <= 1.5*float64(p.r), "listings per interval ≈ repositories (≤ 1.5 R)", "%.1f for R=%d", listings, p.r)
 	check(r.clones == 0, "0 clones in steady state", "%d", r.clones)
 	check(r.nonLeaseWrites() == 0, "0 writes in steady state (Lease renewals aside)", "%g: %s", r.nonLeaseWrites(), formatMap(r.writesByResource))
+	check(r.functionReads() == 0, "0 API reads per reconcile in steady state (all from the caches; Leases and the API server's own endpoints aside)", "%g: %s", r.functionReads(), formatMap(r.readsByResource))
 	// The operator's own signal: the age of its least recently checked Function, sampled
 	// every poll, within the interval (and a poll's slack); with the reconciles per
 	// Function and the workers to spare.
@@ -787,9 +952,10 @@ func (r result) goals(t *testing.T, p params) {
 	}
 }
 
-const markdownHeader = "| N | R | interval | concurrency | all Ready after | clones until Ready | listings / interval | clones | writes (not Lease) | " +
-	"reconciles / Function / interval | oldest check | worker utilization | CPU / reconcile | CPU (cores) | RSS | peak RSS |\n" +
-	"|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
+const markdownHeader = "| N | fleet | R | interval | concurrency | all Ready after | clones until Ready | listings / interval | clones | writes (not Lease) | " +
+	"API reads (not Lease, endpoints) / reconcile | operator GETs / reconcile | reconciles / Function / interval | oldest check | worker utilization | mean reconcile | CPU / reconcile | CPU (cores) | RSS | peak RSS | " +
+	"live heap / Function | RSS / Function |\n" +
+	"|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
 
 // appendMarkdown adds the result as a row to the table file (with the header when
 // the file is new or empty).
@@ -803,11 +969,11 @@ func (r result) appendMarkdown(p params) error {
 		_, err = f.WriteString(markdownHeader)
 	}
 	if err == nil {
-		_, err = fmt.Fprintf(f, "| %d | %d | %s | %s | %s | %d | %.1f | %d | %g | %.3f | %s | %.0f%% | %s | %.3f | %s | %s |\n",
-			p.n, p.r, p.interval, concurrencyString(p.concurrency), r.toReady.Round(time.Second), r.rampClones,
-			r.perInterval(float64(r.listings)), r.clones, r.nonLeaseWrites(), r.perInterval(r.reconciles)/float64(p.n),
-			r.checkAgeMax.Round(100*time.Millisecond), 100*r.utilization, r.cpuPerReconcile().Round(time.Microsecond), r.cpu.Seconds()/r.wall.Seconds(),
-			mib(r.rss), mib(r.hwm))
+		_, err = fmt.Fprintf(f, "| %d | %s | %d | %s | %s | %s | %d | %.1f | %d | %g | %g | %.4f | %.3f | %s | %.0f%% | %s | %s | %.3f | %s | %s | %s | %s |\n",
+			p.n, fleetShort(r.fleet, p.n)+servingNote(p, r.fleet), p.r, p.interval, concurrencyString(p.concurrency), r.toReady.Round(time.Second), r.rampClones,
+			r.perInterval(float64(r.listings)), r.clones, r.nonLeaseWrites(), r.perReconcile(r.functionReads()), r.perReconcile(r.operatorReads), r.perInterval(r.reconciles)/float64(p.n),
+			r.checkAgeMax.Round(100*time.Millisecond), 100*r.utilization, r.reconcileMean.Round(time.Microsecond), r.cpuPerReconcile().Round(time.Microsecond),
+			r.cpu.Seconds()/r.wall.Seconds(), mib(r.rss), mib(r.hwm), kib(r.heapPerFunction(p.n)), kib(r.rssPerFunction(p.n)))
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
