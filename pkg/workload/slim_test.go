@@ -90,7 +90,18 @@ func TestSlim(t *testing.T) {
 // TestCacheSelector: the caches hold only what carries func's function name label.
 func TestCacheSelector(t *testing.T) {
 	sel := CacheSelector()
-	if !sel.Matches(labels.Set{FunctionNameLabel: "hello"}) || sel.Matches(labels.Set{"app": "hello"}) {
-		t.Errorf("selector %s: want it to match the function name label only", sel)
+	for _, tt := range []struct {
+		labels labels.Set
+		want   bool
+	}{
+		{labels.Set{FunctionNameLabel: "hello"}, true},
+		{labels.Set{"app": "hello"}, false},
+		// What Knative Serving makes of a knative function carries func's label too.
+		{labels.Set{FunctionNameLabel: "hello", "serving.knative.dev/revision": "hello-00001"}, false},
+		{labels.Set{FunctionNameLabel: "hello", "serving.knative.dev/route": "hello"}, false},
+	} {
+		if got := sel.Matches(tt.labels); got != tt.want {
+			t.Errorf("selector %s matches %v: %t, want %t", sel, tt.labels, got, tt.want)
+		}
 	}
 }
