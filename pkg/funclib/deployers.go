@@ -36,14 +36,24 @@ func KnownDeployer(name string) bool { return slices.Contains(Deployers(), name)
 // DeployerOf is the deployer func's pipeline deploys m with, as its deploy step
 // (func-utils deploy) resolves it: func.yaml's deployer (what was asked for), else
 // deploy.deployer (what it was last deployed with), else func's default.
-func DeployerOf(m Metadata) string {
-	switch {
-	case m.Deployer != "":
+func DeployerOf(m Metadata) string { return EffectiveDeployer(RequestedDeployer(m)) }
+
+// RequestedDeployer is the deployer func.yaml names: its deployer, else
+// deploy.deployer; empty when it names none.
+func RequestedDeployer(m Metadata) string {
+	if m.Deployer != "" {
 		return m.Deployer
-	case m.DeployedWith != "":
-		return m.DeployedWith
 	}
-	return DefaultDeployer
+	return m.DeployedWith
+}
+
+// EffectiveDeployer is the deployer func deploys with when func.yaml names requested
+// (RequestedDeployer): requested, or func's default when it names none.
+func EffectiveDeployer(requested string) string {
+	if requested == "" {
+		return DefaultDeployer
+	}
+	return requested
 }
 
 // CheckDeployerSwitch fails when deploying a function deployed with from by the

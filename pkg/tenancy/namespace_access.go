@@ -102,7 +102,14 @@ type NamespaceAccess struct {
 	now    func() time.Time
 
 	mu sync.Mutex
-	ok map[types.NamespacedName]time.Time // namespace and build ServiceAccount: when found onboarded
+	ok map[accessKey]time.Time // when found onboarded
+}
+
+// accessKey is what a namespace was found onboarded for: builds that run as a
+// ServiceAccount, of keda functions or not.
+type accessKey struct {
+	types.NamespacedName
+	keda bool
 }
 
 // Check returns nil when namespace is onboarded for builds that run as
@@ -115,10 +122,7 @@ func (a *NamespaceAccess) Check(ctx context.Context, namespace, serviceAccount s
 // CheckFor is Check, for a function of func's keda deployer when keda: the build
 // ServiceAccount holds KedaBuilderGrant too (KedaOnboardingManifest).
 func (a *NamespaceAccess) CheckFor(ctx context.Context, namespace, serviceAccount string, keda bool) error {
-	key := types.NamespacedName{Namespace: namespace, Name: serviceAccount}
-	if keda {
-		key.Name += "\x00keda" // its own memory: the keda grant is checked too
-	}
+	key := accessKey{types.NamespacedName{Namespace: namespace, Name: serviceAccount}, keda}
 	now := time.Now
 	if a.now != nil {
 		now = a.now
@@ -154,7 +158,7 @@ func (a *NamespaceAccess) CheckFor(ctx context.Context, namespace, serviceAccoun
 	}
 	a.mu.Lock()
 	if a.ok == nil {
-		a.ok = map[types.NamespacedName]time.Time{}
+		a.ok = map[accessKey]time.Time{}
 	}
 	a.ok[key] = now()
 	a.mu.Unlock()

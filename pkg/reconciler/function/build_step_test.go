@@ -430,7 +430,7 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 			md := tt.meta
 			obs := &observation{
 				source:     sourceArtifact{head: git.Head{Branch: "main", Commit: "0123456789abcdef"}, name: "hello", runtime: "go", metadata: &md},
-				deployment: deployment{image: image, deployer: tt.deployedWith},
+				deployment: deployment{image: image, found: deployed{deployer: tt.deployedWith}},
 				middleware: tt.middleware,
 			}
 

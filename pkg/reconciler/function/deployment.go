@@ -103,7 +103,7 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, fn *v1alpha1.Funct
 		return Result{}, markedBy(fn.Status.MarkDeployedUnknown, rerror.NewTransient(v1alpha1.ReasonDescribeFailed, "describing function %s failed: %w", name, err))
 	}
 
-	obs.deployment = deployment{image: in.Image, uid: d.uid(), deployer: d.deployer, found: d}
+	obs.deployment = deployment{image: in.Image, uid: d.uid(), found: d}
 	if fn.Status.Deployment == nil {
 		fn.Status.Deployment = &v1alpha1.DeploymentStatus{}
 	}
@@ -147,7 +147,7 @@ func (r *Reconciler) findDeployed(ctx context.Context, name, namespace, requeste
 	switch {
 	case svcErr == nil && wErr == nil:
 		wd := deployed{deployer: w.Deployer, workload: w}
-		if effectiveDeployer(requested) == funclib.DeployerKnative {
+		if funclib.EffectiveDeployer(requested) == funclib.DeployerKnative {
 			return kn, wd.String(), nil
 		}
 		return wd, kn.String(), nil
@@ -155,7 +155,7 @@ func (r *Reconciler) findDeployed(ctx context.Context, name, namespace, requeste
 		return kn, "", nil
 	case wErr == nil:
 		return deployed{deployer: w.Deployer, workload: w}, "", nil
-	case meta.IsNoMatchError(svcErr) && effectiveDeployer(requested) == funclib.DeployerKnative:
+	case meta.IsNoMatchError(svcErr) && funclib.EffectiveDeployer(requested) == funclib.DeployerKnative:
 		return deployed{}, "", svcErr
 	}
 	return deployed{}, "", fmt.Errorf("function %s/%s: %w", namespace, name, funclib.ErrNotDeployed)
@@ -169,19 +169,11 @@ func requestedDeployer(fn *v1alpha1.Function) string {
 	return ""
 }
 
-// effectiveDeployer is the deployer func deploys with when func.yaml names requested.
-func effectiveDeployer(requested string) string {
-	if requested == "" {
-		return funclib.DefaultDeployer
-	}
-	return requested
-}
-
 // deployerNote says, for the Deployed condition, how the deployer func.yaml asks for
 // compares with the one that deployed the function, and what a deployer switch left.
 func deployerNote(deployer, requested, stranded string) string {
 	note := ""
-	switch want := effectiveDeployer(requested); {
+	switch want := funclib.EffectiveDeployer(requested); {
 	case want == deployer:
 	case funclib.CheckDeployerSwitch(deployer, want) == nil:
 		note = fmt.Sprintf("func.yaml asks for func's %s deployer: a rebuild deploys with it (func switches %s to %s in place)", want, deployer, want)

@@ -178,7 +178,7 @@ func (r *Reconciler) rebuild(ctx context.Context, fn *v1alpha1.Function, obs *ob
 func (r *Reconciler) checkDeployer(fn *v1alpha1.Function, obs *observation, meta funclib.Metadata) error {
 	mw, running := obs.middleware, orDefault(obs.middleware.current, "unknown")
 	commit := v1alpha1.ShortCommit(obs.source.head.Commit)
-	want, have := funclib.DeployerOf(meta), obs.deployment.deployer
+	want, have := funclib.DeployerOf(meta), obs.deployment.found.deployer
 	if have != "" {
 		if err := funclib.CheckDeployerSwitch(have, want); err != nil {
 			err := rerror.NewStalling(v1alpha1.ReasonDeployerMismatch, "%s is available (running: %s) but func's pipeline would deploy commit %s with func's %s deployer "+

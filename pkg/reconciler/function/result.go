@@ -72,9 +72,8 @@ type deployment struct {
 	image string
 	// uid is the bound object's (Knative Service, Deployment), which the Function is bound to.
 	uid types.UID
-	// deployer is func's deployer that deployed it; found is what was found.
-	deployer string
-	found    deployed
+	// found is what func deployed (its deployer, the Knative Service or workload).
+	found deployed
 	// rollingOut: a raw or keda Deployment has not rolled its template out yet
 	// (reconcileServiceReady): its image does not serve every replica yet.
 	rollingOut bool

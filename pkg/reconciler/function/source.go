@@ -262,13 +262,9 @@ func sourceFailed(fn *v1alpha1.Function, err error) error {
 	return err
 }
 
-// requestedIn is the deployer func.yaml names (deployer, else deploy.deployer), cut
-// to the status field's bound: a name func does not know stays visible, and the
-// rebuild step refuses it (funclib.CheckBuildable).
+// requestedIn is the deployer func.yaml names, cut to the status field's bound: a
+// name func does not know stays visible, and the rebuild step refuses it
+// (funclib.CheckBuildable).
 func requestedIn(md funclib.Metadata) string {
-	d := md.Deployer
-	if d == "" {
-		d = md.DeployedWith
-	}
-	return netguard.CapText(d, 63)
+	return netguard.CapText(funclib.RequestedDeployer(md), 63)
 }
