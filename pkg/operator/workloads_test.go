@@ -19,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
@@ -38,60 +37,12 @@ import (
 )
 
 // deployAsFunc writes what func v0.50.1's raw deployer (deployer "raw") or keda
-// deployer ("keda") writes for function name running image: a Deployment and a
-// ClusterIP Service owned by it, labelled and annotated as func labels them; keda adds
-// the interceptor bridge Service and an HTTPScaledObject. The workload controllers
-// and the kubelet simulation take it from there.
+// deployer ("keda") writes for function name running image (envtest.FuncWorkload).
+// The workload controllers and the kubelet simulation take it from there.
 func deployAsFunc(t *testing.T, c client.Client, ns, name, image, deployer string) {
 	t.Helper()
-	ctx := context.Background()
-	labels := map[string]string{"boson.dev/function": "true", "function.knative.dev/name": name, "function.knative.dev/runtime": "go"}
-	annotations := map[string]string{"function.knative.dev/deployer": deployer}
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: workload.ContainerName, Image: image,
-					Ports: []corev1.ContainerPort{{ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
-				}}},
-			},
-		},
-	}
-	if err := c.Create(ctx, d); err != nil {
+	if err := envtest.NewFuncWorkload(ns, name, image, deployer).Create(context.Background(), c); err != nil {
 		t.Fatal(err)
-	}
-	owner := metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations, OwnerReferences: []metav1.OwnerReference{*owner}},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Selector: labels,
-			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}},
-	}
-	if err := c.Create(ctx, svc); err != nil {
-		t.Fatal(err)
-	}
-	if deployer != "keda" {
-		return
-	}
-	bridge := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-interceptor-bridge", OwnerReferences: []metav1.OwnerReference{*owner}},
-		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "keda-add-ons-http-interceptor-proxy.keda.svc.cluster.local"},
-	}
-	so := &kedav1alpha1.HTTPScaledObject{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations, OwnerReferences: []metav1.OwnerReference{*owner}},
-		Spec: kedav1alpha1.HTTPScaledObjectSpec{
-			Hosts:          []string{fmt.Sprintf("%s-interceptor-bridge.%s.svc", name, ns), name + "-interceptor-bridge"},
-			ScaleTargetRef: kedav1alpha1.ScaleTargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: name, Service: name, Port: 80},
-			Replicas:       &kedav1alpha1.ReplicaStruct{Min: ptr.To[int32](1), Max: ptr.To[int32](10)},
-		},
-	}
-	for _, o := range []client.Object{bridge, so} {
-		if err := c.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 

@@ -21,7 +21,8 @@ const (
 	MaxHosts = 4
 	// MaxHostBytes bounds a kept host: a DNS name has at most 253 bytes.
 	MaxHostBytes = 253
-	// maxLabelBytes is the longest label value (Kubernetes' own bound).
+	// maxLabelBytes bounds a kept annotation value or condition reason (which the API
+	// server does not bound) to a label value's length.
 	maxLabelBytes = 63
 )
 
@@ -77,7 +78,7 @@ func slimMeta(m metav1.ObjectMeta, annotations ...string) metav1.ObjectMeta {
 	out := metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
 		Generation: m.Generation, DeletionTimestamp: m.DeletionTimestamp, CreationTimestamp: m.CreationTimestamp}
 	if v, ok := m.Labels[FunctionNameLabel]; ok {
-		out.Labels = map[string]string{FunctionNameLabel: netguard.CapText(v, maxLabelBytes)}
+		out.Labels = map[string]string{FunctionNameLabel: v} // the API server bounds label values
 	}
 	for _, a := range annotations {
 		if v, ok := m.Annotations[a]; ok {
@@ -100,7 +101,7 @@ func slimDeployment(d *appsv1.Deployment) *appsv1.Deployment {
 			break // func's container is the first; the next could be a sidecar's
 		}
 		out.Spec.Template.Spec.Containers = append(out.Spec.Template.Spec.Containers,
-			corev1.Container{Name: netguard.CapText(c.Name, maxLabelBytes), Image: netguard.CapText(c.Image, MaxTextBytes)})
+			corev1.Container{Name: c.Name, Image: netguard.CapText(c.Image, MaxTextBytes)}) // a name is a DNS label
 	}
 	s := d.Status
 	out.Status = appsv1.DeploymentStatus{ObservedGeneration: s.ObservedGeneration, Replicas: s.Replicas,

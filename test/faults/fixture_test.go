@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
@@ -337,10 +336,6 @@ const (
 	rawFuncYAML = "deployer: raw\n"
 	// rawDeployer is the deployer annotation's value, and status.deployment.deployer's.
 	rawDeployer = "raw"
-	// rawContainer is the container func's raw deployer runs the function in.
-	rawContainer = "user-container"
-	// rawPort is the port func's function listens on (pkg/k8s DefaultHTTPPort).
-	rawPort = 8080
 )
 
 // workloads drives raw functions' Deployments as a cluster would: the real
@@ -401,39 +396,10 @@ func (s *suite) createRawFunctions(t *testing.T, f *fleet) {
 // createRaw creates what func's raw deployer deploys for function name of ns running
 // image (by digest, as func deploys a build's image): a Deployment of one replica and
 // a ClusterIP Service the Deployment owns, both labelled with the function's name
-// and annotated with the deployer (pkg/k8s generateDeployment, generateService).
+// and annotated with the deployer (envtest.FuncWorkload).
 func (s *suite) createRaw(t *testing.T, ns, name, image string) {
 	t.Helper()
-	labels := map[string]string{"boson.dev/function": "true", "function.knative.dev/name": name, "function.knative.dev/runtime": "go"}
-	annotations := map[string]string{"function.knative.dev/deployer": rawDeployer}
-	replicas := int32(1)
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: rawContainer, Image: image,
-					Ports: []corev1.ContainerPort{{ContainerPort: rawPort, Protocol: corev1.ProtocolTCP}},
-				}}},
-			},
-		},
-	}
-	if err := s.admin.Create(context.Background(), d); err != nil {
-		t.Fatal(err)
-	}
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations,
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
-		Spec: corev1.ServiceSpec{
-			Type:     corev1.ServiceTypeClusterIP,
-			Selector: labels,
-			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(rawPort), Protocol: corev1.ProtocolTCP}},
-		},
-	}
-	if err := s.admin.Create(context.Background(), svc); err != nil {
+	if err := envtest.NewFuncWorkload(ns, name, image, rawDeployer).Create(context.Background(), s.admin); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -219,66 +219,18 @@ func funcLabels(name string) map[string]string {
 // then writes the statuses their controllers would (simulateDeploymentController,
 // simulateKEDAHTTPAddOn): nothing runs them here.
 func (b *bench) createWorkload(ctx context.Context, ns, name, deployer string) error {
-	labels := funcLabels(name)
-	annotations := map[string]string{funclib.DeployerAnnotation: deployer}
-	port := intstr.FromInt32(8080)
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{funcContainer(b.image, true)}},
-			},
-		},
-	}
-	if err := b.admin.Create(ctx, d); err != nil {
-		return fmt.Errorf("creating the Deployment: %w", err)
-	}
-	owner := metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations,
-			OwnerReferences: []metav1.OwnerReference{*owner}},
-		Spec: corev1.ServiceSpec{
-			Type:     corev1.ServiceTypeClusterIP,
-			Selector: labels,
-			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: port, Protocol: corev1.ProtocolTCP}},
-		},
-	}
-	if err := b.admin.Create(ctx, svc); err != nil {
-		return fmt.Errorf("creating the Service: %w", err)
-	}
-	if err := b.simulateDeploymentController(ctx, d); err != nil {
+	w := envtest.NewFuncWorkload(ns, name, b.image, deployer)
+	w.Deployment.Spec.Template.Spec.Containers = []corev1.Container{funcContainer(b.image, true)}
+	if err := w.Create(ctx, b.admin); err != nil {
 		return err
 	}
-	if deployer != funclib.DeployerKeda {
+	if err := b.simulateDeploymentController(ctx, w.Deployment); err != nil {
+		return err
+	}
+	if w.ScaledObject == nil {
 		return nil
 	}
-	bridge := name + "-interceptor-bridge"
-	if err := b.admin.Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: bridge, OwnerReferences: []metav1.OwnerReference{*owner}},
-		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "keda-add-ons-http-interceptor-proxy.keda.svc.cluster.local"},
-	}); err != nil {
-		return fmt.Errorf("creating the interceptor bridge Service: %w", err)
-	}
-	hso := &httpv1alpha1.HTTPScaledObject{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations,
-			OwnerReferences: []metav1.OwnerReference{*owner}},
-		Spec: httpv1alpha1.HTTPScaledObjectSpec{
-			Hosts: []string{fmt.Sprintf("%s.%s.svc", bridge, ns), bridge},
-			ScaleTargetRef: httpv1alpha1.ScaleTargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: name,
-				Service: name, Port: 80},
-			Replicas:       &httpv1alpha1.ReplicaStruct{Min: ptr.To[int32](1), Max: ptr.To[int32](10)},
-			CooldownPeriod: ptr.To[int32](300),
-			ScalingMetric: &httpv1alpha1.ScalingMetricSpec{Rate: &httpv1alpha1.RateMetricSpec{TargetValue: 100,
-				Window: metav1.Duration{Duration: time.Minute}, Granularity: metav1.Duration{Duration: time.Second}}},
-		},
-	}
-	if err := b.admin.Create(ctx, hso); err != nil {
-		return fmt.Errorf("creating the HTTPScaledObject: %w", err)
-	}
-	return b.simulateKEDAHTTPAddOn(ctx, hso)
+	return b.simulateKEDAHTTPAddOn(ctx, w.ScaledObject)
 }
 
 // simulateDeploymentController writes the status the deployment controller reports

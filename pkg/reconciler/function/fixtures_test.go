@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/ptr"
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
@@ -414,36 +413,29 @@ type rawWorkload struct {
 func (w rawWorkload) create(t *testing.T, ns string) {
 	const name = "hello"
 	t.Helper()
-	deployer, label := orDefault(w.deployer, funclib.DeployerRaw), orDefault(w.label, name)
-	labels := map[string]string{knative.FunctionNameLabel: label, "boson.dev/function": "true"}
-	annotations := map[string]string{funclib.DeployerAnnotation: deployer}
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: workload.ContainerName, Image: w.image}}}},
-		},
+	ctx := context.Background()
+	fw := envtest.NewFuncWorkload(ns, name, w.image, orDefault(w.deployer, funclib.DeployerRaw))
+	if w.label != "" {
+		fw.Deployment.Labels[knative.FunctionNameLabel] = w.label
 	}
-	mustCreate(t, d)
+	if w.scaledObject == "" {
+		fw.Bridge, fw.ScaledObject = nil, nil
+	}
+	apiServer(t)
+	if err := fw.Create(ctx, k8sClient); err != nil {
+		t.Fatal(err)
+	}
+	d := fw.Deployment
 	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
 		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"}}}
-	if err := k8sClient.Status().Update(context.Background(), d); err != nil {
+	if err := k8sClient.Status().Update(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	mustCreate(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations},
-		Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}})
-	if w.scaledObject == "" {
-		return
-	}
-	so := &kedav1alpha1.HTTPScaledObject{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations},
-		Spec: kedav1alpha1.HTTPScaledObjectSpec{Hosts: []string{name + "-interceptor-bridge." + ns + ".svc"},
-			ScaleTargetRef: kedav1alpha1.ScaleTargetRef{Name: name, Service: name, Port: 80}}}
-	mustCreate(t, so)
-	so.Status.Conditions = []metav1.Condition{{Type: kedav1alpha1.ConditionTypeReady, Status: metav1.ConditionStatus(w.scaledObject),
-		Reason: "Reconciled", LastTransitionTime: metav1.Now()}}
-	if err := k8sClient.Status().Update(context.Background(), so); err != nil {
-		t.Fatal(err)
+	if so := fw.ScaledObject; so != nil {
+		so.Status.Conditions = []metav1.Condition{{Type: kedav1alpha1.ConditionTypeReady, Status: metav1.ConditionStatus(w.scaledObject),
+			Reason: "Reconciled", LastTransitionTime: metav1.Now()}}
+		if err := k8sClient.Status().Update(ctx, so); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
