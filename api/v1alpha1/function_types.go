@@ -254,9 +254,22 @@ type DeploymentStatus struct {
 	// +optional
 	Image string `json:"image,omitempty"`
 
-	// ImageBuilt is when the operator last built the function's image.
+	// ImageBuilt is when the running image was last built and deployed: by `func
+	// deploy` (the time it writes into annotation functions.knative.dev/last-deployed)
+	// or by the operator's rebuild, whichever is later.
 	// +optional
 	ImageBuilt *metav1.Time `json:"imageBuilt,omitempty"`
+
+	// Revision is the commit the running image was built from, as its
+	// org.opencontainers.image.revision label says: func (v0.49 and later) writes the
+	// commit's first 7 hex digits, with "-dirty" appended when the function's
+	// directory had uncommitted changes; the operator's rebuilds write the commit in
+	// full. Empty when the image has no such label (func before v0.49, or an image
+	// not built by func), or when the running image is not read (runtimes whose
+	// middleware lives in the function's own source).
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Revision string `json:"revision,omitempty"`
 
 	// Runtime of the function (go, node, python, quarkus, springboot, rust, typescript), from func.yaml.
 	// +optional
@@ -325,6 +338,11 @@ type MiddlewareStatus struct {
 	// +optional
 	ReadWith string `json:"readWith,omitempty"`
 
+	// RebuildFrom says which commit a rebuild builds, decided before one starts;
+	// nil while the running image is not read.
+	// +optional
+	RebuildFrom *RebuildFromStatus `json:"rebuildFrom,omitempty"`
+
 	// RegistryUnreachableSince is when the registry of the running image stopped
 	// letting it be read (a network error, a timeout, a 5xx; or, for the image and
 	// credentials the verdict was read with, a 401/403), while it has not since. During an outage the
@@ -367,6 +385,60 @@ const (
 	// DeployerKeda: func's keda deployer's Deployment, Service and HTTPScaledObject
 	// (KEDA HTTP add-on) serve the function.
 	DeployerKeda = "keda"
+)
+
+// RebuildFromStatus says which commit a rebuild builds, and why.
+type RebuildFromStatus struct {
+	// Commit a rebuild builds: in full, or as the running image's revision label
+	// abbreviates it until a rebuild looks it up in the followed reference's history.
+	// Empty when no commit may be built (condition MiddlewareUpToDate says why).
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Commit string `json:"commit,omitempty"`
+
+	// Source is where Commit comes from: Deployed (the commit the running image was
+	// built from, status.deployment.revision) or Followed (the commit the followed
+	// reference points at, status.git.observedCommit). Empty when no commit may be built.
+	// +optional
+	// +kubebuilder:validation:Enum=Deployed;Followed
+	Source string `json:"source,omitempty"`
+
+	// Policy is the rebuild-commit policy that chose Source: Deployed (the deployed
+	// commit; the followed one when the running image names none), DeployedOnly (the
+	// deployed commit, or no rebuild) or Followed (always the followed commit).
+	// +kubebuilder:validation:Enum=Deployed;DeployedOnly;Followed
+	Policy string `json:"policy"`
+
+	// PolicySource is the setting that decided Policy: Annotation (the Function's
+	// annotation functions.dev/rebuild-commit) or OperatorConfig (ConfigMap
+	// func-operator-config, key rebuildCommit).
+	// +optional
+	// +kubebuilder:validation:Enum=Annotation;OperatorConfig
+	PolicySource string `json:"policySource,omitempty"`
+}
+
+// Values of status.middleware.rebuildFrom.source.
+const (
+	// RebuildFromDeployed: a rebuild builds the commit the running image was built from.
+	RebuildFromDeployed = "Deployed"
+	// RebuildFromFollowed: a rebuild builds the commit the followed reference points at.
+	RebuildFromFollowed = "Followed"
+)
+
+// Rebuild-commit policies: values of annotation functions.dev/rebuild-commit and of
+// the ConfigMap's key rebuildCommit.
+const (
+	// RebuildCommitDeployed builds the commit the running image was built from (its
+	// org.opencontainers.image.revision label), so that a middleware update changes
+	// the middleware and nothing else; when the image names no commit, the commit the
+	// followed reference points at, which status.middleware.rebuildFrom shows first.
+	RebuildCommitDeployed = "Deployed"
+	// RebuildCommitDeployedOnly builds the commit the running image was built from,
+	// and nothing when the image names none.
+	RebuildCommitDeployedOnly = "DeployedOnly"
+	// RebuildCommitFollowed builds the commit the followed reference points at, with
+	// whatever was pushed since the function was deployed.
+	RebuildCommitFollowed = "Followed"
 )
 
 // AutoUpdateStatus says whether outdated middleware is rebuilt automatically.

@@ -26,6 +26,10 @@ const (
 	// AnnotationBuildHistoryLimit (an integer from 0 to 20) is spec.buildHistoryLimit
 	// for a Function whose spec does not set it.
 	AnnotationBuildHistoryLimit = "functions.dev/build-history-limit"
+	// AnnotationRebuildCommit (Deployed, DeployedOnly or Followed) is which commit a
+	// rebuild builds, for this Function, instead of the ConfigMap's rebuildCommit. It
+	// has no spec field: one would be reset by every `func deploy`.
+	AnnotationRebuildCommit = "functions.dev/rebuild-commit"
 )
 
 // MaxBuildHistoryLimit is the largest spec.buildHistoryLimit (and annotation
@@ -61,8 +65,15 @@ type Settings struct {
 	// BuildHistoryLimitFrom names what decided BuildHistoryLimit.
 	BuildHistoryLimitFrom string
 
-	// HoldRebuilds is true while an annotation that decides suspend or auto-update
-	// is invalid: nothing is rebuilt until it is fixed (checks go on).
+	// RebuildCommit is the rebuild-commit policy of annotation
+	// functions.dev/rebuild-commit (RebuildCommitDeployed, ...); empty when the
+	// annotation is absent or invalid: the operator's ConfigMap decides, or, while it
+	// is invalid, nothing is rebuilt (HoldRebuilds).
+	RebuildCommit string
+
+	// HoldRebuilds is true while an annotation that decides suspend, auto-update or
+	// the commit a rebuild builds is invalid: nothing is rebuilt until it is fixed
+	// (checks go on).
 	HoldRebuilds bool
 
 	// Invalid describes each settings annotation whose value does not parse, sorted
@@ -138,6 +149,18 @@ func (f *Function) Settings() Settings {
 		s.BuildHistoryLimit, s.BuildHistoryLimitFrom = DefaultBuildHistoryLimit, settingFromDefault
 	}
 
+	// Rebuild commit: no spec field.
+	if v, has := ann[AnnotationRebuildCommit]; has {
+		switch p := strings.TrimSpace(v); p {
+		case RebuildCommitDeployed, RebuildCommitDeployedOnly, RebuildCommitFollowed:
+			s.RebuildCommit = p
+		default:
+			s.HoldRebuilds = true
+			bad(AnnotationRebuildCommit, fmt.Errorf("%s is not %s, %s or %s", quoteValue(v), RebuildCommitDeployed, RebuildCommitDeployedOnly, RebuildCommitFollowed),
+				": no rebuild until it is fixed")
+		}
+	}
+
 	keys := make([]string, 0, len(invalid))
 	for k := range invalid {
 		keys = append(keys, k)
@@ -167,6 +190,15 @@ func (s Settings) AutoUpdate(operatorDefault bool) AutoUpdateStatus {
 // FollowsOperatorDefault reports whether the operator's ConfigMap decides auto-update.
 func (s Settings) FollowsOperatorDefault() bool {
 	return s.AutoUpdateMiddleware == nil && !s.HoldRebuilds
+}
+
+// RebuildFrom returns the rebuild-commit policy that applies, given the operator's
+// ConfigMap default, and which setting decided it (status.middleware.rebuildFrom).
+func (s Settings) RebuildFrom(operatorDefault string) (policy, source string) {
+	if s.RebuildCommit != "" {
+		return s.RebuildCommit, AutoUpdateSourceAnnotation
+	}
+	return operatorDefault, AutoUpdateSourceOperatorConfig
 }
 
 func annotationSource(key string) string { return "annotation " + key }

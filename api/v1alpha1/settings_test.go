@@ -42,6 +42,15 @@ func TestFunction_Settings(t *testing.T) {
 		annotations: map[string]string{"functions.knative.dev/last-deployed": "2026-11-20T10:00:00Z"},
 		want:        defaults,
 	}, {
+		name:        "rebuild commit annotation",
+		annotations: map[string]string{AnnotationRebuildCommit: " Followed "},
+		want:        with(func(s *Settings) { s.RebuildCommit = RebuildCommitFollowed }),
+	}, {
+		name:        "invalid rebuild commit annotation: the ConfigMap does not decide, rebuilds are held",
+		annotations: map[string]string{AnnotationRebuildCommit: "head"},
+		want:        with(func(s *Settings) { s.HoldRebuilds = true }),
+		wantInvalid: []string{`annotation functions.dev/rebuild-commit: "head" is not Deployed, DeployedOnly or Followed: no rebuild until it is fixed`},
+	}, {
 		name: "spec only",
 		spec: FunctionSpec{AutoUpdateMiddleware: ptr.To(false), Suspend: true, BuildHistoryLimit: ptr.To[int32](7)},
 		want: Settings{AutoUpdateMiddleware: ptr.To(false), AutoUpdateFrom: fromSpecAuto, Suspend: true, SuspendFrom: fromSpecSuspend,

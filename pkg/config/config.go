@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
 )
 
 // ConfigMapName is the name of the operator's ConfigMap, in its system namespace.
@@ -35,6 +37,12 @@ const (
 	// KeyUnknownMiddlewarePolicy says how a function whose image tells no middleware
 	// version counts: "Outdated" (as upstream func does) or "UpToDate".
 	KeyUnknownMiddlewarePolicy = "unknownMiddlewarePolicy"
+	// KeyRebuildCommit says which commit a rebuild builds, for Functions without
+	// annotation functions.dev/rebuild-commit: "Deployed" (the commit the running
+	// image was built from; the followed one when the image names none),
+	// "DeployedOnly" (the deployed commit, or no rebuild) or "Followed" (the commit
+	// the followed reference points at).
+	KeyRebuildCommit = "rebuildCommit"
 	// KeyMaxConcurrentBuilds is how many rebuilds may run at once, cluster-wide; the
 	// others wait in a fair queue. 0 pauses rebuilds.
 	KeyMaxConcurrentBuilds = "maxConcurrentBuilds"
@@ -147,6 +155,10 @@ type Config struct {
 	AutoUpdateMiddleware bool
 	// UnknownMiddlewarePolicy is UnknownMiddlewareOutdated or UnknownMiddlewareUpToDate.
 	UnknownMiddlewarePolicy string
+	// RebuildCommit is the rebuild-commit policy of Functions without annotation
+	// functions.dev/rebuild-commit: v1alpha1.RebuildCommitDeployed, ...DeployedOnly
+	// or ...Followed.
+	RebuildCommit string
 	// MaxConcurrentBuilds is how many rebuilds may run at once, cluster-wide.
 	MaxConcurrentBuilds int
 	// BuildBackoff is the wait before the first retry of a failed rebuild.
@@ -205,6 +217,7 @@ func Defaults() Config {
 		RegistryTimeout:         DefaultRegistryTimeout,
 		AutoUpdateMiddleware:    true,
 		UnknownMiddlewarePolicy: UnknownMiddlewareOutdated,
+		RebuildCommit:           v1alpha1.RebuildCommitDeployed,
 		MaxConcurrentBuilds:     DefaultMaxConcurrentBuilds,
 		BuildBackoff:            DefaultBuildBackoff,
 		BuildBackoffMax:         DefaultBuildBackoffMax,
@@ -228,11 +241,14 @@ const ExampleKey = "_example"
 
 // Start is the last good configuration the operator assumes before it read the
 // ConfigMap once: the defaults, except that rebuilds are off, so that a value that
-// is invalid from the start never turns them on. A key that is absent has its
-// default (rebuilds on); only an invalid one falls back to Start.
+// is invalid from the start never turns them on, and they build only the deployed
+// commit, so that an invalid rebuildCommit never ships a commit that was not
+// deployed. A key that is absent has its default (rebuilds on, RebuildCommit
+// Deployed); only an invalid one falls back to Start.
 func Start() Config {
 	c := Defaults()
 	c.AutoUpdateMiddleware = false
+	c.RebuildCommit = v1alpha1.RebuildCommitDeployedOnly
 	return c
 }
 
@@ -265,6 +281,7 @@ var keepers = map[string]func(c *Config, last Config){
 	KeyRegistryTimeout:         func(c *Config, last Config) { c.RegistryTimeout = last.RegistryTimeout },
 	KeyAutoUpdateMiddleware:    func(c *Config, last Config) { c.AutoUpdateMiddleware = last.AutoUpdateMiddleware },
 	KeyUnknownMiddlewarePolicy: func(c *Config, last Config) { c.UnknownMiddlewarePolicy = last.UnknownMiddlewarePolicy },
+	KeyRebuildCommit:           func(c *Config, last Config) { c.RebuildCommit = last.RebuildCommit },
 	KeyMaxConcurrentBuilds:     func(c *Config, last Config) { c.MaxConcurrentBuilds = last.MaxConcurrentBuilds },
 	KeyBuildBackoff:            func(c *Config, last Config) { c.BuildBackoff = last.BuildBackoff },
 	KeyBuildBackoffMax:         func(c *Config, last Config) { c.BuildBackoffMax = last.BuildBackoffMax },
@@ -379,6 +396,15 @@ func parse(cm *corev1.ConfigMap) (c Config, bad []string, invalid []error, unkno
 		default:
 			fail(KeyUnknownMiddlewarePolicy, fmt.Errorf("key %s: %q is neither %s nor %s",
 				KeyUnknownMiddlewarePolicy, v, UnknownMiddlewareOutdated, UnknownMiddlewareUpToDate))
+		}
+	}
+	if v, ok := cm.Data[KeyRebuildCommit]; ok {
+		switch p := strings.TrimSpace(v); p {
+		case v1alpha1.RebuildCommitDeployed, v1alpha1.RebuildCommitDeployedOnly, v1alpha1.RebuildCommitFollowed:
+			c.RebuildCommit = p
+		default:
+			fail(KeyRebuildCommit, fmt.Errorf("key %s: %q is not %s, %s or %s", KeyRebuildCommit, v,
+				v1alpha1.RebuildCommitDeployed, v1alpha1.RebuildCommitDeployedOnly, v1alpha1.RebuildCommitFollowed))
 		}
 	}
 	if v, ok := cm.Data[KeyMaxConcurrentBuilds]; ok {

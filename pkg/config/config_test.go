@@ -36,7 +36,7 @@ func durations(check, git time.Duration) Config {
 
 func TestDefaults(t *testing.T) {
 	want := Config{CheckInterval: 5 * time.Minute, GitTimeout: 60 * time.Second, RegistryTimeout: 60 * time.Second,
-		AutoUpdateMiddleware: true, UnknownMiddlewarePolicy: "Outdated",
+		AutoUpdateMiddleware: true, UnknownMiddlewarePolicy: "Outdated", RebuildCommit: "Deployed",
 		MaxConcurrentBuilds: 2, BuildBackoff: time.Minute, BuildBackoffMax: time.Hour, BuildTimeout: time.Hour, OutageGrace: 30 * time.Minute, PipelineServiceAccount: "func-operator-builder",
 		CloneMaxBytes: 100 << 20, CloneMaxFiles: 100000, CloneMaxObjectBytes: 32 << 20, InspectMaxMemory: 16 << 20, InspectMaxBytes: 4 << 30,
 		ConditionMessageMaxBytes: 1024, EventMessageMaxBytes: 1024, BuildLogLines: 20}
@@ -73,6 +73,17 @@ func TestFromConfigMap(t *testing.T) {
 			c.UnknownMiddlewarePolicy = "UpToDate"
 			return c
 		}(),
+	}, {
+		name: "rebuild commit",
+		cm:   configMap(map[string]string{KeyRebuildCommit: " Followed "}),
+		want: func() Config { c := Defaults(); c.RebuildCommit = "Followed"; return c }(),
+	}, {
+		name: "invalid rebuild commit at start: only the deployed commit is ever built",
+		cm:   configMap(map[string]string{KeyRebuildCommit: "tip"}),
+		want: func() Config { c := Defaults(); c.RebuildCommit = "DeployedOnly"; return c }(),
+		wantErrs: []string{
+			`key rebuildCommit: "tip" is not Deployed, DeployedOnly or Followed`,
+		},
 	}, {
 		name: "build settings",
 		cm: configMap(map[string]string{
@@ -130,7 +141,7 @@ func TestFromConfigMap(t *testing.T) {
 	}, {
 		name: "invalid middleware policy at start: the defaults, but never rebuilds turned on by mistake",
 		cm:   configMap(map[string]string{KeyAutoUpdateMiddleware: "sometimes", KeyUnknownMiddlewarePolicy: "rebuild"}),
-		want: Start(),
+		want: func() Config { c := Defaults(); c.AutoUpdateMiddleware = false; return c }(), // rebuildCommit absent: its default
 		wantErrs: []string{
 			`key autoUpdateMiddleware: "sometimes" is not true or false`,
 			`key unknownMiddlewarePolicy: "rebuild" is neither Outdated nor UpToDate`,
@@ -295,7 +306,7 @@ func TestWatcher_Reconcile(t *testing.T) {
 	}, {
 		name:       "invalid autoUpdateMiddleware, first read: rebuilds stay off",
 		objs:       []*corev1.ConfigMap{configMap(map[string]string{KeyAutoUpdateMiddleware: "yes please"})},
-		want:       Start(),
+		want:       func() Config { c := Defaults(); c.AutoUpdateMiddleware = false; return c }(),
 		wantEvents: []string{`Warning InvalidConfig invalid keys keep their last good values: key autoUpdateMiddleware: "yes please" is not true or false`},
 	}, {
 		name:       "unknown key reported, and ignored",

@@ -62,7 +62,7 @@ func (w *Watcher) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile
 	}
 	w.Store.Set(c)
 	log.FromContext(ctx).Info("operator configuration loaded", "checkInterval", c.CheckInterval, "gitTimeout", c.GitTimeout,
-		"autoUpdateMiddleware", c.AutoUpdateMiddleware, "unknownMiddlewarePolicy", c.UnknownMiddlewarePolicy,
+		"autoUpdateMiddleware", c.AutoUpdateMiddleware, "unknownMiddlewarePolicy", c.UnknownMiddlewarePolicy, "rebuildCommit", c.RebuildCommit,
 		"maxConcurrentBuilds", c.MaxConcurrentBuilds, "buildBackoff", c.BuildBackoff, "buildBackoffMax", c.BuildBackoffMax,
 		"pipelineServiceAccount", c.PipelineServiceAccount, "deployerImage", c.DeployerImage, "builderImages", c.BuilderImages)
 	if w.OnChange != nil && !reflect.DeepEqual(old, c) {

@@ -170,6 +170,12 @@ func (f *Fetcher) clone(ctx context.Context, url string, head Head, fnPath strin
 	if commit == "" {
 		commit = head.Commit
 	}
+	return f.load(commit, content, fnDir, err)
+}
+
+// load turns what a clone read of commit (func.yaml's content and its directory, or
+// err) into a cache entry.
+func (f *Fetcher) load(commit string, content []byte, fnDir *object.Tree, err error) (cached, error) {
 	if err != nil {
 		if rerror.IsStalling(err) && cacheable(err) {
 			return cached{commit: commit, err: err}, nil

@@ -48,33 +48,49 @@ func remoteListing(ctx context.Context, url string, auth *Auth, opts netOptions,
 // readFuncYAML fetches head shallowly (one commit, no tags, no work tree) into dir
 // and returns the commit it got and the content of dir/func.yaml in it.
 func readFuncYAML(ctx context.Context, url string, head Head, dir, fnPath string, auth *Auth, opts netOptions) (string, []byte, *object.Tree, error) {
-	b := &budget{limits: opts.limits}
-	storage := filesystem.NewStorage(limitedFS{Filesystem: osfs.New(dir), b: b, done: ctx.Done()}, cache.NewObjectLRU(cloneObjectCache))
-	repo, err := fetchHead(opts.context(ctx), storage, url, head, auth, opts)
+	repo, err := shallowFetch(ctx, url, head, 1, dir, auth, opts)
 	if err != nil {
-		if over := b.exceeded(); over != nil {
-			reason := v1alpha1.ReasonCloneTooLarge
-			if b.objects > 0 && opts.limits.MaxFiles > 0 && b.objects > opts.limits.MaxFiles {
-				reason = v1alpha1.ReasonCloneTooManyFiles
-			}
-			return "", nil, nil, stalling(reason, "cloning %s: %s", scrub(url, auth.secrets), over)
-		}
-		switch {
-		case head.fixed() && errors.Is(err, gogit.ErrExactSHA1NotSupported):
-			return "", nil, nil, repositoryStalling(v1alpha1.ReasonCommitNotFound,
-				"commit %s of repository %s is not the tip of a branch or tag, and the server does not allow fetching a commit by its id (git config uploadpack.allowReachableSHA1InWant)",
-				head.Commit, scrub(url, auth.secrets))
-		case head.fixed() && isNotOurRef(err):
-			return "", nil, nil, repositoryStalling(v1alpha1.ReasonCommitNotFound, "commit %s not found in repository %s", head.Commit, scrub(url, auth.secrets))
-		case errors.Is(err, plumbing.ErrReferenceNotFound) || isNoMatchingRef(err):
-			return "", nil, nil, repositoryStalling(notFoundReason(head), "%s not found in repository %s", refText(head), scrub(url, auth.secrets))
-		}
-		return "", nil, nil, remoteError(ctx, v1alpha1.ReasonGitCloneFailed, "cloning", url, auth, err)
+		return "", nil, nil, err
 	}
 	hash, err := fetchedCommit(repo, head)
 	if err != nil {
 		return "", nil, nil, err
 	}
+	return readCommit(repo, hash, head, fnPath, url, auth)
+}
+
+// shallowFetch fetches the last depth commits of head (no tags, no work tree) into
+// dir, within opts' limits.
+func shallowFetch(ctx context.Context, url string, head Head, depth int, dir string, auth *Auth, opts netOptions) (*gogit.Repository, error) {
+	b := &budget{limits: opts.limits}
+	storage := filesystem.NewStorage(limitedFS{Filesystem: osfs.New(dir), b: b, done: ctx.Done()}, cache.NewObjectLRU(cloneObjectCache))
+	repo, err := fetchHead(opts.context(ctx), storage, url, head, depth, auth, opts)
+	if err == nil {
+		return repo, nil
+	}
+	if over := b.exceeded(); over != nil {
+		reason := v1alpha1.ReasonCloneTooLarge
+		if b.objects > 0 && opts.limits.MaxFiles > 0 && b.objects > opts.limits.MaxFiles {
+			reason = v1alpha1.ReasonCloneTooManyFiles
+		}
+		return nil, stalling(reason, "cloning %s: %s", scrub(url, auth.secrets), over)
+	}
+	switch {
+	case head.fixed() && errors.Is(err, gogit.ErrExactSHA1NotSupported):
+		return nil, repositoryStalling(v1alpha1.ReasonCommitNotFound,
+			"commit %s of repository %s is not the tip of a branch or tag, and the server does not allow fetching a commit by its id (git config uploadpack.allowReachableSHA1InWant)",
+			head.Commit, scrub(url, auth.secrets))
+	case head.fixed() && isNotOurRef(err):
+		return nil, repositoryStalling(v1alpha1.ReasonCommitNotFound, "commit %s not found in repository %s", head.Commit, scrub(url, auth.secrets))
+	case errors.Is(err, plumbing.ErrReferenceNotFound) || isNoMatchingRef(err):
+		return nil, repositoryStalling(notFoundReason(head), "%s not found in repository %s", refText(head), scrub(url, auth.secrets))
+	}
+	return nil, remoteError(ctx, v1alpha1.ReasonGitCloneFailed, "cloning", url, auth, err)
+}
+
+// readCommit returns the commit hash of repo and the content of func.yaml in its
+// directory fnPath, with that directory.
+func readCommit(repo *gogit.Repository, hash plumbing.Hash, head Head, fnPath, url string, auth *Auth) (string, []byte, *object.Tree, error) {
 	commit, err := repo.CommitObject(hash)
 	if err != nil {
 		if head.fixed() {
@@ -93,9 +109,10 @@ func readFuncYAML(ctx context.Context, url string, head Head, dir, fnPath string
 // fixedRef is where a commit fetched by its id is kept in the clone.
 const fixedRef = "refs/heads/func-operator-fixed"
 
-// fetchHead fetches the one commit head names into storage: the tip of a branch or
-// tag, or a commit by its id (via the ref whose tip it is, when there is one).
-func fetchHead(ctx context.Context, storage *filesystem.Storage, url string, head Head, auth *Auth, opts netOptions) (*gogit.Repository, error) {
+// fetchHead fetches the last depth commits of what head names into storage: the tip
+// of a branch or tag, or a commit by its id (via the ref whose tip it is, when there
+// is one).
+func fetchHead(ctx context.Context, storage *filesystem.Storage, url string, head Head, depth int, auth *Auth, opts netOptions) (*gogit.Repository, error) {
 	if ref := head.fetchRef(); ref != "" {
 		return gogit.CloneContext(ctx, storage, nil, &gogit.CloneOptions{
 			URL:           url,
@@ -103,7 +120,7 @@ func fetchHead(ctx context.Context, storage *filesystem.Storage, url string, hea
 			CABundle:      auth.CABundle,
 			ReferenceName: plumbing.ReferenceName(ref),
 			SingleBranch:  true,
-			Depth:         1,
+			Depth:         depth,
 			Tags:          gogit.NoTags,
 			ProxyOptions:  opts.proxy,
 		})
@@ -120,7 +137,7 @@ func fetchHead(ctx context.Context, storage *filesystem.Storage, url string, hea
 		RefSpecs:     []config.RefSpec{config.RefSpec(head.Commit + ":" + fixedRef)},
 		Auth:         auth.Method,
 		CABundle:     auth.CABundle,
-		Depth:        1,
+		Depth:        depth,
 		Tags:         gogit.NoTags,
 		ProxyOptions: opts.proxy,
 	})

@@ -3,6 +3,7 @@ package function
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -40,6 +41,7 @@ func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Funct
 	pin, err := funclib.AvailableMiddleware(runtime, invoke)
 	if errors.Is(err, funclib.ErrNoMiddleware) {
 		mw.Available, mw.PendingRebuild = "", false
+		notRead(fn)
 		fn.Status.MarkSourceManagedUpToDate(
 			"func %s templates pin no middleware for runtime %s: its dependencies live in the function's own source; a rebuild cannot change them",
 			mw.FuncVersion, runtime)
@@ -53,6 +55,7 @@ func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Funct
 	mw.Available = pin.Version
 	if pin.SourceManaged {
 		mw.PendingRebuild = false
+		notRead(fn)
 		markSourceManaged(fn, runtime, pin)
 		obs.middleware = middlewareVerdict{current: mw.Current, available: pin.Version}
 		return Result{}, nil
@@ -81,6 +84,11 @@ func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Funct
 	mw.RegistryUnreachableSince = nil
 	fn.Status.MarkRegistryReachable()
 	mw.Current, mw.CurrentSource, mw.Image, mw.ReadWith = got.Version, got.Source, obs.deployment.image, readWith
+	if fn.Status.Deployment != nil {
+		fn.Status.Deployment.Revision = got.Revision
+	}
+	from := decideRebuildFrom(fn, cfg, got.Revision, obs.source.head.Commit)
+	mw.RebuildFrom = from.status()
 
 	outcome, err := middleware.Compare(got.Version, pin.Version)
 	if err != nil {
@@ -99,13 +107,22 @@ func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Funct
 	case outcome == middleware.UpToDate:
 		fn.Status.MarkMiddlewareUpToDate("%s %s is the newest func %s builds (running: %s)", pin.Module, pin.Version, mw.FuncVersion, current)
 	case !mw.AutoUpdate.Enabled:
-		fn.Status.MarkAutoUpdateDisabled("%s %s is available (running: %s) but auto-update is off (set by %s): no rebuild",
-			pin.Module, pin.Version, current, mw.AutoUpdate.Source)
+		fn.Status.MarkAutoUpdateDisabled("%s %s is available (running: %s) but auto-update is off (set by %s): no rebuild; %s",
+			pin.Module, pin.Version, current, mw.AutoUpdate.Source, strings.Replace(from.text(), "a rebuild builds", "a rebuild would build", 1))
 	default:
-		fn.Status.MarkMiddlewareOutdated("%s %s is available (running: %s): a rebuild is pending", pin.Module, pin.Version, current)
+		fn.Status.MarkMiddlewareOutdated("%s %s is available (running: %s): a rebuild is pending; %s", pin.Module, pin.Version, current, from.text())
 	}
-	obs.middleware = middlewareVerdict{current: got.Version, available: pin.Version, rebuildDue: mw.PendingRebuild}
+	obs.middleware = middlewareVerdict{current: got.Version, available: pin.Version, rebuildDue: mw.PendingRebuild, from: from}
 	return Result{}, nil
+}
+
+// notRead clears what only a read of the running image tells: the middleware step
+// does not read it for a runtime a rebuild cannot change.
+func notRead(fn *v1alpha1.Function) {
+	fn.Status.Middleware.RebuildFrom = nil
+	if fn.Status.Deployment != nil {
+		fn.Status.Deployment.Revision = ""
+	}
 }
 
 // markSourceManaged records middleware that lives in the function's own source,

@@ -81,9 +81,9 @@ func (r *Reconciler) rebuild(ctx context.Context, fn *v1alpha1.Function, obs *ob
 		fn.Status.MarkRebuildNotPossible("%s", err)
 		return Result{}, cannotBuildNow, err
 	}
-	meta, err := r.buildMetadata(ctx, fn, obs.source)
+	commit, meta, verdict, err := r.buildSource(ctx, fn, obs)
 	if err != nil {
-		return Result{}, mayBuild, err
+		return Result{}, verdict, err
 	}
 	if err := funclib.CheckBuildable(meta); err != nil {
 		err := rerror.NewStalling(v1alpha1.ReasonRebuildNotPossible, "%s is available (running: %s) but func's pipeline cannot build the function: %w",
@@ -94,7 +94,7 @@ func (r *Reconciler) rebuild(ctx context.Context, fn *v1alpha1.Function, obs *ob
 
 	// func's pipeline deploys with the deployer func.yaml names at the commit it builds:
 	// never one that would leave what deployed the function beside what it deploys.
-	if err := r.checkDeployer(fn, obs, meta); err != nil {
+	if err := r.checkDeployer(fn, obs, commit, meta); err != nil {
 		return Result{}, cannotBuildNow, err
 	}
 
@@ -135,8 +135,8 @@ func (r *Reconciler) rebuild(ctx context.Context, fn *v1alpha1.Function, obs *ob
 	admitted, position, length := r.Builds.Queue.Admit(key, due.QueuedAt)
 	if !admitted {
 		r.apply(fn, m.Next(b, rebuild.Event{Kind: rebuild.NoSlot, At: now, QueuedAt: due.QueuedAt, Position: int32(position)}))
-		fn.Status.MarkRebuildQueued("%s is available (running: %s): the rebuild waits in the queue at position %d of %d; at most %d rebuilds run at once (ConfigMap %s, key %s)",
-			mw.available, running, position, length, cfg.MaxConcurrentBuilds, config.ConfigMapName, config.KeyMaxConcurrentBuilds)
+		fn.Status.MarkRebuildQueued("%s is available (running: %s): the rebuild of commit %s waits in the queue at position %d of %d; at most %d rebuilds run at once (ConfigMap %s, key %s)",
+			mw.available, running, v1alpha1.ShortCommit(commit), position, length, cfg.MaxConcurrentBuilds, config.ConfigMapName, config.KeyMaxConcurrentBuilds)
 		return Result{}, mayBuild, nil
 	}
 	if err := r.ensurePullSecret(ctx, fn, meta); err != nil {
@@ -144,7 +144,6 @@ func (r *Reconciler) rebuild(ctx context.Context, fn *v1alpha1.Function, obs *ob
 		return Result{}, mayBuild, err
 	}
 	id := rand.String(10)
-	commit := obs.source.head.Commit
 	started := m.Next(b, rebuild.Event{Kind: rebuild.Admitted, At: now, QueuedAt: due.QueuedAt, Start: rebuild.Start{
 		ID: id, Commit: commit, FromImage: obs.deployment.image,
 		FromMiddleware: mw.current, ToMiddleware: mw.available, ServiceUID: obs.deployment.uid,
@@ -175,9 +174,9 @@ func (r *Reconciler) rebuild(ctx context.Context, fn *v1alpha1.Function, obs *ob
 // what deployed the function (DeployerMismatch), nor switch from the deployer func.yaml
 // recorded (func's deploy refuses that itself, in every build); a keda deploy needs
 // the KEDA HTTP add-on.
-func (r *Reconciler) checkDeployer(fn *v1alpha1.Function, obs *observation, meta funclib.Metadata) error {
+func (r *Reconciler) checkDeployer(fn *v1alpha1.Function, obs *observation, built string, meta funclib.Metadata) error {
 	mw, running := obs.middleware, orDefault(obs.middleware.current, "unknown")
-	commit := v1alpha1.ShortCommit(obs.source.head.Commit)
+	commit := v1alpha1.ShortCommit(built)
 	want, have := funclib.DeployerOf(meta), obs.deployment.found.deployer
 	if have != "" {
 		if err := funclib.CheckDeployerSwitch(have, want); err != nil {
@@ -269,6 +268,41 @@ func gitCredentials(c *git.CloneCredentials) *funclib.GitCredentials {
 	}
 	return &funclib.GitCredentials{Username: c.Username, Password: c.Password,
 		SSHPrivateKey: c.SSHPrivateKey, KnownHosts: c.KnownHosts, CABundle: c.CABundle}
+}
+
+// buildSource returns the commit a rebuild builds (obs.middleware.from) and func.yaml
+// at that commit: the builder, runtime and build envs a build uses are the ones of
+// the source it builds. The deployed commit, when it is not the followed one, is
+// looked up in the followed reference's history (git.Fetcher.ReadAt), with the
+// credentials the check read the repository with.
+func (r *Reconciler) buildSource(ctx context.Context, fn *v1alpha1.Function, obs *observation) (string, funclib.Metadata, rebuildVerdict, error) {
+	mw, from, followed := obs.middleware, obs.middleware.from, obs.source.head.Commit
+	running := orDefault(mw.current, "unknown")
+	if from.problem != "" {
+		err := rerror.NewStalling(v1alpha1.ReasonRebuildNotPossible, "%s is available (running: %s) but %s: %s",
+			mw.available, running, from.problem, from.remedy(followed))
+		fn.Status.MarkRebuildNotPossible("%s", err)
+		return "", funclib.Metadata{}, cannotBuildNow, err
+	}
+	if from.commit == followed || from.source != v1alpha1.RebuildFromDeployed {
+		meta, err := r.buildMetadata(ctx, fn, obs.source)
+		return followed, meta, mayBuild, err
+	}
+	res, err := r.Fetcher.ReadAt(ctx, fn.Spec.Repository.URL, obs.source.head, from.commit, fn.Spec.Repository.CleanPath(), obs.source.auth, r.Config.Load().GitTimeout)
+	if rerror.IsStalling(err) {
+		err := rerror.NewStalling(v1alpha1.ReasonRebuildNotPossible, "%s is available (running: %s) but commit %s, the one the running image was built from, cannot be rebuilt: %w; %s",
+			mw.available, running, v1alpha1.ShortCommit(from.commit), err, from.remedy(followed))
+		fn.Status.MarkRebuildNotPossible("%s", err)
+		return "", funclib.Metadata{}, cannotBuildNow, err
+	}
+	if err != nil {
+		return "", funclib.Metadata{}, mayBuild, fmt.Errorf("reading func.yaml at commit %s, the one the running image was built from, for the build: %w", from.commit, err)
+	}
+	// Looked up: the status names it in full from now on (decideRebuildFrom keeps it).
+	if rf := fn.Status.Middleware.RebuildFrom; rf != nil {
+		rf.Commit = res.Commit
+	}
+	return res.Commit, res.Metadata, mayBuild, nil
 }
 
 // buildMetadata returns func.yaml at src.head: as the source step read it, or from the

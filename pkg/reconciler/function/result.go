@@ -88,4 +88,6 @@ type middlewareVerdict struct {
 	current, available string
 	// rebuildDue is true when the middleware is outdated and auto-update is on.
 	rebuildDue bool
+	// from is the commit a rebuild builds.
+	from rebuildFrom
 }

@@ -38,7 +38,8 @@ func BuildLabels(fn *v1alpha1.Function, id string) map[string]string {
 	}
 }
 
-// BuildRequest is the func library request that rebuilds fn from commit, the one it observed.
+// BuildRequest is the func library request that rebuilds fn from commit, the one the
+// rebuild builds (status.middleware.rebuildFrom), with m, func.yaml at that commit.
 func BuildRequest(fn *v1alpha1.Function, id, commit string, m funclib.Metadata, builderImages map[string]string) funclib.BuildRequest {
 	builder := funclib.BuilderOf(m)
 	return funclib.BuildRequest{
