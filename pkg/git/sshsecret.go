@@ -103,14 +103,10 @@ func knownHostsMissing(secret *corev1.Secret, ep *transport.Endpoint) error {
 // host names, addresses and Kubernetes names, so that a command in a message can be
 // pasted as it is.
 func shellWord(s string) string {
-	safe := s != ""
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(".-_:%", r)) {
-			safe = false
-			break
-		}
+	unsafe := func(r rune) bool {
+		return (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') && !strings.ContainsRune(".-_:%", r)
 	}
-	if safe {
+	if s != "" && strings.IndexFunc(s, unsafe) < 0 {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
