@@ -130,8 +130,11 @@ type Repository struct {
 
 	// AuthSecretRef names a Secret in the Function's namespace with the credentials
 	// for the repository. For HTTP(S): key "token", or keys "username" and "password".
-	// For SSH: key "ssh-privatekey" (or "identity"), optional "passphrase", and
-	// "known_hosts", which is required: host keys are always verified.
+	// For SSH: the private key under "ssh-privatekey" (or Flux's "identity", or the
+	// upstream func-operator's "sshPrivateKey"), its passphrase, if any, under
+	// "passphrase" (or "sshPrivateKeyPassword"), and "known_hosts", which is required:
+	// host keys are always verified. Two different values under two names of the same
+	// key are refused (AuthSecretInvalid).
 	// +optional
 	AuthSecretRef *corev1.LocalObjectReference `json:"authSecretRef,omitempty"`
 }

@@ -27,13 +27,31 @@ import (
 
 // Keys of a repository auth Secret.
 const (
-	KeyToken         = "token"
-	KeyUsername      = "username"
-	KeyPassword      = "password"
-	KeySSHPrivateKey = corev1.SSHAuthPrivateKey // "ssh-privatekey", as in kubernetes.io/ssh-auth Secrets
-	KeyIdentity      = "identity"               // the name Flux uses for the same key
-	KeyPassphrase    = "passphrase"
-	KeyKnownHosts    = "known_hosts"
+	KeyToken    = "token"
+	KeyUsername = "username"
+	KeyPassword = "password"
+
+	// KeySSHPrivateKey holds the SSH private key (PEM): "ssh-privatekey", the key of
+	// kubernetes.io/ssh-auth Secrets and this operator's own name. KeyIdentity and
+	// KeySSHPrivateKeyUpstream are other names for the same key (sshPrivateKeyKeys
+	// says which one wins).
+	KeySSHPrivateKey = corev1.SSHAuthPrivateKey
+	// KeyIdentity is the name Flux's GitRepository Secrets give the SSH private key.
+	KeyIdentity = "identity"
+	// KeySSHPrivateKeyUpstream is the name the upstream operator
+	// (functions-dev/func-operator, internal/git) reads the SSH private key from.
+	KeySSHPrivateKeyUpstream = "sshPrivateKey"
+	// KeyPassphrase holds the passphrase of an encrypted SSH private key: this
+	// operator's own name.
+	KeyPassphrase = "passphrase"
+	// KeyPassphraseUpstream is the name the upstream operator
+	// (functions-dev/func-operator, internal/git) reads the passphrase from.
+	KeyPassphraseUpstream = "sshPrivateKeyPassword"
+	// KeyKnownHosts holds the host keys an SSH server must present, in OpenSSH
+	// known_hosts format. Required: host keys are always verified (the upstream
+	// operator makes it optional and then checks no host key).
+	KeyKnownHosts = "known_hosts"
+
 	// KeyCACert holds PEM CA certificates trusted for HTTPS, in addition to the
 	// system roots, as in Flux's GitRepository Secrets. SSH repositories ignore it.
 	KeyCACert = "ca.crt"
@@ -207,32 +225,31 @@ func caBundle(secret *corev1.Secret) ([]byte, error) {
 	return ca, nil
 }
 
+// sshAuth reads the credentials of an SSH repository's Secret: a private key under
+// any of sshPrivateKeyKeys, its passphrase (if any) under any of passphraseKeys, and
+// known_hosts, which is required.
 func sshAuth(url string, secret *corev1.Secret) (*Auth, error) {
 	d := secret.Data
-	key := d[KeySSHPrivateKey]
-	if len(key) == 0 {
-		key = d[KeyIdentity]
-	}
-	if len(key) == 0 {
-		return nil, stalling(v1alpha1.ReasonAuthSecretInvalid,
-			"Secret %q has no key %q (or %q), which SSH repositories need (it has: %s)",
-			secret.Name, KeySSHPrivateKey, KeyIdentity, keyList(secret))
+	ep, _ := transport.NewEndpoint(url) // parsed by Protocol already
+	key, err := sshPrivateKey(secret)
+	if err != nil {
+		return nil, err
 	}
 	if len(d[KeyKnownHosts]) == 0 {
-		return nil, stalling(v1alpha1.ReasonAuthSecretInvalid,
-			"Secret %q has no key %q: the host key of an SSH repository is always verified, so known_hosts is required",
-			secret.Name, KeyKnownHosts)
+		return nil, knownHostsMissing(secret, ep)
 	}
-	passphrase := string(d[KeyPassphrase])
-	ep, _ := transport.NewEndpoint(url) // parsed by Protocol already
+	passphrase, err := sshKeyPassphrase(secret)
+	if err != nil {
+		return nil, err
+	}
 	user := ep.User
 	if user == "" {
 		user = "git"
 	}
-	pk, err := gitssh.NewPublicKeys(user, key, passphrase)
+	pk, err := gitssh.NewPublicKeys(user, key.value, string(passphrase.value))
 	if err != nil {
 		return nil, stalling(v1alpha1.ReasonAuthSecretInvalid,
-			"Secret %q: the SSH private key cannot be used: %s", secret.Name, describeKeyError(key, passphrase))
+			"Secret %q: the SSH private key cannot be used: %s", secret.Name, describeKeyError(key.value, passphrase))
 	}
 	callback, err := knownHostsCallback(d[KeyKnownHosts])
 	if err != nil {
@@ -241,23 +258,27 @@ func sshAuth(url string, secret *corev1.Secret) (*Auth, error) {
 	}
 	pk.HostKeyCallback = callback
 	var secrets []string
-	if passphrase != "" {
-		secrets = append(secrets, passphrase)
+	if len(passphrase.value) > 0 {
+		secrets = append(secrets, string(passphrase.value))
 	}
-	m := material("ssh", "user", user, KeySSHPrivateKey, string(key), KeyPassphrase, passphrase, KeyKnownHosts, string(d[KeyKnownHosts]))
-	return &Auth{Method: pk, secrets: secrets, material: m, passphrase: passphrase,
-		clone: CloneCredentials{SSHPrivateKey: key, KnownHosts: d[KeyKnownHosts]}}, nil
+	// The material names each value by this operator's own key, whichever name the
+	// Secret stores it under: the same key has the same Identity under any name.
+	m := material("ssh", "user", user, KeySSHPrivateKey, string(key.value), KeyPassphrase, string(passphrase.value),
+		KeyKnownHosts, string(d[KeyKnownHosts]))
+	return &Auth{Method: pk, secrets: secrets, material: m, passphrase: string(passphrase.value),
+		clone: CloneCredentials{SSHPrivateKey: key.value, KnownHosts: d[KeyKnownHosts]}}, nil
 }
 
-// describeKeyError says why a private key was refused, without quoting it.
-func describeKeyError(key []byte, passphrase string) string {
+// describeKeyError says why a private key was refused, without quoting it. passphrase
+// names the key the passphrase was read from (empty when the Secret has none).
+func describeKeyError(key []byte, passphrase secretValue) string {
 	_, err := ssh.ParsePrivateKey(key)
 	var missing *ssh.PassphraseMissingError
 	switch {
-	case errors.As(err, &missing) && passphrase == "":
-		return fmt.Sprintf("it is protected by a passphrase and the Secret has no key %q", KeyPassphrase)
+	case errors.As(err, &missing) && len(passphrase.value) == 0:
+		return fmt.Sprintf("it is protected by a passphrase and the Secret has no key %s", orList(passphraseKeys[:]))
 	case errors.As(err, &missing):
-		return fmt.Sprintf("key %q does not decrypt it", KeyPassphrase)
+		return fmt.Sprintf("key %q does not decrypt it", passphrase.name)
 	case err != nil && strings.Contains(err.Error(), "no key found"):
 		return "it is not a PEM-encoded private key"
 	default:

@@ -57,7 +57,8 @@ func (k testKey) encrypted(t *testing.T, passphrase string) []byte {
 }
 
 // secretValueKeys are the keys of an auth Secret whose values are credentials.
-var secretValueKeys = []string{KeyToken, KeyPassword, KeyPassphrase, KeySSHPrivateKey, KeyIdentity}
+var secretValueKeys = []string{KeyToken, KeyPassword, KeyPassphrase, KeyPassphraseUpstream, KeySSHPrivateKey, KeyIdentity,
+	KeySSHPrivateKeyUpstream}
 
 // assertNoSecretValues fails when msg holds a credential of data: a whole value, or
 // any line of a multi-line one (such as the body of a PEM key).
@@ -137,6 +138,11 @@ func TestAuthFromSecret(t *testing.T) {
 		token      = "ghp_T0kenValue-0123456789"
 		password   = "Pa55word-Value-9876543210"
 		passphrase = "Passphrase-Value-4242"
+		// knownHostsMissingMsg says what to add and how, for sshURL's host and port.
+		knownHostsMissingMsg = `Secret "repo-creds" has no key "known_hosts": the host key of an SSH repository is always verified, so known_hosts is required. ` +
+			`Add key "known_hosts" holding the host's public keys in OpenSSH known_hosts format: ` +
+			"`ssh-keyscan -p 2222 git.example.com > known_hosts` writes them (check them against the fingerprints the host publishes: `ssh-keygen -lf known_hosts`), " +
+			"and `kubectl -n fns patch secret repo-creds --type merge -p \"{\\\"data\\\":{\\\"known_hosts\\\":\\\"$(base64 -w0 known_hosts)\\\"}}\"` adds them to the Secret"
 	)
 	key := newTestKey(t)
 	encryptedKey := key.encrypted(t, passphrase)
@@ -264,11 +270,12 @@ func TestAuthFromSecret(t *testing.T) {
 		data:    map[string][]byte{KeyIdentity: key.pem, KeyKnownHosts: knownHosts},
 		wantSSH: &wantSSH{user: "git"},
 	}, {
-		name: "ssh-privatekey wins over identity",
+		// Issue 25: no silent pick between two different keys (TestSSHKeyNames).
+		name: "different values under ssh-privatekey and identity are refused",
 		url:  sshURL,
 		data: map[string][]byte{KeySSHPrivateKey: []byte("not a key at all"), KeyIdentity: key.pem, KeyKnownHosts: knownHosts},
 		wantErr: &classified{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
-			Message: `Secret "repo-creds": the SSH private key cannot be used: it is not a PEM-encoded private key`},
+			Message: `Secret "repo-creds" holds different SSH private keys under keys "ssh-privatekey" and "identity": keep one of them ("ssh-privatekey", "identity" and "sshPrivateKey" are names of the same key)`},
 	}, {
 		name:        "encrypted key with its passphrase",
 		url:         sshURL,
@@ -286,19 +293,19 @@ func TestAuthFromSecret(t *testing.T) {
 		url:  sshURL,
 		data: map[string][]byte{KeySSHPrivateKey: key.pem},
 		wantErr: &classified{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
-			Message: `Secret "repo-creds" has no key "known_hosts": the host key of an SSH repository is always verified, so known_hosts is required`},
+			Message: knownHostsMissingMsg},
 	}, {
 		name: "ssh key with empty known_hosts",
 		url:  sshURL,
 		data: map[string][]byte{KeySSHPrivateKey: key.pem, KeyKnownHosts: {}},
 		wantErr: &classified{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
-			Message: `Secret "repo-creds" has no key "known_hosts": the host key of an SSH repository is always verified, so known_hosts is required`},
+			Message: knownHostsMissingMsg},
 	}, {
 		name: "ssh without key",
 		url:  sshURL,
 		data: map[string][]byte{KeyToken: []byte(token), KeyKnownHosts: knownHosts},
 		wantErr: &classified{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
-			Message: `Secret "repo-creds" has no key "ssh-privatekey" (or "identity"), which SSH repositories need (it has: known_hosts, token)`},
+			Message: `Secret "repo-creds" has no key "ssh-privatekey", "identity" or "sshPrivateKey" holding the private key, which SSH repositories need (it has: known_hosts, token)`},
 	}, {
 		name: "garbage key",
 		url:  sshURL,
@@ -316,7 +323,7 @@ func TestAuthFromSecret(t *testing.T) {
 		url:  sshURL,
 		data: map[string][]byte{KeySSHPrivateKey: encryptedKey, KeyKnownHosts: knownHosts},
 		wantErr: &classified{Reason: v1alpha1.ReasonAuthSecretInvalid, Stalling: true,
-			Message: `Secret "repo-creds": the SSH private key cannot be used: it is protected by a passphrase and the Secret has no key "passphrase"`},
+			Message: `Secret "repo-creds": the SSH private key cannot be used: it is protected by a passphrase and the Secret has no key "passphrase" or "sshPrivateKeyPassword"`},
 	}, {
 		name: "encrypted key with the wrong passphrase",
 		url:  sshURL,

@@ -84,6 +84,13 @@ func TestReconcile_Source(t *testing.T) {
 		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonFuncYamlRead,
 			runtime: "springboot", name: "sshfn", branch: "main", commit: sshRepo.Head(t, "main")},
 	}, {
+		name: "ssh with the upstream operator's key names, encrypted key",
+		repo: v1alpha1.Repository{URL: ssh.URL(sshRepo.Dir), AuthSecretRef: secretRef("ssh-upstream")},
+		secret: secret("ssh-upstream", map[string]string{"sshPrivateKey": string(ssh.EncryptedClientPrivateKeyPEM(testPassword)),
+			"sshPrivateKeyPassword": testPassword, "known_hosts": string(ssh.KnownHosts())}),
+		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonFuncYamlRead,
+			runtime: "springboot", name: "sshfn", branch: "main", commit: sshRepo.Head(t, "main")},
+	}, {
 		name: "AuthSecretNotFound",
 		repo: v1alpha1.Repository{URL: g.http.URL("private"), AuthSecretRef: secretRef("missing")},
 		want: want{status: corev1.ConditionFalse, reason: v1alpha1.ReasonAuthSecretNotFound,
