@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -533,7 +534,13 @@ const MaxHistory = 20
 
 // AddHistory records a notable event, newest first, keeping at most MaxHistory entries.
 func (fs *FunctionStatus) AddHistory(e HistoryEntry) {
-	fs.History = append([]HistoryEntry{e}, fs.History...)
+	// Newest first: an entry of an earlier time (a deploy func recorded before the
+	// operator saw it) goes after the newer ones.
+	i := 0
+	for i < len(fs.History) && fs.History[i].Time.After(e.Time.Time) {
+		i++
+	}
+	fs.History = slices.Insert(fs.History, i, e)
 	if len(fs.History) > MaxHistory {
 		fs.History = fs.History[:MaxHistory]
 	}

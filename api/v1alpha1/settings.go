@@ -32,6 +32,14 @@ const (
 	AnnotationRebuildCommit = "functions.dev/rebuild-commit"
 )
 
+// AnnotationLastDeployed is the annotation `func deploy` (func v0.50 and later) sets
+// on the Function of its function on every deploy: when, in RFC 3339. The operator
+// reads it (status.deployment.imageBuilt, a history entry) and never writes it.
+const AnnotationLastDeployed = "functions.knative.dev/last-deployed"
+
+// HistoryDeployed is the history entry of a `func deploy`, in upstream's words.
+const HistoryDeployed = "Function was deployed"
+
 // MaxBuildHistoryLimit is the largest spec.buildHistoryLimit (and annotation
 // functions.dev/build-history-limit) allowed.
 const MaxBuildHistoryLimit = 20

@@ -101,6 +101,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 	// annotations that keep them across `func deploy`: read only through Settings.
 	settings := fn.Settings()
 	fn.Status.MarkSettings(settings)
+	r.recordDeploy(fn)
 
 	var (
 		res     Result
