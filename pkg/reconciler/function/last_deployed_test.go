@@ -93,5 +93,3 @@ func TestReconciler_recordDeploy(t *testing.T) {
 		})
 	}
 }
-
-
