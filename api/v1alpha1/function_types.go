@@ -34,6 +34,8 @@ import (
 // +kubebuilder:printcolumn:name="Pending Rebuild",type=boolean,JSONPath=`.status.middleware.pendingRebuild`,priority=1
 // +kubebuilder:printcolumn:name="Ref",type=string,JSONPath=`.status.git.resolvedRef`,priority=1
 // +kubebuilder:printcolumn:name="Commit",type=string,JSONPath=`.status.git.observedCommit`,priority=1
+// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.deployment.revision`,priority=1
+// +kubebuilder:printcolumn:name="Rebuilds",type=string,JSONPath=`.status.middleware.rebuildFrom.source`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Function struct {
 	metav1.TypeMeta   `json:",inline"`

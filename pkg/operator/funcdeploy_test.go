@@ -571,6 +571,21 @@ func TestOperator_FuncDeployWritesTheFunction(t *testing.T) {
 	if fn.Status.Name != "hello" || fn.Status.Service == nil || !fn.Status.Service.Ready.IsTrue() {
 		t.Errorf("status.name %q, status.service %+v: want the function's name and its ready Service", fn.Status.Name, fn.Status.Service)
 	}
+	// The deploy func recorded shows as upstream shows it: status.deployment.imageBuilt
+	// and a history entry at its time, and an Event.
+	deployedAt, _ := time.Parse(time.RFC3339, fn.Annotations[annotationLastDeployed])
+	eventually(t, 20*time.Second, func() string {
+		fn := getFunction(t, ns, "hello")
+		d, h := fn.Status.Deployment, fn.Status.History
+		if d == nil || d.ImageBuilt == nil || !d.ImageBuilt.Time.Equal(deployedAt) || len(h) == 0 ||
+			h[0].Message != v1alpha1.HistoryDeployed || !h[0].Time.Time.Equal(deployedAt) {
+			return fmt.Sprintf("status.deployment = %+v, history = %+v; want the deploy at %s", d, h, deployedAt)
+		}
+		if ev := eventsOf(t, ns, "hello")["Deployed"]; len(ev) != 1 {
+			return fmt.Sprintf("Deployed Events %q, want one", ev)
+		}
+		return ""
+	})
 
 	watch := watchConditions(t, ns, "hello")
 
