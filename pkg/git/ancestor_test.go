@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/test/gitserver"
 	"github.com/fnops/func-operator/test/testfs"
 )
 
@@ -98,5 +99,33 @@ func TestIsCommitPrefix(t *testing.T) {
 		if got := isCommitPrefix(s); got != want {
 			t.Errorf("isCommitPrefix(%q) = %v, want %v", s, got, want)
 		}
+	}
+}
+
+// TestFetcher_ReadAtSSH finds an abbreviated ancestor over SSH (real sshd), where a
+// commit is not fetched by its id (no uploadpack.allowReachableSHA1InWant): the
+// followed branch's history is.
+func TestFetcher_ReadAtSSH(t *testing.T) {
+	srv := gitserver.StartSSH(t)
+	root := gitserver.NewRepoRoot(t)
+	repo := gitserver.CreateRepo(t, root, "fns")
+	a := repo.Commit(t, "main", map[string]string{"func.yaml": funcYAML("hello", "go")}, "A")
+	b := repo.Commit(t, "main", map[string]string{"func.yaml": funcYAML("hello", "python")}, "B")
+	url := srv.URL(repo.Dir)
+	auth := authFrom(t, url, map[string]string{KeySSHPrivateKey: string(srv.ClientPrivateKeyPEM()), KeyKnownHosts: string(srv.KnownHosts())})
+	f := NewFetcher(t.TempDir(), 0)
+	head := Head{Branch: "main", Ref: "refs/heads/main", Commit: b}
+
+	got, err := f.ReadAt(context.Background(), url, head, a[:7], "", auth, gitTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(Result{Head: Head{Commit: a}, Metadata: md("hello", "go"), Cloned: true}, got, ignoreSourceMiddleware); diff != "" {
+		t.Errorf("Result (-want +got):\n%s", diff)
+	}
+	// The control: the head's commit, by the same route.
+	got, err = f.ReadAt(context.Background(), url, head, b[:7], "", auth, gitTimeout)
+	if err != nil || got.Commit != b || got.Metadata.Runtime != "python" {
+		t.Errorf("ReadAt(head) = %+v, %v; want python at %s", got, err, short(b))
 	}
 }
