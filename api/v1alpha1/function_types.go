@@ -288,9 +288,10 @@ type DeploymentStatus struct {
 
 	// RequestedDeployer is the deployer func.yaml names at the observed commit: its
 	// deployer field, else deploy.deployer (the one func recorded); empty when it
-	// names none, which is func's default, knative. A rebuild deploys with it: the
-	// operator does not rebuild when that would strand what Deployer deployed (func's
-	// rule: only raw to keda is a safe switch).
+	// names none, which is func's default, knative. A rebuild deploys with the
+	// deployer func.yaml names at the commit it builds (this one when it builds the
+	// observed commit): the operator does not rebuild when that would strand what
+	// Deployer deployed (func's rule: only raw to keda is a safe switch).
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	RequestedDeployer string `json:"requestedDeployer,omitempty"`

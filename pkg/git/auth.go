@@ -150,8 +150,8 @@ func AuthFromSecret(url string, secret *corev1.Secret) (*Auth, error) {
 	if secret == nil {
 		if proto == protocolSSH {
 			return nil, stalling(v1alpha1.ReasonAuthSecretNotFound,
-				"repository %s is reached over SSH, which needs spec.repository.authSecretRef naming a Secret with keys %s and %s",
-				lineBreaksEscaped.Replace(scrub(url, nil)), KeySSHPrivateKey, KeyKnownHosts)
+				"repository %s is reached over SSH, which needs spec.repository.authSecretRef naming a Secret with keys %s (or %s, or upstream's %s) and %s",
+				lineBreaksEscaped.Replace(scrub(url, nil)), KeySSHPrivateKey, KeyIdentity, KeySSHPrivateKeyUpstream, KeyKnownHosts)
 		}
 		return &Auth{}, nil
 	}

@@ -177,13 +177,13 @@ func TestAuthFromSecret(t *testing.T) {
 		url:      sshURL,
 		noSecret: true,
 		wantErr: &classified{Reason: v1alpha1.ReasonAuthSecretNotFound, Stalling: true,
-			Message: "repository " + sshURL + " is reached over SSH, which needs spec.repository.authSecretRef naming a Secret with keys ssh-privatekey and known_hosts"},
+			Message: "repository " + sshURL + " is reached over SSH, which needs spec.repository.authSecretRef naming a Secret with keys ssh-privatekey (or identity, or upstream's sshPrivateKey) and known_hosts"},
 	}, {
 		name:     "scp-like URL is ssh",
 		url:      "git@github.com:org/repo.git",
 		noSecret: true,
 		wantErr: &classified{Reason: v1alpha1.ReasonAuthSecretNotFound, Stalling: true,
-			Message: "repository git@github.com:org/repo.git is reached over SSH, which needs spec.repository.authSecretRef naming a Secret with keys ssh-privatekey and known_hosts"},
+			Message: "repository git@github.com:org/repo.git is reached over SSH, which needs spec.repository.authSecretRef naming a Secret with keys ssh-privatekey (or identity, or upstream's sshPrivateKey) and known_hosts"},
 	}, {
 		name:        "token is sent as the password of user git",
 		url:         httpsURL,

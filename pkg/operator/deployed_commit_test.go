@@ -172,4 +172,3 @@ func imageLabel(t *testing.T, image, label string) string {
 	}
 	return cfg.Config.Labels[label]
 }
-

@@ -534,6 +534,9 @@ func onConfigChange(r *function.Reconciler, queue *rebuild.Queue, guard *netguar
 		if old.AutoUpdateMiddleware != new.AutoUpdateMiddleware || old.UnknownMiddlewarePolicy != new.UnknownMiddlewarePolicy {
 			r.OperatorPolicyChanged(ctx)
 		}
+		if old.RebuildCommit != new.RebuildCommit {
+			r.OperatorRebuildCommitChanged(ctx)
+		}
 		if new.MaxConcurrentBuilds > old.MaxConcurrentBuilds {
 			queue.Kick()
 		}

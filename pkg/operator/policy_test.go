@@ -2,8 +2,11 @@ package operator
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -81,5 +84,41 @@ func TestOperator_PolicyChangeReconcilesOnlyFunctionsWithoutOverride(t *testing.
 	// The Function that no longer auto-updates left the queue.
 	if b := fn.Status.Build; b != nil {
 		t.Errorf("status.build of the Function with auto-update off = %+v, want none", b)
+	}
+
+	// rebuildCommit: the Functions without annotation functions.dev/rebuild-commit are
+	// checked again, and say which commit a rebuild would build now; one with it is not.
+	rebuildFrom := func(name, policy, source string) func() string {
+		return func() string {
+			mw := getFunction(t, ns, name).Status.Middleware
+			if mw == nil || mw.RebuildFrom == nil || mw.RebuildFrom.Policy != policy || mw.RebuildFrom.PolicySource != source {
+				return fmt.Sprintf("%s: status.middleware = %+v, want rebuildFrom policy %s set by %s", name, mw, policy, source)
+			}
+			return ""
+		}
+	}
+	over := getFunction(t, ns, "overrides")
+	over.Annotations = map[string]string{v1alpha1.AnnotationRebuildCommit: v1alpha1.RebuildCommitDeployed}
+	if err := k8sClient.Update(ctx, over); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, rebuildFrom("overrides", "Deployed", "Annotation"))
+	eventually(t, 20*time.Second, rebuildFrom("follows", "Deployed", "OperatorConfig"))
+	checksOfOverride = srv.RefAdvertisements("overrides")
+	var cm corev1.ConfigMap
+	if err := k8sClient.Get(ctx, types.NamespacedName{Namespace: system, Name: config.ConfigMapName}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	cm.Data[config.KeyRebuildCommit] = v1alpha1.RebuildCommitFollowed
+	if err := k8sClient.Update(ctx, &cm); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, rebuildFrom("follows", "Followed", "OperatorConfig"))
+	if got := srv.RefAdvertisements("overrides"); got != checksOfOverride {
+		t.Errorf("the Function with annotation %s was checked %d more times after rebuildCommit changed, want 0",
+			v1alpha1.AnnotationRebuildCommit, got-checksOfOverride)
+	}
+	if msg := rebuildFrom("overrides", "Deployed", "Annotation")(); msg != "" {
+		t.Error(msg)
 	}
 }

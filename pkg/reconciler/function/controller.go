@@ -188,6 +188,18 @@ func (r *Reconciler) functionsNamed(ctx context.Context, namespace, name string)
 // middleware policy: those without spec.autoUpdateMiddleware or its annotation. Call
 // it when that policy changes; Functions with their own setting are not touched.
 func (r *Reconciler) OperatorPolicyChanged(ctx context.Context) {
+	r.recheckFollowing(ctx, v1alpha1.Settings.FollowsOperatorDefault)
+}
+
+// OperatorRebuildCommitChanged re-enqueues the Functions that follow the ConfigMap's
+// rebuildCommit: those without annotation functions.dev/rebuild-commit. Call it when
+// that key changes: status.middleware.rebuildFrom says what a rebuild builds.
+func (r *Reconciler) OperatorRebuildCommitChanged(ctx context.Context) {
+	r.recheckFollowing(ctx, func(s v1alpha1.Settings) bool { return s.RebuildCommit == "" && !s.HoldRebuilds })
+}
+
+// recheckFollowing re-enqueues the Functions whose settings follow an operator-wide one.
+func (r *Reconciler) recheckFollowing(ctx context.Context, follows func(v1alpha1.Settings) bool) {
 	var list v1alpha1.FunctionList
 	if err := r.Client.List(ctx, &list); err != nil {
 		log.FromContext(ctx).Error(err, "listing the Functions to re-check after a policy change")
@@ -195,7 +207,7 @@ func (r *Reconciler) OperatorPolicyChanged(ctx context.Context) {
 	}
 	var keys []types.NamespacedName
 	for i := range list.Items {
-		if list.Items[i].Settings().FollowsOperatorDefault() {
+		if follows(list.Items[i].Settings()) {
 			keys = append(keys, client.ObjectKeyFromObject(&list.Items[i]))
 		}
 	}

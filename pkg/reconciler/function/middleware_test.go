@@ -156,6 +156,9 @@ func TestReconcile_Middleware(t *testing.T) {
 				wantMW.Available = nodePin.Version
 			} else if got.Status.Deployment != nil {
 				wantMW.Image = got.Status.Deployment.Image // the verdict was read from the running image
+				// It names no commit: a rebuild would build the followed one.
+				wantMW.RebuildFrom = &v1alpha1.RebuildFromStatus{Commit: got.Status.Git.ObservedCommit,
+					Source: v1alpha1.RebuildFromFollowed, Policy: v1alpha1.RebuildCommitDeployed, PolicySource: v1alpha1.AutoUpdateSourceOperatorConfig}
 				if tc.secret != nil {
 					wantMW.ReadWith = "secret/" + tc.secret.Name + "@" + secretVersion(t, ns, tc.secret.Name)
 				}
