@@ -276,6 +276,15 @@ type DeploymentStatus struct {
 	// +kubebuilder:validation:MaxLength=128
 	Revision string `json:"revision,omitempty"`
 
+	// FollowedAtDeploy is the commit the followed reference pointed at
+	// (status.git.observedCommit) when the operator first saw Image. A rebuild looks
+	// the commit an abbreviated Revision names up among it and its ancestors only:
+	// a commit pushed after the deploy is never taken for the deployed one, however
+	// its id was chosen to begin.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	FollowedAtDeploy string `json:"followedAtDeploy,omitempty"`
+
 	// Runtime of the function (go, node, python, quarkus, springboot, rust, typescript), from func.yaml.
 	// +optional
 	Runtime string `json:"runtime,omitempty"`

@@ -25,46 +25,53 @@ const AncestorDepth = 100
 // commit of the followed reference's history is ever read, and one of its ancestors
 // needs no server that lets commits be fetched by their id.
 //
+// An abbreviation is looked for only among anchor and its ancestors: anchor is the
+// commit the followed reference pointed at when the image that names want was first
+// seen. A commit pushed since, however its id was chosen to begin, is never taken
+// for it; without an anchor, an abbreviation is refused. A full id cannot be chosen
+// so, and is looked for in head's whole fetched history.
+//
 // The head itself is read as Read reads it (from the cache when it is there). An
 // older commit costs one fetch of the last AncestorDepth commits of head, bounded by
 // the Fetcher's Limits as a clone is; what it found is cached by (url, head commit,
-// want, fnPath, limits, trust), as Read caches, and under the full commit for Read.
+// want, anchor, fnPath, limits, trust), as Read caches.
 // Callers check access with List, using their own credentials, before every ReadAt.
-func (f *Fetcher) ReadAt(ctx context.Context, url string, head Head, want, fnPath string, auth *Auth, timeout time.Duration) (Result, error) {
+func (f *Fetcher) ReadAt(ctx context.Context, url string, head Head, want, anchor, fnPath string, auth *Auth, timeout time.Duration) (Result, error) {
 	want = strings.ToLower(want)
 	if !isCommitPrefix(want) {
 		return Result{}, stalling(v1alpha1.ReasonCommitNotFound, "%q is not a commit id", want)
 	}
-	if strings.HasPrefix(head.Commit, want) {
+	full := isFullCommit(want)
+	switch {
+	case strings.HasPrefix(head.Commit, want) && (full || anchor == head.Commit):
 		return f.Read(ctx, url, head, fnPath, auth, timeout)
+	case !full && anchor == "":
+		return Result{}, stalling(v1alpha1.ReasonCommitNotFound,
+			"commit %s is abbreviated, and the commit the followed reference pointed at when the image was first seen is not known", want)
+	}
+	if full {
+		anchor = ""
 	}
 	if auth == nil {
 		auth = &Auth{}
 	}
 	lim := f.limits()
-	key := "at\x00" + want + "\x00" + cacheKey(url, head.Commit, fnPath, lim, auth)
+	// Never served from Read's entries: a commit Read read (another branch's, a
+	// fixed one) is not thereby in head's history.
+	key := "at\x00" + want + "\x00" + anchor + "\x00" + cacheKey(url, head.Commit, fnPath, lim, auth)
 	at := func(c cached) Head { return Head{Commit: c.commit} }
 	if v, ok := f.cache.Get(key); ok {
 		return f.result(at(v.(cached)), v.(cached), false)
-	}
-	if len(want) == 40 || len(want) == 64 {
-		// A commit in full that Read or an earlier ReadAt read.
-		if v, ok := f.cache.Get(cacheKey(url, want, fnPath, lim, auth)); ok {
-			return f.result(at(v.(cached)), v.(cached), false)
-		}
 	}
 	v, err, _ := f.flight.Do(key, func() (interface{}, error) {
 		if v, ok := f.cache.Get(key); ok {
 			return v, nil
 		}
-		c, err := f.cloneAncestor(ctx, url, head, want, fnPath, auth, timeout)
+		c, err := f.cloneAncestor(ctx, url, head, want, anchor, fnPath, auth, timeout)
 		if err != nil {
 			return nil, err
 		}
 		f.cache.Add(key, c)
-		if c.err == nil && len(c.commit) > len(want) {
-			f.cache.Add(cacheKey(url, c.commit, fnPath, lim, auth), c)
-		}
 		return c, nil
 	})
 	if err != nil {
@@ -75,11 +82,11 @@ func (f *Fetcher) ReadAt(ctx context.Context, url string, head Head, want, fnPat
 
 // cloneAncestor fetches the last AncestorDepth commits of head into a temporary
 // directory that is always removed, and reads func.yaml at the one commit want
-// abbreviates.
-func (f *Fetcher) cloneAncestor(ctx context.Context, url string, head Head, want, fnPath string, auth *Auth, timeout time.Duration) (cached, error) {
+// names: among anchor and its ancestors, or, without anchor, among all it fetched.
+func (f *Fetcher) cloneAncestor(ctx context.Context, url string, head Head, want, anchor, fnPath string, auth *Auth, timeout time.Duration) (cached, error) {
 	ctx, cancel := timeoutContext(ctx, timeout)
 	defer cancel()
-	dir, err := os.MkdirTemp(f.TmpDir, "history-")
+	dir, err := os.MkdirTemp(f.TmpDir, HistoryDirPrefix)
 	if err != nil {
 		return cached{}, fmt.Errorf("creating a temporary directory for the clone: %w", err)
 	}
@@ -94,42 +101,84 @@ func (f *Fetcher) cloneAncestor(ctx context.Context, url string, head Head, want
 		return cached{}, err
 	}
 	// The clone holds the commits of head's history it fetched and nothing else.
+	commits := map[plumbing.Hash][]plumbing.Hash{} // commit -> parents
 	iter, err := repo.CommitObjects()
 	if err != nil {
 		return cached{}, transient("listing the commits of the clone: %s", err)
 	}
-	var (
-		found []plumbing.Hash
-		seen  int
-	)
 	err = iter.ForEach(func(c *object.Commit) error {
-		seen++
-		if strings.HasPrefix(c.Hash.String(), want) {
-			found = append(found, c.Hash)
-		}
+		commits[c.Hash] = c.ParentHashes
 		return nil
 	})
 	if err != nil {
 		return cached{}, transient("listing the commits of the clone: %s", err)
 	}
 	where := fmt.Sprintf("the last %d commits of %s", AncestorDepth, refText(head))
-	if seen < AncestorDepth {
+	if len(commits) < AncestorDepth {
 		where = "the history of " + refText(head)
 	}
-	switch len(found) {
-	case 0:
-		return cached{commit: want, err: stalling(v1alpha1.ReasonCommitNotFound, "commit %s is not among %s (at %s) in repository %s",
-			want, where, v1alpha1.ShortCommit(head.Commit), scrub(url, auth.secrets))}, nil
-	case 1:
-	default:
-		return cached{commit: want, err: stalling(v1alpha1.ReasonCommitNotFound, "%s abbreviates %d commits of %s in repository %s",
-			want, len(found), where, scrub(url, auth.secrets))}, nil
+	candidates := commits
+	if anchor != "" {
+		a := plumbing.NewHash(anchor)
+		if _, ok := commits[a]; !ok {
+			return cached{commit: want, err: stalling(v1alpha1.ReasonCommitNotFound,
+				"commit %s, which %s pointed at when the image was first seen, is not among %s (at %s) in repository %s",
+				v1alpha1.ShortCommit(anchor), refText(head), where, v1alpha1.ShortCommit(head.Commit), scrub(url, auth.secrets))}, nil
+		}
+		candidates = ancestors(commits, a)
+		where = fmt.Sprintf("commit %s, which %s pointed at when the image was first seen, and its ancestors among %s",
+			v1alpha1.ShortCommit(anchor), refText(head), where)
 	}
-	commit, content, fnDir, err := readCommit(repo, found[0], Head{Commit: found[0].String()}, fnPath, url, auth)
+	found, err := pickCommit(candidates, want, where, scrub(url, auth.secrets), head)
+	if err != nil {
+		return cached{commit: want, err: err}, nil
+	}
+	commit, content, fnDir, err := readCommit(repo, found, Head{Commit: found.String()}, fnPath, url, auth)
 	if commit == "" {
-		commit = found[0].String()
+		commit = found.String()
 	}
 	return f.load(commit, content, fnDir, err)
+}
+
+// HistoryDirPrefix begins the names of ReadAt's temporary clones (under TmpDir).
+const HistoryDirPrefix = "history-"
+
+// ancestors returns from and the commits of commits it reaches through their parents.
+func ancestors(commits map[plumbing.Hash][]plumbing.Hash, from plumbing.Hash) map[plumbing.Hash][]plumbing.Hash {
+	out := map[plumbing.Hash][]plumbing.Hash{}
+	next := []plumbing.Hash{from}
+	for len(next) > 0 {
+		h := next[len(next)-1]
+		next = next[:len(next)-1]
+		parents, ok := commits[h]
+		if _, seen := out[h]; seen || !ok {
+			continue // seen, or beyond the shallow clone's edge
+		}
+		out[h] = parents
+		next = append(next, parents...)
+	}
+	return out
+}
+
+// pickCommit returns the one commit of candidates whose id begins with want, or why
+// there is none: where names the commits looked through, for messages.
+func pickCommit(candidates map[plumbing.Hash][]plumbing.Hash, want, where, url string, head Head) (plumbing.Hash, error) {
+	var found []plumbing.Hash
+	for h := range candidates {
+		if strings.HasPrefix(h.String(), want) {
+			found = append(found, h)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return plumbing.ZeroHash, stalling(v1alpha1.ReasonCommitNotFound, "commit %s is not among %s (at %s) in repository %s",
+			want, where, v1alpha1.ShortCommit(head.Commit), url)
+	default:
+		return plumbing.ZeroHash, stalling(v1alpha1.ReasonCommitNotFound, "%s abbreviates %d commits of %s in repository %s: it names none",
+			want, len(found), where, url)
+	}
 }
 
 // isStallingCacheable is true for a stalling error that depends only on what the
@@ -137,6 +186,9 @@ func (f *Fetcher) cloneAncestor(ctx context.Context, url string, head Head, want
 func isStallingCacheable(err error) bool {
 	return rerror.IsStalling(err) && cacheable(err)
 }
+
+// isFullCommit is true for a whole commit id, SHA-1 or SHA-256.
+func isFullCommit(s string) bool { return len(s) == 40 || len(s) == 64 }
 
 // isCommitPrefix is true for 4 to 64 lowercase hex digits: a commit id (SHA-1 or
 // SHA-256), whole or abbreviated as git abbreviates (never shorter than 4).

@@ -262,8 +262,9 @@ func sshAuth(url string, secret *corev1.Secret) (*Auth, error) {
 		secrets = append(secrets, string(passphrase.value))
 	}
 	// The material names each value by this operator's own key, whichever name the
-	// Secret stores it under: the same key has the same Identity under any name.
-	m := material("ssh", "user", user, KeySSHPrivateKey, string(key.value), KeyPassphrase, string(passphrase.value),
+	// Secret stores it under, and holds the key without the space around it (as the
+	// names are compared): the same key has the same Identity under any name.
+	m := material("ssh", "user", user, KeySSHPrivateKey, string(bytes.TrimSpace(key.value)), KeyPassphrase, string(passphrase.value),
 		KeyKnownHosts, string(d[KeyKnownHosts]))
 	return &Auth{Method: pk, secrets: secrets, material: m, passphrase: string(passphrase.value),
 		clone: CloneCredentials{SSHPrivateKey: key.value, KnownHosts: d[KeyKnownHosts]}}, nil

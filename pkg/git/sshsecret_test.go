@@ -173,6 +173,15 @@ func TestSSHKeyNames(t *testing.T) {
 	if ours.Identity() == oursEncrypted.Identity() {
 		t.Error("the plain and the encrypted key have one Identity: the cases above compare nothing")
 	}
+	// The same key with a trailing newline (written with echo), under upstream's name:
+	// one Identity, as the names compare equal.
+	newline, err := read(t, map[string][]byte{KeySSHPrivateKeyUpstream: append(bytes.TrimSpace(key.pem), '\n', '\n')})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if newline.Identity() != ours.Identity() {
+		t.Error("the same key with space around it has another Identity")
+	}
 }
 
 // TestKnownHostsMissing reads the message of an SSH Secret without known_hosts: what

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"k8s.io/apimachinery/pkg/types"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
@@ -78,22 +76,11 @@ func TestOperator_FleetBuiltByOlderFuncIsRebuilt(t *testing.T) {
 		}
 		// The image the Service runs now, read from the registry: labelled by the
 		// build as func's builds label it.
-		ref, err := name.ParseReference(fn.Status.Deployment.Image)
-		if err != nil {
-			t.Fatal(err)
-		}
-		img, err := remote.Image(ref)
-		if err != nil {
-			t.Fatalf("%s: reading the rebuilt image %s: %v", n, ref, err)
-		}
-		cfg, err := img.ConfigFile()
-		if err != nil {
-			t.Fatal(err)
-		}
-		labels := cfg.Config.Labels
-		if labels[funclib.MiddlewareVersionLabel] != available || labels[funclib.RevisionLabel] != f.commit {
-			t.Errorf("%s: the rebuilt image's labels = %v, want %s=%s and %s=%s", n, labels,
-				funclib.MiddlewareVersionLabel, available, funclib.RevisionLabel, f.commit)
+		mwLabel := imageLabel(t, fn.Status.Deployment.Image, funclib.MiddlewareVersionLabel)
+		revLabel := imageLabel(t, fn.Status.Deployment.Image, funclib.RevisionLabel)
+		if mwLabel != available || revLabel != f.commit {
+			t.Errorf("%s: the rebuilt image's labels %s=%q, %s=%q; want %s and %s", n,
+				funclib.MiddlewareVersionLabel, mwLabel, funclib.RevisionLabel, revLabel, available, f.commit)
 		}
 	}
 	if got := sim.MaxRunning(); got > budget || got == 0 {

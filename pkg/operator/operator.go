@@ -41,6 +41,7 @@ import (
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/git"
 	"github.com/fnops/func-operator/pkg/knative"
 	"github.com/fnops/func-operator/pkg/lanes"
 	"github.com/fnops/func-operator/pkg/metrics"
@@ -454,8 +455,9 @@ func (c cleanup) Start(ctx context.Context) error {
 func (cleanup) NeedLeaderElection() bool { return false }
 
 // leftoverPrefixes name what the operator makes in its work directory: the func
-// library's private directory, clones, build roots and func.yaml scratch copies.
-var leftoverPrefixes = []string{"func-library-", "clone-", "build-", "funcyaml-"}
+// library's private directory, clones (of one commit, and of a history: git.ReadAt),
+// build roots and func.yaml scratch copies.
+var leftoverPrefixes = []string{"func-library-", "clone-", git.HistoryDirPrefix, "build-", "funcyaml-"}
 
 // removeLeftovers removes from workDir, the operator's own (an emptyDir, which
 // outlives a container restart), what an earlier process left when it was killed:

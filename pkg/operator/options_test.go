@@ -27,7 +27,7 @@ func TestParseNamespaces(t *testing.T) {
 // nothing else.
 func TestRemoveLeftovers(t *testing.T) {
 	work := t.TempDir()
-	for _, d := range []string{"func-library-1", "clone-2", "build-3", "funcyaml-4", "kept", "clone-file"} {
+	for _, d := range []string{"func-library-1", "clone-2", "build-3", "funcyaml-4", "history-5", "kept", "clone-file"} {
 		p := filepath.Join(work, d)
 		if d == "clone-file" {
 			if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {

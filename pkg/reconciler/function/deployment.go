@@ -107,7 +107,7 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, fn *v1alpha1.Funct
 	if fn.Status.Deployment == nil {
 		fn.Status.Deployment = &v1alpha1.DeploymentStatus{}
 	}
-	fn.Status.Deployment.Image = in.Image
+	newImage(fn, in.Image, obs.source.head.Commit)
 	fn.Status.Deployment.Deployer = d.deployer
 	if fn.Status.Service == nil {
 		fn.Status.Service = &v1alpha1.ServiceStatus{}
@@ -189,6 +189,23 @@ func deployerNote(deployer, requested, stranded string) string {
 		note += fmt.Sprintf("%s is there too, left by a deployer switch: the operator ignores it (func delete removes both)", stranded)
 	}
 	return note
+}
+
+// newImage records image as the one the function runs. A new one (a deploy, a
+// rebuild) is stamped with the followed commit of this check, and what was read of
+// the old one goes: its revision, and which commit a rebuild of it would build.
+func newImage(fn *v1alpha1.Function, image, followed string) {
+	d := fn.Status.Deployment
+	if d.Image != image || d.FollowedAtDeploy == "" {
+		d.FollowedAtDeploy = followed
+	}
+	if d.Image != image {
+		d.Revision = ""
+		if fn.Status.Middleware != nil {
+			fn.Status.Middleware.RebuildFrom = nil
+		}
+	}
+	d.Image = image
 }
 
 // unbind leaves what func deployed that the Function has not, or may not touch: the

@@ -115,7 +115,14 @@ func TestReconcile_Deployment(t *testing.T) {
 					t.Errorf("%s (-want +got):\n%s", ty, diff)
 				}
 			}
-			if diff := cmp.Diff(tc.wantDeploy, got.Status.Deployment); diff != "" {
+			wantDeploy := tc.wantDeploy
+			if wantDeploy != nil && wantDeploy.Image != "" {
+				// The image is new to the Function: stamped with the commit this check followed.
+				w := *wantDeploy
+				w.FollowedAtDeploy = got.Status.Git.ObservedCommit
+				wantDeploy = &w
+			}
+			if diff := cmp.Diff(wantDeploy, got.Status.Deployment); diff != "" {
 				t.Errorf("status.deployment (-want +got):\n%s", diff)
 			}
 			if tc.wantService != nil {

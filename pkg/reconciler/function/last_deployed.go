@@ -37,6 +37,11 @@ func (r *Reconciler) recordDeploy(fn *v1alpha1.Function) {
 	if d.ImageBuilt != nil && !at.After(d.ImageBuilt.Time) {
 		return
 	}
+	for _, h := range fn.Status.History {
+		if h.Message == v1alpha1.HistoryDeployed && h.Time.Equal(&at) {
+			return // recorded; a rebuild finished since, before the time func wrote
+		}
+	}
 	d.ImageBuilt = &at
 	fn.Status.AddHistory(v1alpha1.HistoryEntry{Time: at, Message: v1alpha1.HistoryDeployed})
 	r.Recorder.Eventf(fn, corev1.EventTypeNormal, "Deployed", "%s with func deploy at %s (annotation %s)",

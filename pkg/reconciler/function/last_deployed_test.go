@@ -22,6 +22,8 @@ func TestReconciler_recordDeploy(t *testing.T) {
 		wantBuilt   *metav1.Time
 		wantHistory []v1alpha1.HistoryEntry
 		wantEvents  int
+		// rebuildAt, when set, is a rebuild's completion recorded between the two reconciles.
+		rebuildAt *metav1.Time
 	}{{
 		name:        "no annotation: nothing",
 		imageBuilt:  at(-time.Hour),
@@ -46,6 +48,14 @@ func TestReconciler_recordDeploy(t *testing.T) {
 		wantBuilt:   at(-time.Minute),
 		wantHistory: []v1alpha1.HistoryEntry{{Time: *at(-time.Minute), Message: "Function was deployed"}, rebuilt},
 		wantEvents:  1,
+	}, {
+		name:        "a deploy a little ahead, recorded, then a rebuild finished before its time: not recorded again",
+		annotation:  ptrTo(now.Add(time.Minute).Format(time.RFC3339)),
+		imageBuilt:  at(-time.Hour), // replaced below by the rebuild's completion, before the deploy's time
+		wantBuilt:   at(30 * time.Second),
+		wantHistory: []v1alpha1.HistoryEntry{{Time: *at(time.Minute), Message: "Function was deployed"}, rebuilt},
+		wantEvents:  1,
+		rebuildAt:   at(30 * time.Second),
 	}, {
 		name:        "not func's format: ignored",
 		annotation:  ptrTo("yesterday"),
@@ -79,6 +89,9 @@ func TestReconciler_recordDeploy(t *testing.T) {
 
 			// Twice: what a reconcile recorded, the next one does not record again.
 			r.recordDeploy(fn)
+			if tt.rebuildAt != nil {
+				fn.Status.Deployment.ImageBuilt = tt.rebuildAt
+			}
 			r.recordDeploy(fn)
 
 			if diff := cmp.Diff(tt.wantBuilt, fn.Status.Deployment.ImageBuilt); diff != "" {

@@ -288,7 +288,11 @@ func (r *Reconciler) buildSource(ctx context.Context, fn *v1alpha1.Function, obs
 		meta, err := r.buildMetadata(ctx, fn, obs.source)
 		return followed, meta, mayBuild, err
 	}
-	res, err := r.Fetcher.ReadAt(ctx, fn.Spec.Repository.URL, obs.source.head, from.commit, fn.Spec.Repository.CleanPath(), obs.source.auth, r.Config.Load().GitTimeout)
+	anchor := ""
+	if fn.Status.Deployment != nil {
+		anchor = fn.Status.Deployment.FollowedAtDeploy
+	}
+	res, err := r.Fetcher.ReadAt(ctx, fn.Spec.Repository.URL, obs.source.head, from.commit, anchor, fn.Spec.Repository.CleanPath(), obs.source.auth, r.Config.Load().GitTimeout)
 	if rerror.IsStalling(err) {
 		err := rerror.NewStalling(v1alpha1.ReasonRebuildNotPossible, "%s is available (running: %s) but commit %s, the one the running image was built from, cannot be rebuilt: %w; %s",
 			mw.available, running, v1alpha1.ShortCommit(from.commit), err, from.remedy(followed))

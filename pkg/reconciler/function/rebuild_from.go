@@ -85,11 +85,19 @@ func decideRebuildFrom(fn *v1alpha1.Function, cfg config.Config, label, followed
 			rev.commit, registry.LabelRevision, label)
 	default:
 		d.commit, d.source = rev.commit, v1alpha1.RebuildFromDeployed
-		if strings.HasPrefix(followed, rev.commit) {
+		anchor := ""
+		if fn.Status.Deployment != nil {
+			anchor = fn.Status.Deployment.FollowedAtDeploy
+		}
+		switch mw := fn.Status.Middleware; {
+		case rev.commit == followed || (strings.HasPrefix(followed, rev.commit) && anchor == followed):
+			// The followed commit, in full, or abbreviated while the reference has
+			// not moved since the deploy: never a commit pushed since that merely
+			// begins with the same digits.
 			d.commit = followed
-		} else if mw := fn.Status.Middleware; mw != nil && mw.RebuildFrom != nil && mw.RebuildFrom.Source == v1alpha1.RebuildFromDeployed &&
-			len(mw.RebuildFrom.Commit) > len(rev.commit) && strings.HasPrefix(mw.RebuildFrom.Commit, rev.commit) {
-			d.commit = mw.RebuildFrom.Commit
+		case mw != nil && mw.RebuildFrom != nil && mw.RebuildFrom.Source == v1alpha1.RebuildFromDeployed &&
+			len(mw.RebuildFrom.Commit) > len(rev.commit) && strings.HasPrefix(mw.RebuildFrom.Commit, rev.commit):
+			d.commit = mw.RebuildFrom.Commit // looked up by an earlier rebuild (buildSource)
 		}
 	}
 	return d

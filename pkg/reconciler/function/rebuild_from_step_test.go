@@ -120,7 +120,12 @@ func TestReconciler_reconcileRebuild_buildSource(t *testing.T) {
 		middleware: due(other[:7]),
 		want:       outcome{Kind: "stalling", Reason: v1alpha1.ReasonRebuildNotPossible, Condition: "False/RebuildNotPossible/"},
 		wantMsg: "commit " + other[:7] + ", the one the running image was built from, cannot be rebuilt: commit " + other[:7] +
-			" is not among the history of branch \"main\"",
+			" is not among commit " + a[:12] + ", which branch \"main\" pointed at when the image was first seen, and its ancestors",
+	}, {
+		name:       "B pushed since the deploy is never taken for the deployed commit, though its digits match",
+		middleware: due(b[:7]),
+		want:       outcome{Kind: "stalling", Reason: v1alpha1.ReasonRebuildNotPossible, Condition: "False/RebuildNotPossible/"},
+		wantMsg:    "commit " + b[:7] + " is not among commit " + a[:12] + ", which branch \"main\" pointed at when the image was first seen",
 	}, {
 		name:       "uncommitted changes: no rebuild",
 		middleware: due(a[:7] + "-dirty"),
@@ -135,7 +140,7 @@ func TestReconciler_reconcileRebuild_buildSource(t *testing.T) {
 			fn.Spec.Repository = v1alpha1.Repository{URL: srv.URL("fn"), Branch: "main", Path: "fns/hello"}
 			fn.Status.InitializeConditions()
 			fn.Status.Middleware = &v1alpha1.MiddlewareStatus{RebuildFrom: tt.middleware.from.status()}
-			fn.Status.Deployment = &v1alpha1.DeploymentStatus{Image: image}
+			fn.Status.Deployment = &v1alpha1.DeploymentStatus{Image: image, FollowedAtDeploy: a} // deployed while main pointed at A
 			head := git.Head{Branch: "main", Ref: "refs/heads/main", Commit: b}
 			read, err := r.Fetcher.Read(context.Background(), fn.Spec.Repository.URL, head, "fns/hello", nil, time.Minute)
 			if err != nil {

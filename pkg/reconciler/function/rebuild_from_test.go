@@ -25,6 +25,7 @@ func TestDecideRebuildFrom(t *testing.T) {
 		policy      string // the ConfigMap's
 		label       string // the image's revision label
 		resolved    string // status.middleware.rebuildFrom.commit of an earlier reconcile
+		anchor      string // status.deployment.followedAtDeploy
 		want        rebuildFrom
 		wantWhy     string
 		wantProblem string
@@ -41,8 +42,18 @@ func TestDecideRebuildFrom(t *testing.T) {
 		label: " " + strings.ToUpper(deployedCommit[:7]) + " ",
 		want:  deployed(deployedCommit[:7]),
 	}, {
-		name:  "the deployed commit is the followed one: in full at once",
-		label: followedCommit[:7],
+		name:   "the deployed commit is the followed one, not moved since the deploy: in full at once",
+		label:  followedCommit[:7],
+		anchor: followedCommit,
+		want:   deployed(followedCommit),
+	}, {
+		name:   "a followed commit pushed since the deploy that begins with the label's digits is not taken for it",
+		label:  followedCommit[:7],
+		anchor: deployedCommit,
+		want:   deployed(followedCommit[:7]),
+	}, {
+		name:  "the followed commit in full: it",
+		label: followedCommit,
 		want:  deployed(followedCommit),
 	}, {
 		name:     "looked up before: kept in full",
@@ -98,6 +109,7 @@ func TestDecideRebuildFrom(t *testing.T) {
 			if tt.annotation != "" {
 				fn.Annotations = map[string]string{v1alpha1.AnnotationRebuildCommit: tt.annotation}
 			}
+			fn.Status.Deployment = &v1alpha1.DeploymentStatus{FollowedAtDeploy: tt.anchor}
 			if tt.resolved != "" {
 				fn.Status.Middleware = &v1alpha1.MiddlewareStatus{RebuildFrom: &v1alpha1.RebuildFromStatus{
 					Commit: tt.resolved, Source: v1alpha1.RebuildFromDeployed, Policy: "Deployed"}}
@@ -113,5 +125,28 @@ func TestDecideRebuildFrom(t *testing.T) {
 				t.Errorf("decideRebuildFrom (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestNewImage: a Function's image is stamped with the followed commit when it is
+// new, and keeps that stamp while it runs, whatever is pushed since.
+func TestNewImage(t *testing.T) {
+	fn := &v1alpha1.Function{}
+	fn.Status.Deployment = &v1alpha1.DeploymentStatus{}
+	fn.Status.Middleware = &v1alpha1.MiddlewareStatus{}
+
+	newImage(fn, "img@sha256:1", deployedCommit)
+	fn.Status.Deployment.Revision = deployedCommit[:7]
+	fn.Status.Middleware.RebuildFrom = &v1alpha1.RebuildFromStatus{Commit: deployedCommit, Source: "Deployed", Policy: "Deployed"}
+	newImage(fn, "img@sha256:1", followedCommit) // the same image, the branch moved on
+	want := v1alpha1.DeploymentStatus{Image: "img@sha256:1", Revision: deployedCommit[:7], FollowedAtDeploy: deployedCommit}
+	if diff := cmp.Diff(want, *fn.Status.Deployment); diff != "" || fn.Status.Middleware.RebuildFrom == nil {
+		t.Errorf("the same image (-want +got):\n%s\nrebuildFrom %+v kept", diff, fn.Status.Middleware.RebuildFrom)
+	}
+
+	newImage(fn, "img@sha256:2", followedCommit) // a deploy
+	want = v1alpha1.DeploymentStatus{Image: "img@sha256:2", FollowedAtDeploy: followedCommit}
+	if diff := cmp.Diff(want, *fn.Status.Deployment); diff != "" || fn.Status.Middleware.RebuildFrom != nil {
+		t.Errorf("a new image (-want +got):\n%s\nrebuildFrom %+v, want none: it was the old image's", diff, fn.Status.Middleware.RebuildFrom)
 	}
 }
