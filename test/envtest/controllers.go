@@ -35,6 +35,9 @@ const (
 	// ReplicaSetController makes a ReplicaSet's pods and counts the ready and
 	// available ones in its status.
 	ReplicaSetController = "replicaset"
+	// ClusterRoleAggregationController folds the rules of ClusterRoles labelled
+	// rbac.authorization.k8s.io/aggregate-to-<role> into that role (admin, edit, view).
+	ClusterRoleAggregationController = "clusterrole-aggregation"
 )
 
 // WorkloadControllers are the controllers that drive Deployments as on a cluster,
