@@ -42,6 +42,7 @@ func main() {
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
+	applyMemoryLimit(log)
 
 	o.WatchNamespaces = operator.ParseNamespaces(os.Getenv("WATCH_NAMESPACE"))
 	o.SystemNamespace = os.Getenv("SYSTEM_NAMESPACE")

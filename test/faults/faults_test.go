@@ -193,6 +193,12 @@ func setUp(t *testing.T, values map[string]string, env []string) *suite {
 		}
 		return ""
 	})
+	// The Go runtime's soft memory limit follows the container's (80% of it), read
+	// the way the Deployment hands it over.
+	if want := fmt.Sprintf(`"goMemoryLimit":%d,"from":"container"`, int64(float64(s.dep.memoryLimit)*0.8)); s.dep.memoryLimit == 0 ||
+		!strings.Contains(s.kubelet.Logs.String(), want) {
+		t.Errorf("the operator's start-up log does not say %s (the Deployment's memory limit: %d bytes)", want, s.dep.memoryLimit)
+	}
 	return s
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,6 +30,8 @@ type deployment struct {
 	webhook          string
 	systemNamespace  string
 	kubeconfigForPod string
+	// memoryLimit is the container's memory limit, in bytes.
+	memoryLimit int64
 }
 
 // readDeployment reads the Deployment of config/ and maps it onto this machine: the
@@ -83,11 +86,16 @@ func readDeployment(t *testing.T, root shippedRoot, kubeconfig string) deploymen
 	}
 	for _, e := range c.Env {
 		v := e.Value
-		if e.ValueFrom != nil {
-			if e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
-				t.Fatalf("env %s comes from %+v, which this test cannot stand in for", e.Name, e.ValueFrom)
-			}
+		switch f := e.ValueFrom; {
+		case f == nil:
+		case f.FieldRef != nil && f.FieldRef.FieldPath == "metadata.namespace":
 			v = d.Namespace
+		case f.ResourceFieldRef != nil && f.ResourceFieldRef.Resource == "limits.memory" && f.ResourceFieldRef.Divisor.IsZero():
+			// What the kubelet's Downward API gives: the container's limit, in bytes.
+			out.memoryLimit = c.Resources.Limits.Memory().Value()
+			v = strconv.FormatInt(out.memoryLimit, 10)
+		default:
+			t.Fatalf("env %s comes from %+v, which this test cannot stand in for", e.Name, e.ValueFrom)
 		}
 		out.env = append(out.env, e.Name+"="+local(v))
 	}
