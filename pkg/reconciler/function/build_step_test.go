@@ -572,7 +572,7 @@ func TestReconciler_recordBuildEvents_adopted(t *testing.T) {
 			orig := fn.DeepCopy()
 			orig.Status.Build = &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseStarting}
 			fn.Status.Build = &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseRunning, PipelineRun: "fn-run-b1"}
-			r.recordBuildEvents(orig, fn)
+			r.recordBuildEvents(r.Recorder, orig, fn)
 			close(events.Events)
 			var got []string
 			for e := range events.Events {

@@ -129,12 +129,21 @@ func TestReconcile_PeriodicCheck(t *testing.T) {
 	if fn.Status.Deployment.Runtime != "python" {
 		t.Errorf("runtime = %q, want python from the new commit", fn.Status.Deployment.Runtime)
 	}
-	var sourceEvents []string
+	var sourceEvents, readyEvents []string
 	for len(events.Events) > 0 {
-		sourceEvents = append(sourceEvents, <-events.Events)
+		switch e := <-events.Events; {
+		case strings.HasPrefix(e, "Normal SourceReady "):
+			sourceEvents = append(sourceEvents, e)
+		default:
+			readyEvents = append(readyEvents, e)
+		}
 	}
 	if len(sourceEvents) != 2 || !strings.Contains(sourceEvents[1], second[:12]) {
 		t.Errorf("events = %q, want one SourceReady event per observed commit", sourceEvents)
+	}
+	// What holds Ready False (nothing deployed) is told once, not at every check.
+	if len(readyEvents) != 1 || !strings.HasPrefix(readyEvents[0], "Warning "+v1alpha1.ReasonNotDeployed+" ") {
+		t.Errorf("other events = %q, want one Warning %s", readyEvents, v1alpha1.ReasonNotDeployed)
 	}
 
 	// Another Function on the same commit and path is served from the cache.
