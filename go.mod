@@ -267,9 +267,11 @@ require (
 	gotest.tools/v3 v3.5.2 // indirect
 	k8s.io/apiserver v0.35.7 // indirect
 	k8s.io/cli-runtime v0.34.1 // indirect
+	k8s.io/component-base v0.35.7 // indirect
 	k8s.io/kube-openapi v0.0.0-20260317180543-43fb72c5454a // indirect
 	knative.dev/client/pkg v0.0.0-20260729124858-e411e8847500 // indirect
 	knative.dev/networking v0.0.0-20260727162500-c7a7b772cac9 // indirect
+	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.31.4 // indirect
 	sigs.k8s.io/gateway-api v1.4.1 // indirect
 	sigs.k8s.io/kustomize/api v0.21.0 // indirect
 	sigs.k8s.io/kustomize/kyaml v0.21.0 // indirect

@@ -23,7 +23,11 @@ import (
 
 func main() {
 	var o operator.Options
-	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address the Prometheus metrics are served on; 0 disables them")
+	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8443", "address the Prometheus metrics are served on; 0 disables them")
+	flag.BoolVar(&o.MetricsSecure, "metrics-secure", true, "serve the metrics over HTTPS to scrapers the API server authenticates (TokenReview) and authorizes "+
+		"(SubjectAccessReview of get on /metrics: ClusterRole func-operator-metrics-reader); false: plain HTTP, open to anyone who reaches the port")
+	flag.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "", "directory of the metrics server's certificate (tls.crt, tls.key; reloaded when they change) with --metrics-secure; "+
+		"empty: a self-signed certificate made in memory at start")
 	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address /healthz and /readyz are served on; 0 disables them")
 	flag.StringVar(&o.WebhookAddr, "webhook-bind-address", "0", "address the push webhook receivers are served on (/hook/<namespace>/<secret>), e.g. :9292; 0 disables them")
 	flag.StringVar(&o.WatchLabelSelector, "watch-label-selector", "", "reconcile only the Functions this label selector selects (one shard of several, e.g. functions.dev/shard=a); empty: all")

@@ -36,7 +36,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
@@ -61,6 +60,14 @@ type Options struct {
 	SystemNamespace string
 	// MetricsAddr serves Prometheus metrics; "0" disables them.
 	MetricsAddr string
+	// MetricsSecure serves the metrics over HTTPS, to scrapers whose token the API
+	// server authenticates and that may get the non-resource URL /metrics
+	// (MetricsReaderClusterRole); plain HTTP, open to anyone, when false. The binary's
+	// default is true.
+	MetricsSecure bool
+	// MetricsCertDir holds the metrics server's certificate (tls.crt, tls.key) when
+	// MetricsSecure; a self-signed one made in memory at start when empty.
+	MetricsCertDir string
 	// ProbeAddr serves /healthz and /readyz; "0" disables them.
 	ProbeAddr string
 	// WatchLabelSelector, when set, restricts the operator to the Functions it selects
@@ -156,7 +163,7 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 	mgr, err := manager.New(restConfig, manager.Options{
 		Scheme:                        scheme,
 		Cache:                         cacheOpts,
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                       metricsOptions(o),
 		HealthProbeBindAddress:        o.ProbeAddr,
 		LeaderElection:                o.LeaderElection,
 		LeaderElectionID:              leaderElectionID,

@@ -139,7 +139,10 @@ func pvc(ns string) *corev1.PersistentVolumeClaim {
 }
 
 // sensitive are the resources a cluster-wide write on leads to more rights: Secrets,
-// RBAC, and whatever runs pods as a ServiceAccount of its namespace.
+// RBAC, and whatever runs pods as a ServiceAccount of its namespace. Not among them:
+// tokenreviews and subjectaccessreviews, which the ClusterRole creates for the
+// metrics filter (TestOperator_MetricsSecure) and the tenancy checks: a review asks
+// the API server whether a token is valid or a user may act, and stores nothing.
 var sensitive = []string{"secrets", "serviceaccounts", "serviceaccounts/token", "roles", "rolebindings", "clusterroles",
 	"clusterrolebindings", "persistentvolumeclaims", "pods", "pods/exec", "pods/attach", "pods/ephemeralcontainers",
 	"deployments", "replicasets", "statefulsets", "daemonsets", "jobs", "cronjobs", "replicationcontrollers",

@@ -95,9 +95,19 @@ func Decode(content []byte) ([]*unstructured.Unstructured, error) {
 var RBACFiles = []string{
 	"config/100-namespace.yaml", "config/200-serviceaccount.yaml",
 	"config/200-clusterrole.yaml", "config/200-namespace-clusterrole.yaml", "config/200-builder-clusterrole.yaml",
-	"config/200-builder-keda-clusterrole.yaml",
+	"config/200-builder-keda-clusterrole.yaml", MetricsReaderFile,
 	"config/200-clusterrolebinding.yaml", "config/200-rolebinding.yaml",
 }
+
+// MetricsReaderFile is config/'s ClusterRole of who may scrape the operator's metrics
+// (get on /metrics), which Prometheus's ServiceAccount is bound to.
+const MetricsReaderFile = "config/200-metrics-reader-clusterrole.yaml"
+
+// NetworkPolicyFile is config/'s NetworkPolicy of what reaches the operator's pods.
+const NetworkPolicyFile = "config/600-networkpolicy.yaml"
+
+// DeploymentFile holds config/'s operator Deployment and its Services.
+const DeploymentFile = "config/500-controller.yaml"
 
 // PolicyFiles are the admission policies of config/.
 var PolicyFiles = []string{"config/310-function-secret-policy.yaml"}

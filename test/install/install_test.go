@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -96,7 +97,7 @@ func TestKoApply(t *testing.T) {
 	for _, o := range objs {
 		kinds[o.GetKind()]++
 	}
-	for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "CustomResourceDefinition", "ConfigMap", "Deployment", "Service", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
+	for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "CustomResourceDefinition", "ConfigMap", "Deployment", "Service", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "NetworkPolicy"} {
 		if kinds[k] == 0 {
 			t.Errorf("ko resolved no %s (kinds: %v)", k, kinds)
 		}
@@ -187,6 +188,14 @@ func checkInstall(ctx context.Context, t *testing.T, env *envtest.Environment, o
 		if err := c.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, &corev1.ServiceAccount{}); err != nil {
 			t.Errorf("ServiceAccount %s/%s of the binding: %v", s.Namespace, s.Name, err)
 		}
+	}
+	// What Prometheus's ServiceAccount is bound to, and what lets in only the operator's
+	// ports (test/hygiene checks which): both installed.
+	if err := c.Get(ctx, types.NamespacedName{Name: "func-operator-metrics-reader"}, &rbacv1.ClusterRole{}); err != nil {
+		t.Errorf("the metrics reader ClusterRole: %v", err)
+	}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "func-operator", Name: "func-operator"}, &networkingv1.NetworkPolicy{}); err != nil {
+		t.Errorf("the operator's NetworkPolicy: %v", err)
 	}
 	rb := &rbacv1.RoleBinding{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: "func-operator", Name: "func-operator"}, rb); err != nil {

@@ -129,6 +129,10 @@ func readDeployment(t *testing.T, root shippedRoot, kubeconfig string) deploymen
 		}
 		out.args = append(out.args, a)
 	}
+	// The benchmark scrapes the metrics on loopback without a token: plain HTTP (the
+	// last --metrics-secure wins), where the Deployment serves HTTPS behind
+	// authentication and authorization.
+	out.args = append(out.args, "--metrics-secure=false")
 	for _, e := range c.Env {
 		v := e.Value
 		if e.ValueFrom != nil {
