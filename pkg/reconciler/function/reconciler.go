@@ -95,7 +95,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("reading Function %s: %w", req.NamespacedName, err)
 	}
-	orig := fn.DeepCopy()
+	orig, start := fn.DeepCopy(), time.Now()
 	fn.Status.InitializeConditions()
 	// Suspend, auto-update and the build history come from the spec, else from the
 	// annotations that keep them across `func deploy`: read only through Settings.
@@ -127,6 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 			r.Metrics.Conditions(req.NamespacedName, fn.Status.Conditions, fn.Status.MiddlewareOutdated())
 		}
 		r.recordEvents(orig, fn)
+		logReconciled(ctx, orig, fn, stepErr, result, time.Since(start))
 	}()
 
 	if settings.Suspend {
