@@ -38,7 +38,7 @@ const AncestorDepth = 100
 // Callers check access with List, using their own credentials, before every ReadAt.
 func (f *Fetcher) ReadAt(ctx context.Context, url string, head Head, want, anchor, fnPath string, auth *Auth, timeout time.Duration) (Result, error) {
 	want = strings.ToLower(want)
-	if !isCommitPrefix(want) {
+	if !IsCommitPrefix(want) {
 		return Result{}, stalling(v1alpha1.ReasonCommitNotFound, "%q is not a commit id", want)
 	}
 	full := isFullCommit(want)
@@ -190,9 +190,9 @@ func isStallingCacheable(err error) bool {
 // isFullCommit is true for a whole commit id, SHA-1 or SHA-256.
 func isFullCommit(s string) bool { return len(s) == 40 || len(s) == 64 }
 
-// isCommitPrefix is true for 4 to 64 lowercase hex digits: a commit id (SHA-1 or
+// IsCommitPrefix is true for 4 to 64 lowercase hex digits: a commit id (SHA-1 or
 // SHA-256), whole or abbreviated as git abbreviates (never shorter than 4).
-func isCommitPrefix(s string) bool {
+func IsCommitPrefix(s string) bool {
 	if len(s) < 4 || len(s) > 64 {
 		return false
 	}

@@ -141,8 +141,8 @@ func TestIsCommitPrefix(t *testing.T) {
 		"0123456789012345678901234567890123456789":                          true,
 		"01234567890123456789012345678901234567890123456789012345678901234": false, // 65
 	} {
-		if got := isCommitPrefix(s); got != want {
-			t.Errorf("isCommitPrefix(%q) = %v, want %v", s, got, want)
+		if got := IsCommitPrefix(s); got != want {
+			t.Errorf("IsCommitPrefix(%q) = %v, want %v", s, got, want)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
+	"github.com/fnops/func-operator/pkg/git"
 	"github.com/fnops/func-operator/pkg/registry"
 )
 
@@ -49,13 +50,9 @@ func parseRevision(label string) revisionLabel {
 	if base, ok := strings.CutSuffix(s, "-dirty"); ok {
 		s, dirty = base, true
 	}
-	if len(s) < 7 || len(s) > 64 {
+	// func abbreviates to 7 digits: a shorter label is not taken for a commit.
+	if len(s) < 7 || !git.IsCommitPrefix(s) {
 		return revisionLabel{}
-	}
-	for _, c := range s {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return revisionLabel{}
-		}
 	}
 	return revisionLabel{commit: s, dirty: dirty}
 }
