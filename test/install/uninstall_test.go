@@ -59,7 +59,7 @@ const (
 // page says, and nothing else. kube-controller-manager's namespace controller and
 // garbage collector run, as on a cluster.
 func TestUninstall_DocsCommands(t *testing.T) {
-	page := string(mustReadFile(t, filepath.Join(envtest.RepoRoot(), "docs", "install.md")))
+	page := string(readUninstallFile(t, filepath.Join(envtest.RepoRoot(), "docs", "install.md")))
 	page = strings.ReplaceAll(page, `\|`, "|") // a pipe inside a table cell
 	for _, cmd := range []string{uninstallPause, uninstallBuilds, uninstallOperator, uninstallFromConfig, uninstallSecretsOf,
 		uninstallOnboardList, uninstallOnboardDel, uninstallCRDs, uninstallPullList, uninstallGitList, uninstallGitDel,
@@ -80,7 +80,7 @@ func TestUninstall_DocsCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := releaseDir(t)
+	dir := splitConfigAsRelease(t)
 	kubeconfig, err := envtest.Kubeconfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +170,7 @@ func TestUninstall_DocsCommands(t *testing.T) {
 		// A push receiver's Secret: the user's.
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "github-push", Labels: map[string]string{"functions.dev/receiver": "true"}}},
 		// What the running operator made in its namespace.
-		leaseOf("func-operator", "func-operator.functions.dev"),
+		operatorLease("func-operator", "func-operator.functions.dev"),
 	} {
 		if err := c.Create(ctx, o); err != nil {
 			t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
@@ -266,9 +266,9 @@ func TestUninstall_DocsCommands(t *testing.T) {
 	wantIn(uninstallReceivers, mustSh(uninstallReceivers), "github-push")
 }
 
-// releaseDir writes config/ split as the release splits it into a new directory,
+// splitConfigAsRelease writes config/ split as the release splits it into a new directory,
 // with config/ itself beside (a checkout's commands run there too).
-func releaseDir(t *testing.T) string {
+func splitConfigAsRelease(t *testing.T) string {
 	t.Helper()
 	root := envtest.RepoRoot()
 	dir := t.TempDir()
@@ -281,7 +281,7 @@ func releaseDir(t *testing.T) string {
 	}
 	var crds, operator []string
 	for _, f := range files {
-		content := string(mustReadFile(t, f))
+		content := string(readUninstallFile(t, f))
 		if filepath.Base(f) == "300-function.yaml" {
 			crds = append(crds, content)
 			continue
@@ -294,7 +294,7 @@ func releaseDir(t *testing.T) string {
 	}
 	onboard := make([]string, 0, len(onboarding))
 	for _, f := range onboarding {
-		onboard = append(onboard, string(mustReadFile(t, f)))
+		onboard = append(onboard, string(readUninstallFile(t, f)))
 	}
 	for name, docs := range map[string][]string{"func-operator-crds.yaml": crds, "func-operator.yaml": operator, "func-operator-onboarding.yaml": onboard} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.Join(docs, "\n---\n")), 0o600); err != nil {
@@ -304,13 +304,13 @@ func releaseDir(t *testing.T) string {
 	return dir
 }
 
-// leaseOf is a leader election Lease, as the running operator makes it.
-func leaseOf(namespace, name string) *coordinationv1.Lease {
+// operatorLease is a leader election Lease, as the running operator makes it.
+func operatorLease(namespace, name string) *coordinationv1.Lease {
 	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("func-operator-0"), LeaseDurationSeconds: ptr.To[int32](15)}}
 }
 
-func mustReadFile(t *testing.T, path string) []byte {
+func readUninstallFile(t *testing.T, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
