@@ -199,6 +199,7 @@ func TestConfigPolicyParity(t *testing.T) {
 		return ""
 	})
 
+	t.Logf("%d cases", len(configPolicyCases))
 	for _, c := range configPolicyCases {
 		// No data is never checked: each case is a write of its data.
 		if err := write(nil); err != nil {
