@@ -167,7 +167,8 @@ func TestConfigPolicyCases(t *testing.T) {
 // TestConfigPolicyParity: the API server, with config/410-config-policy.yaml, admits
 // the shipped config/400-config.yaml, and then each case of configPolicyCases written
 // to the operator's ConfigMap exactly when config.FromConfigMap accepts it; a refusal
-// names the key. A ConfigMap of another name, or in another namespace, is untouched.
+// names the key. A create is checked too. A ConfigMap of another name, or in another
+// namespace, is untouched.
 func TestConfigPolicyParity(t *testing.T) {
 	ctx := context.Background()
 	const system = "func-operator" // the namespace the policy matches, config/100-namespace.yaml
@@ -241,7 +242,15 @@ func TestConfigPolicyParity(t *testing.T) {
 		t.Errorf("bad host entries: %v", err)
 	}
 
-	// The shipped ConfigMap again, over the last case: admitted.
+	// A create is checked as an update is; the shipped ConfigMap, created anew, passes.
+	if err := k8sClient.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: system, Name: config.ConfigMapName}}); err != nil {
+		t.Fatalf("deleting the ConfigMap: %v", err)
+	}
+	if err := k8sClient.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: system, Name: config.ConfigMapName},
+		Data: map[string]string{config.KeyMaxConcurrentBuilds: "-1"}}); err == nil ||
+		!strings.Contains(err.Error(), `key maxConcurrentBuilds: "-1" is not a whole number of 0 or more`) {
+		t.Errorf("creating the ConfigMap with maxConcurrentBuilds -1: %v", err)
+	}
 	if _, err := envtest.Apply(ctx, restConfig, "config/400-config.yaml"); err != nil {
 		t.Errorf("the shipped ConfigMap: %v", err)
 	}
