@@ -29,11 +29,11 @@ func parseBounds(cm *corev1.ConfigMap, c *Config, fail func(k string, err error)
 			continue
 		}
 		q, err := resource.ParseQuantity(strings.TrimSpace(v))
-		n := q.Value()
+		n := q.Value() // rounded up; wraps past int64, hence the comparisons of q itself
 		switch b := sizes[k]; {
 		case err != nil:
 			fail(k, fmt.Errorf("key %s: %q is not a size such as 100Mi", k, v))
-		case n < b.min || n > b.max:
+		case q.Sign() < 0 || q.CmpInt64(b.max) > 0 || n < b.min:
 			fail(k, fmt.Errorf("key %s: %s is outside %s to %s", k, v, resource.NewQuantity(b.min, resource.BinarySI), resource.NewQuantity(b.max, resource.BinarySI)))
 		default:
 			*b.into = n

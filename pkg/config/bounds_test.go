@@ -37,6 +37,12 @@ func TestUpdate_Bounds(t *testing.T) {
 		data:    map[string]string{KeyInspectMaxMemory: "1Gi"},
 		wantErr: "key inspectMaxMemory: 1Gi is outside 1Mi to 256Mi",
 	}, {
+		// 2^64 + 2Mi: its int64 value wraps around to 2Mi.
+		name:    "a size past int64 is out of range, not wrapped around",
+		data:    map[string]string{KeyCloneMaxBytes: "18446744073711648768"},
+		want:    func(c *Config) { c.CloneMaxBytes = 7 << 20 },
+		wantErr: "key cloneMaxBytes: 18446744073711648768 is outside 1Mi to 1Ti",
+	}, {
 		name:    "a count out of range keeps the last good value",
 		data:    map[string]string{KeyBuildLogLines: "100000"},
 		want:    func(c *Config) { c.BuildLogLines = 3 },

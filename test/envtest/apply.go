@@ -109,8 +109,13 @@ const NetworkPolicyFile = "config/600-networkpolicy.yaml"
 // DeploymentFile holds config/'s operator Deployment and its Services.
 const DeploymentFile = "config/500-controller.yaml"
 
-// PolicyFiles are the admission policies of config/.
-var PolicyFiles = []string{"config/310-function-secret-policy.yaml"}
+// PolicyFiles are the admission policies of config/: the Secrets a Function may name,
+// and the operator's ConfigMap checked when it is written (ConfigPolicyFile).
+var PolicyFiles = []string{"config/310-function-secret-policy.yaml", ConfigPolicyFile}
+
+// ConfigPolicyFile checks the operator's ConfigMap (config/400-config.yaml, in
+// namespace func-operator) at admission, as the operator reads it.
+const ConfigPolicyFile = "config/410-config-policy.yaml"
 
 // OnboardingFile onboards a namespace to the operator.
 const OnboardingFile = "config/namespace/onboard.yaml"

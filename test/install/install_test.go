@@ -266,6 +266,10 @@ func checkInstall(ctx context.Context, t *testing.T, env *envtest.Environment, o
 		t.Errorf("_example documents values other than the defaults (-defaults +_example):\n%s", diff)
 	}
 
+	// The ConfigMap is checked when it is written (config/410-config-policy.yaml): a
+	// bad value is refused, naming its key and value, once the policy is in force.
+	checkConfigPolicy(ctx, t, c, cm)
+
 	// The Deployment: accepted, with the image ko built and pushed, and restricted.
 	d := &appsv1.Deployment{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: "func-operator", Name: "func-operator"}, d); err != nil {
@@ -306,5 +310,37 @@ func checkInstall(ctx context.Context, t *testing.T, env *envtest.Environment, o
 	}
 	if d.Spec.Template.Spec.ServiceAccountName != "func-operator" {
 		t.Errorf("serviceAccountName = %q", d.Spec.Template.Spec.ServiceAccountName)
+	}
+}
+
+// checkConfigPolicy writes a bad value to cm, the shipped ConfigMap, and wants it
+// refused, naming the key and the value; then writes cm back as shipped.
+func checkConfigPolicy(ctx context.Context, t *testing.T, c client.Client, cm *corev1.ConfigMap) {
+	t.Helper()
+	shipped := cm.Data
+	const want = `key checkInterval: "1d" is not a duration`
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		cm.Data = map[string]string{config.KeyCheckInterval: "1d"}
+		err := c.Update(ctx, cm)
+		if err != nil && strings.Contains(err.Error(), want) {
+			break
+		}
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("checkInterval 1d written to the ConfigMap: %v, want refused with %q", err, want)
+		}
+		// Admitted before the policy was in force: back as shipped (an update that leaves
+		// the data alone is not checked), and again.
+		cm.Data = shipped
+		if err := c.Update(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(shipped, cm.Data); diff != "" {
+		t.Errorf("the refused update changed the ConfigMap (-shipped +got):\n%s", diff)
 	}
 }
