@@ -16,68 +16,83 @@ import (
 // is not PromQL at all.
 func MetricNames(expr string) []string {
 	var names []string
-	i, n := 0, len(expr)
-	for i < n {
-		c := expr[i]
-		switch {
-		case c == '"' || c == '\'' || c == '`':
-			_, i = skipString(expr, i)
-		case c == '#':
-			for i < n && expr[i] != '\n' {
-				i++
-			}
+	for i := 0; i < len(expr); {
+		var name string
+		switch c := expr[i]; {
 		case c == '{':
-			var name string
 			name, i = matchers(expr, i)
-			if name != "" {
-				names = append(names, name)
-			}
-		case c == '[':
-			for i < n && expr[i] != ']' {
-				i++
-			}
-		case c == '$':
-			i++
-			if i < n && expr[i] == '{' {
-				for i < n && expr[i] != '}' {
-					i++
-				}
-			}
-			for i < n && isIdentChar(expr[i]) {
-				i++
-			}
-		case c >= '0' && c <= '9' || c == '.':
-			for i < n && (isIdentChar(expr[i]) || expr[i] == '.') {
-				i++
-			}
 		case isIdentStart(c):
-			start := i
-			for i < n && isIdentChar(expr[i]) {
-				i++
-			}
-			ident := expr[start:i]
-			j := i
-			for j < n && (expr[j] == ' ' || expr[j] == '\t' || expr[j] == '\n' || expr[j] == '\r') {
-				j++
-			}
-			lower := strings.ToLower(ident)
-			switch {
-			case labelListKeywords[lower]:
-				if j < n && expr[j] == '(' {
-					i = skipParens(expr, j)
-				}
-			case j < n && expr[j] == '(':
-				// a function or an aggregation
-			case keywords[lower]:
-			default:
-				names = append(names, ident)
-			}
+			name, i = identifier(expr, i)
 		default:
-			i++
+			i = skip(expr, i)
+		}
+		if name != "" {
+			names = append(names, name)
 		}
 	}
 	slices.Sort(names)
 	return slices.Compact(names)
+}
+
+// skip returns the index after what starts at i and names no metric: a string, a
+// comment, a range, a Grafana variable, a number, or one character.
+func skip(expr string, i int) int {
+	n := len(expr)
+	switch c := expr[i]; {
+	case c == '"' || c == '\'' || c == '`':
+		_, i = skipString(expr, i)
+	case c == '#':
+		for i < n && expr[i] != '\n' {
+			i++
+		}
+	case c == '[':
+		for i < n && expr[i] != ']' {
+			i++
+		}
+	case c == '$':
+		i++
+		if i < n && expr[i] == '{' {
+			for i < n && expr[i] != '}' {
+				i++
+			}
+		}
+		for i < n && isIdentChar(expr[i]) {
+			i++
+		}
+	case c >= '0' && c <= '9' || c == '.':
+		for i < n && (isIdentChar(expr[i]) || expr[i] == '.') {
+			i++
+		}
+	default:
+		i++
+	}
+	return i
+}
+
+// identifier reads the identifier at i: the metric name it is, or "" for a keyword,
+// a function or an aggregation (a by clause's labels skipped), and the index after it.
+func identifier(expr string, i int) (string, int) {
+	n, start := len(expr), i
+	for i < n && isIdentChar(expr[i]) {
+		i++
+	}
+	ident := expr[start:i]
+	j := i
+	for j < n && (expr[j] == ' ' || expr[j] == '\t' || expr[j] == '\n' || expr[j] == '\r') {
+		j++
+	}
+	lower := strings.ToLower(ident)
+	paren := j < n && expr[j] == '('
+	switch {
+	case labelListKeywords[lower]:
+		if paren {
+			return "", skipParens(expr, j)
+		}
+		return "", i
+	case paren, keywords[lower]: // a function or an aggregation, or a keyword
+		return "", i
+	}
+	return ident, i
 }
 
 // labelListKeywords take a list of label names in parentheses.
