@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -232,5 +233,32 @@ func TestNotInstalled(t *testing.T) {
 		if bytes.Contains(data, []byte("monitoring.coreos.com")) {
 			t.Errorf("%s names monitoring.coreos.com: config/ would install it", f)
 		}
+	}
+}
+
+// TestDashboard_Promtool: each query of the dashboard, its Grafana variables given
+// values, is PromQL promtool accepts (as a recording rule). Positive control: a
+// query with an unclosed parenthesis fails.
+func TestDashboard_Promtool(t *testing.T) {
+	bin := promtool(t)
+	d, err := LoadDashboard(filepath.Join(Dir(), DashboardFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	grafana := strings.NewReplacer("$__rate_interval", "5m", "$__interval", "1m", "$namespace", ".*")
+	asRules := func(exprs []Expr) *PrometheusRule {
+		g := RuleGroup{Name: "dashboard"}
+		for i, e := range exprs {
+			g.Rules = append(g.Rules, Rule{Record: "dashboard:query" + strconv.Itoa(i), Expr: grafana.Replace(e.Expr)})
+		}
+		return &PrometheusRule{Spec: PrometheusRuleSpec{Groups: []RuleGroup{g}}}
+	}
+	exprs := DashboardExprs(d)
+	if out, err := runPromtool(t, bin, asRules(exprs), "check", "rules", "rules.yaml"); err != nil {
+		t.Fatalf("promtool check rules on the dashboard's queries: %v\n%s", err, out)
+	}
+	broken := append(slices.Clone(exprs), Expr{Where: "broken", Expr: "sum(rate(func_operator_rebuilds_total[5m])"})
+	if out, err := runPromtool(t, bin, asRules(broken), "check", "rules", "rules.yaml"); err == nil {
+		t.Errorf("promtool accepts an unclosed parenthesis:\n%s", out)
 	}
 }
