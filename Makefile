@@ -74,10 +74,15 @@ test-deps: ## Install git and sshd for the tests if they are missing (apt-get, a
 ko: ## Build (once, cached) ko from the module proxy.
 	@hack/ko.sh >/dev/null
 
+.PHONY: promtool
+promtool: ## Build (once, cached) promtool from the module proxy, for test/monitoring.
+	@hack/promtool.sh >/dev/null
+
 .PHONY: test
-test: test-deps verify-tracked-files verify-generated verify-third-party vet lint control-plane control-plane-min tekton-controller ko ## Run every test against a real control plane (and the oldest supported one for the install), Tekton controller, git servers, sshd and ko, then fuzz-short.
+test: test-deps verify-tracked-files verify-generated verify-third-party vet lint control-plane control-plane-min tekton-controller ko promtool ## Run every test against a real control plane (and the oldest supported one for the install), Tekton controller, git servers, sshd, ko and promtool, then fuzz-short.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" FUNC_OPERATOR_KUBEBUILDER_ASSETS_MIN="$$(K8S_VERSION=$(MIN_K8S_VERSION) ETCD_VERSION=$(MIN_ETCD_VERSION) hack/control-plane.sh)" \
-		FUNC_OPERATOR_TEKTON_CONTROLLER="$$(hack/tekton-controller.sh)" FUNC_OPERATOR_KO="$$(hack/ko.sh)" FUNC_OPERATOR_REQUIRE_SSHD=1 FUNC_OPERATOR_REQUIRE_ALL=1 go test $(GO_TEST_FLAGS) $(PKGS)
+		FUNC_OPERATOR_TEKTON_CONTROLLER="$$(hack/tekton-controller.sh)" FUNC_OPERATOR_KO="$$(hack/ko.sh)" FUNC_OPERATOR_PROMTOOL="$$(hack/promtool.sh)" \
+		FUNC_OPERATOR_REQUIRE_SSHD=1 FUNC_OPERATOR_REQUIRE_ALL=1 go test $(GO_TEST_FLAGS) $(PKGS)
 	@$(MAKE) --no-print-directory fuzz-short
 
 # The quick tier: every package but the integration ones (pkg/operator wires the manager,

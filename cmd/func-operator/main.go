@@ -28,6 +28,8 @@ func main() {
 		"(SubjectAccessReview of get on /metrics: ClusterRole func-operator-metrics-reader); false: plain HTTP, open to anyone who reaches the port")
 	flag.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "", "directory of the metrics server's certificate (tls.crt, tls.key; reloaded when they change) with --metrics-secure; "+
 		"empty: a self-signed certificate made in memory at start")
+	functionConditions := flag.Bool("function-condition-metrics", true, "export func_operator_function_condition, a series per condition of each Function "+
+		"(5 to 10 a Function); false at fleet scale: func_operator_functions still counts the Functions of each namespace by condition, status and reason")
 	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address /healthz and /readyz are served on; 0 disables them")
 	flag.StringVar(&o.WebhookAddr, "webhook-bind-address", "0", "address the push webhook receivers are served on (/hook/<namespace>/<secret>), e.g. :9292; 0 disables them")
 	flag.StringVar(&o.WatchLabelSelector, "watch-label-selector", "", "reconcile only the Functions this label selector selects (one shard of several, e.g. functions.dev/shard=a); empty: all")
@@ -43,6 +45,7 @@ func main() {
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	o.NoFunctionConditionMetrics = !*functionConditions
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")

@@ -26,7 +26,11 @@ const (
 
 // Metrics are the operator's metrics. A nil *Metrics records nothing.
 type Metrics struct {
-	condition     *prometheus.Desc
+	condition *prometheus.Desc
+	functions *prometheus.Desc
+	// perFunction exports func_operator_function_condition (a series per condition
+	// of each Function); func_operator_functions, the fleet's counts, goes always.
+	perFunction   bool
 	rebuilds      *prometheus.CounterVec
 	buildDuration prometheus.Histogram
 	gitDuration   *prometheus.HistogramVec
@@ -47,12 +51,24 @@ type Metrics struct {
 	queue   func() (running, waiting int)
 }
 
+// Option configures the metrics New returns.
+type Option func(*Metrics)
+
+// WithoutFunctionConditions leaves func_operator_function_condition out: 5 to 10
+// series per Function, too many for some Prometheus servers at 10,000 Functions.
+// func_operator_functions, counts by namespace, condition, status and reason, stays.
+func WithoutFunctionConditions() Option { return func(m *Metrics) { m.perFunction = false } }
+
 // New returns the metrics; queue reports the running and waiting rebuilds.
-func New(queue func() (running, waiting int)) *Metrics {
+func New(queue func() (running, waiting int), opts ...Option) *Metrics {
 	m := &Metrics{
 		condition: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", "function_condition"),
 			"1 for the status, reason and severity of each condition of each Function (Unknown while reconciling); severity Info conditions never gate Ready; the series go with the Function.",
 			[]string{"namespace", "name", "type", "status", "reason", "severity"}, nil),
+		functions: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", "functions"),
+			"Functions of each namespace by the status and reason of each of their conditions (type): the fleet's view, bounded by namespaces, condition types and the closed set of reasons, not by Functions.",
+			[]string{"namespace", "type", "status", "reason"}, nil),
+		perFunction: true,
 		rebuilds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "rebuilds_total",
 			Help: "Rebuilds that ended, by result (succeeded, failed).",
@@ -78,12 +94,15 @@ func New(queue func() (running, waiting int)) *Metrics {
 		now:      time.Now,
 		queue:    queue,
 	}
+	for _, o := range opts {
+		o(m)
+	}
 	return m
 }
 
 // Collectors returns what to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	cs := []prometheus.Collector{conditionCollector{m}, m.rebuilds, m.buildDuration, m.gitDuration, m.sharedLists,
+	cs := []prometheus.Collector{fleetCollector{m}, m.rebuilds, m.buildDuration, m.gitDuration, m.sharedLists,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: Namespace, Name: "check_age_max_seconds",
 			Help: "Time since the least recently checked Function (not suspended) was checked: above checkInterval, the operator falls behind its interval.",
@@ -96,6 +115,9 @@ func (m *Metrics) Collectors() []prometheus.Collector {
 			defer m.gauges.Unlock()
 			return float64(len(m.outdated))
 		}),
+	}
+	if m.perFunction {
+		cs = append(cs, conditionCollector{m})
 	}
 	if m.queue != nil {
 		cs = append(cs,
@@ -199,6 +221,33 @@ func (c conditionCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.m.condition, prometheus.GaugeValue, 1,
 				f.key.Namespace, f.key.Name, l.typ, l.status, l.reason, l.severity)
 		}
+	}
+}
+
+// fleetCollector makes func_operator_functions at scrape time.
+type fleetCollector struct{ m *Metrics }
+
+func (c fleetCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.m.functions }
+
+// fleetKey is one series of func_operator_functions.
+type fleetKey struct {
+	namespace string
+	conditionLabels
+}
+
+func (c fleetCollector) Collect(ch chan<- prometheus.Metric) {
+	// Counted under the lock, sent after it (see conditionCollector.Collect).
+	c.m.gauges.Lock()
+	counts := map[fleetKey]int{}
+	for key, labels := range c.m.series {
+		for _, l := range labels {
+			l.severity = "" // not a label of the fleet's counts
+			counts[fleetKey{key.Namespace, l}]++
+		}
+	}
+	c.m.gauges.Unlock()
+	for k, n := range counts {
+		ch <- prometheus.MustNewConstMetric(c.m.functions, prometheus.GaugeValue, float64(n), k.namespace, k.typ, k.status, k.reason)
 	}
 }
 

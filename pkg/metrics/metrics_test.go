@@ -187,3 +187,74 @@ func TestMetrics_GatherWhileConditionsChange(t *testing.T) {
 		t.Fatal("deadlock: a scrape and the conditions changing are stuck after 20s")
 	}
 }
+
+// TestMetrics_Fleet: func_operator_functions counts the Functions of each namespace by
+// condition, status and reason, with the per-Function series or without them.
+func TestMetrics_Fleet(t *testing.T) {
+	ready := apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionTrue}
+	notReady := apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionFalse, Reason: "BuildFailed"}
+	source := apis.Condition{Type: "SourceReady", Status: corev1.ConditionTrue}
+	unreachable := apis.Condition{Type: "SourceReachable", Status: corev1.ConditionFalse, Reason: "GitTimedOut", Severity: apis.ConditionSeverityWarning}
+	fleet := `
+# HELP func_operator_functions Functions of each namespace by the status and reason of each of their conditions (type): the fleet's view, bounded by namespaces, condition types and the closed set of reasons, not by Functions.
+# TYPE func_operator_functions gauge
+func_operator_functions{namespace="team-a",reason="",status="True",type="Ready"} 2
+func_operator_functions{namespace="team-a",reason="",status="True",type="SourceReady"} 3
+func_operator_functions{namespace="team-a",reason="BuildFailed",status="False",type="Ready"} 1
+func_operator_functions{namespace="team-a",reason="GitTimedOut",status="False",type="SourceReachable"} 1
+func_operator_functions{namespace="team-b",reason="",status="True",type="Ready"} 1
+`
+	for _, tc := range []struct {
+		name        string
+		opts        []Option
+		perFunction int // func_operator_function_condition series
+	}{
+		{name: "per-Function series (the default)", perFunction: 8},
+		{name: "without per-Function series", opts: []Option{WithoutFunctionConditions()}, perFunction: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := New(func() (int, int) { return 0, 0 }, tc.opts...)
+			reg := prometheus.NewPedanticRegistry()
+			for _, c := range m.Collectors() {
+				reg.MustRegister(c)
+			}
+			fn := func(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+			m.Conditions(fn("team-a", "one"), []apis.Condition{ready, source}, false)
+			m.Conditions(fn("team-a", "two"), []apis.Condition{ready, source, unreachable}, false)
+			m.Conditions(fn("team-a", "three"), []apis.Condition{notReady, source}, true)
+			m.Conditions(fn("team-b", "four"), []apis.Condition{ready}, false)
+			m.Conditions(fn("team-b", "gone"), []apis.Condition{notReady}, false)
+			m.Forget(fn("team-b", "gone"))
+			if err := testutil.GatherAndCompare(reg, strings.NewReader(fleet), "func_operator_functions"); err != nil {
+				t.Error(err)
+			}
+			got, err := testutil.GatherAndCount(reg, "func_operator_function_condition")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.perFunction {
+				t.Errorf("func_operator_function_condition series = %d, want %d", got, tc.perFunction)
+			}
+			// Describe names exactly what Collect sends: the per-Function family is
+			// not announced when it is off (a pedantic registry checks the rest).
+			described := map[string]bool{}
+			for _, c := range m.Collectors() {
+				ch := make(chan *prometheus.Desc, 16)
+				c.Describe(ch)
+				close(ch)
+				for d := range ch {
+					described[d.String()] = true
+				}
+			}
+			announced := false
+			for d := range described {
+				if strings.Contains(d, `"func_operator_function_condition"`) {
+					announced = true
+				}
+			}
+			if announced != (tc.perFunction > 0) {
+				t.Errorf("func_operator_function_condition described = %v, want %v", announced, tc.perFunction > 0)
+			}
+		})
+	}
+}

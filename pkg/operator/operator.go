@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	kedav1alpha1 "github.com/kedacore/http-add-on/operator/apis/http/v1alpha1"
@@ -68,6 +69,11 @@ type Options struct {
 	// MetricsCertDir holds the metrics server's certificate (tls.crt, tls.key) when
 	// MetricsSecure; a self-signed one made in memory at start when empty.
 	MetricsCertDir string
+	// NoFunctionConditionMetrics leaves out func_operator_function_condition, the
+	// series of each condition of each Function (5 to 10 a Function);
+	// func_operator_functions, the fleet's counts, stays. The binary's flag
+	// --function-condition-metrics (default true) is its negation.
+	NoFunctionConditionMetrics bool
 	// ProbeAddr serves /healthz and /readyz; "0" disables them.
 	ProbeAddr string
 	// WatchLabelSelector, when set, restricts the operator to the Functions it selects
@@ -218,8 +224,12 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 		WorkDir:  o.WorkDir,
 		Tekton:   tekton,
 	}
-	m := metrics.New(builds.Queue.Len)
-	if err := register(m.Collectors()); err != nil {
+	var metricsOpts []metrics.Option
+	if o.NoFunctionConditionMetrics {
+		metricsOpts = append(metricsOpts, metrics.WithoutFunctionConditions())
+	}
+	m := metrics.New(builds.Queue.Len, metricsOpts...)
+	if err := registerMetrics(m.Collectors()); err != nil {
 		return nil, err
 	}
 	services := &knative.Services{Reader: mgr.GetClient()}
@@ -430,6 +440,27 @@ func setUpFuncLibrary(ctx context.Context, mgr manager.Manager, restConfig *rest
 	log.FromContext(ctx).Info("func library ready", "version", funclib.Version(), "kubeconfig", path,
 		"deployerImage", funclib.DeployerImage(), "gitCloneImage", funclib.GitCloneImage(), "gitCloneTask", funclib.GitCloneTaskVersion)
 	return cluster.Close, nil
+}
+
+// lastMetrics are the collectors of package metrics the last operator of this
+// process registered.
+var lastMetrics struct {
+	sync.Mutex
+	cs []prometheus.Collector
+}
+
+// registerMetrics registers the collectors of package metrics, and unregisters all
+// those of an operator that ran before in this process, also those the new one leaves
+// out (func_operator_function_condition with NoFunctionConditionMetrics), which
+// register alone would leave serving the old operator's series.
+func registerMetrics(cs []prometheus.Collector) error {
+	lastMetrics.Lock()
+	defer lastMetrics.Unlock()
+	for _, c := range lastMetrics.cs {
+		ctrlmetrics.Registry.Unregister(c)
+	}
+	lastMetrics.cs = cs
+	return register(cs)
 }
 
 // register adds the collectors to the manager's registry, replacing those of an
