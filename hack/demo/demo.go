@@ -55,6 +55,10 @@ type options struct {
 	Exit bool
 	// Timeout bounds each wait for the operator, Tekton or a simulation.
 	Timeout time.Duration
+	// CaptureStderr sends what this process writes to os.Stderr (func's library
+	// prints its pipelines' progress there) to the operator's log, for a quiet
+	// screen; restored at the end.
+	CaptureStderr bool
 	// Dir holds the demo's files (the logs, the repository, the kubeconfig), left in
 	// place; when empty, a new temporary directory of which only the logs stay.
 	Dir string
@@ -163,6 +167,11 @@ func (d *demo) setup(context.Context) error {
 	}
 	d.teardown.push(func() { _ = logFile.Close() })
 	d.logs = logFile
+	if d.o.CaptureStderr {
+		stderr := os.Stderr
+		os.Stderr = logFile
+		d.teardown.push(func() { os.Stderr = stderr })
+	}
 	if d.o.Verbose && d.o.Logs != nil {
 		d.logs = io.MultiWriter(logFile, d.o.Logs)
 	}

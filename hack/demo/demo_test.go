@@ -44,7 +44,7 @@ func TestDemo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	start := time.Now()
-	got, err := run(ctx, options{Out: out, Exit: true, Dir: t.TempDir(), Timeout: 2 * time.Minute})
+	got, err := run(ctx, options{Out: out, Exit: true, CaptureStderr: true, Dir: t.TempDir(), Timeout: 2 * time.Minute})
 	if err != nil {
 		t.Fatalf("the demo: %v\n%s", err, out)
 	}

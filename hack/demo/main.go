@@ -17,7 +17,8 @@ func main() {
 	exit := flag.Bool("exit", false, "stop everything once the loop is shown, instead of waiting for Ctrl-C")
 	flag.Parse()
 	ctx := ctrl.SetupSignalHandler()
-	if _, err := run(ctx, options{Out: os.Stdout, Verbose: *verbose, Logs: os.Stderr, Exit: *exit}); err != nil {
+	o := options{Out: os.Stdout, Verbose: *verbose, Logs: os.Stderr, Exit: *exit, CaptureStderr: !*verbose}
+	if _, err := run(ctx, o); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}

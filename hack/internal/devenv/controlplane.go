@@ -30,7 +30,7 @@ var ControlPlaneCRDs = []string{fotenv.KnativeServingCRDs, fotenv.KnativeEventin
 func StartControlPlane(root string, progress io.Writer) (*fotenv.Environment, error) {
 	assets := os.Getenv(fotenv.AssetsEnv)
 	if assets == "" {
-		_, _ = fmt.Fprintln(progress, "building (once, cached) the embedded control plane with hack/control-plane.sh")
+		_, _ = fmt.Fprintln(progress, "the control plane's binaries: hack/control-plane.sh builds them once, then caches them")
 		cmd := exec.Command(filepath.Join(root, "hack", "control-plane.sh"))
 		cmd.Stderr = progress
 		out, err := cmd.Output()
