@@ -184,8 +184,12 @@ resolve: ko ## Print config/ with the image ko builds (needs KO_DOCKER_REPO).
 	"$$(hack/ko.sh)" resolve -f config/
 
 .PHONY: run
-run: ## Run the operator from source on an embedded control plane; CLUSTER=1: on the cluster in KUBECONFIG, in the installed operator's leader election.
-	go run ./hack/run $(if $(CLUSTER),-cluster)
+run: ## Run the operator from source on an embedded control plane; CLUSTER=1: on the cluster in KUBECONFIG, in the installed operator's leader election; V=1: debug logs too.
+	go run ./hack/run $(if $(CLUSTER),-cluster) $(if $(V),-v)
+
+.PHONY: demo
+demo: ## Show the operator's job (docs/demo.md): a function with old middleware found outdated and rebuilt through the real Tekton controller, kubelet and Knative simulated; V=1: the operator's logs too; EXIT=1: stop at the end.
+	go run ./hack/demo $(if $(V),-v) $(if $(EXIT),-exit)
 
 $(CONTROLLER_GEN):
 	@mkdir -p $(LOCALBIN)

@@ -73,6 +73,20 @@ current-context: c
 		if n := conns.Load(); n != 0 {
 			t.Errorf("make run connected %d times to the configured cluster, want never", n)
 		}
+		// Quiet by default: none of the debug lines of envtest starting the control
+		// plane, nor the operator's.
+		if n := strings.Count(out.String(), "\tDEBUG\t"); n != 0 {
+			t.Errorf("make run printed %d DEBUG lines, want none without -v:\n%s", n, out)
+		}
+	})
+
+	t.Run("-v", func(t *testing.T) {
+		out := start(t, bin, writeFile(t, "kubeconfig", ""), "-v")
+		out.waitFor(t, "operator running", 3*time.Minute)
+		// The positive control of the quiet run: -v brings envtest's debug lines back.
+		if !strings.Contains(out.String(), "DEBUG\tcontroller-runtime.test-env") {
+			t.Errorf("make run -v printed no DEBUG line of envtest:\n%s", out)
+		}
 	})
 
 	t.Run("with -cluster, beside an installed operator", func(t *testing.T) {

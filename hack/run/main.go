@@ -5,25 +5,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/fnops/func-operator/hack/internal/devenv"
 	"github.com/fnops/func-operator/pkg/operator"
-	fotenv "github.com/fnops/func-operator/test/envtest"
 )
 
 func main() {
@@ -38,8 +30,9 @@ func run() error {
 		"as one more candidate of the installed operator's leader election, instead of on an embedded control plane")
 	metricsAddr := flag.String("metrics-bind-address", "127.0.0.1:8080", "where the operator serves metrics")
 	probeAddr := flag.String("health-probe-bind-address", "127.0.0.1:8081", "where the operator serves its probes")
+	verbose := flag.Bool("v", false, "log at debug level too: the embedded control plane's start (envtest), the operator's line per reconcile")
 	flag.Parse()
-	ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+	ctrl.SetLogger(devenv.Logger(os.Stderr, *verbose))
 	ctx := ctrl.SetupSignalHandler()
 
 	cfg, stop, err := clusterConfig(*onCluster)
@@ -116,75 +109,46 @@ func clusterConfig(onCluster bool) (*rest.Config, func(), error) {
 	return cfg, nil, nil
 }
 
-// startControlPlane starts etcd and kube-apiserver (built by hack/control-plane.sh)
-// with the operator's CRDs, and writes a kubeconfig for kubectl.
+// startControlPlane starts the embedded control plane (devenv.StartControlPlane)
+// and writes a kubeconfig for kubectl.
 func startControlPlane() (*rest.Config, func(), error) {
 	root, err := repoRoot()
 	if err != nil {
 		return nil, nil, err
 	}
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		fmt.Fprintln(os.Stderr, "run: no cluster configured; building (once, cached) the embedded control plane")
-		cmd := exec.Command(filepath.Join(root, "hack", "control-plane.sh"))
-		cmd.Stderr = os.Stderr
-		out, err := cmd.Output()
-		if err != nil {
-			return nil, nil, fmt.Errorf("building the control plane: %w", err)
-		}
-		assets = strings.TrimSpace(string(out))
-	}
-	if err := os.Setenv(fotenv.AssetsEnv, assets); err != nil {
+	env, err := devenv.StartControlPlane(root, &prefixWriter{prefix: "run: ", w: os.Stderr})
+	if err != nil {
 		return nil, nil, err
 	}
-	// The same control plane as the tests, Tekton's CRDs without their conversion webhook.
-	env, err := fotenv.Start(fotenv.KnativeServingCRDs, fotenv.KnativeEventingCRDs, fotenv.TektonCRDs)
-	if err != nil {
-		return nil, nil, fmt.Errorf("starting the embedded control plane: %w", err)
-	}
-	cfg := env.Config
 	stop := func() {
 		if err := env.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "run: stopping the control plane:", err)
 		}
 	}
-	user, err := env.AddUser(envtest.User{Name: "developer", Groups: []string{"system:masters"}})
-	if err == nil {
-		err = writeKubeconfig(root, user)
-	}
-	if err != nil {
+	path := filepath.Join(root, "bin", "embedded.kubeconfig")
+	if err := devenv.WriteKubeconfig(env, path); err != nil {
 		stop()
 		return nil, nil, err
 	}
-	return cfg, stop, nil
+	fmt.Fprintf(os.Stderr, "run: embedded control plane up; use it with:\n\n    export KUBECONFIG=%s\n\n", path)
+	return env.Config, stop, nil
 }
 
-func writeKubeconfig(root string, user *envtest.AuthenticatedUser) error {
-	kubeconfig, err := user.KubeConfig()
-	if err != nil {
-		return fmt.Errorf("writing the kubeconfig: %w", err)
+// prefixWriter writes each write of w's prefixed.
+type prefixWriter struct {
+	prefix string
+	w      io.Writer
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	if _, err := fmt.Fprintf(p.w, "%s%s", p.prefix, b); err != nil {
+		return 0, err
 	}
-	path := filepath.Join(root, "bin", "embedded.kubeconfig")
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("writing the kubeconfig: %w", err)
-	}
-	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
-		return fmt.Errorf("writing the kubeconfig: %w", err)
-	}
-	fmt.Fprintf(os.Stderr, "run: embedded control plane up; use it with:\n\n    export KUBECONFIG=%s\n\n", path)
-	return nil
+	return len(b), nil
 }
 
 func ensureNamespace(ctx context.Context, cfg *rest.Config, name string) error {
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("creating a client: %w", err)
-	}
-	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s: %w", name, err)
-	}
-	return nil
+	return devenv.EnsureNamespace(ctx, cfg, name)
 }
 
 // clusterConfigured is true when KUBECONFIG, ~/.kube/config or an in-cluster
@@ -201,22 +165,7 @@ func clusterConfigured() bool {
 	return err == nil
 }
 
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "hack", "control-plane.sh")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("run from inside the func-operator checkout")
-		}
-		dir = parent
-	}
-}
+func repoRoot() (string, error) { return devenv.RepoRoot() }
 
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {

@@ -2,8 +2,9 @@
 // installed, for tests, and what runs around them there: the real
 // kube-controller-manager controllers asked for (the garbage collector, the
 // deployment and replicaset controllers: controllers.go), and simulations, named as
-// such, of what cannot run without nodes or KEDA: a kubelet for the pods of
-// ReplicaSets (kubelet.go) and the KEDA HTTP add-on's operator (keda.go).
+// such, of what cannot run without nodes, a data plane or KEDA: a kubelet for the
+// pods of ReplicaSets (kubelet.go), Knative Serving's controllers (knative.go) and the
+// KEDA HTTP add-on's operator (keda.go).
 //
 // It is test support: no package of the operator's binary imports it, and it
 // imports none of the operator's packages.

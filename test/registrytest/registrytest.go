@@ -40,6 +40,7 @@ type Registry struct {
 	delay atomic.Int64
 	// faults are the hostile behaviours of hostile.go (ErrorBody, Trickle, BytesServed).
 	faults *hostilehttp.Faults
+	srv    *httptest.Server
 }
 
 // Delay makes the registry hold every request for d before it answers (or until the
@@ -59,6 +60,17 @@ func Start(t testing.TB) *Registry {
 // password on every request, as a private registry does; none when user is empty.
 func StartPrivate(t testing.TB, user, password string) *Registry {
 	t.Helper()
+	r := NewPrivate(user, password)
+	t.Cleanup(r.Close)
+	return r
+}
+
+// New starts a registry on 127.0.0.1 outside a test (make demo); Close stops it.
+func New() *Registry { return NewPrivate("", "") }
+
+// NewPrivate is New requiring HTTP basic auth with user and password, as
+// StartPrivate.
+func NewPrivate(user, password string) *Registry {
 	r := &Registry{user: user, password: password, faults: hostilehttp.New()}
 	inner := ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
 	srv := httptest.NewServer(r.faults.Handler(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -84,10 +96,16 @@ func StartPrivate(t testing.TB, user, password string) *Registry {
 		}
 		inner.ServeHTTP(w, req)
 	})))
-	t.Cleanup(srv.Close)
-	t.Cleanup(func() { r.stopFaults(srv) }) // runs first: a trickle must not hold srv.Close
+	r.srv = srv
 	r.Host = strings.TrimPrefix(srv.URL, "http://")
 	return r
+}
+
+// Close stops the registry: the faults in progress first, so that a trickle does not
+// hold the server's close.
+func (r *Registry) Close() {
+	r.stopFaults(r.srv)
+	r.srv.Close()
 }
 
 // Requests returns how many requests the registry has served.

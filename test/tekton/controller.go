@@ -219,6 +219,9 @@ func (c *Controller) waitStarted() error {
 	}
 }
 
+// Pid returns the controller process's id.
+func (c *Controller) Pid() int { return c.cmd.Process.Pid }
+
 // Exited reports whether the controller process has ended, and how.
 func (c *Controller) Exited() (bool, error) {
 	select {

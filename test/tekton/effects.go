@@ -119,11 +119,18 @@ func (k *Kubelet) effects(ctx context.Context, pod *corev1.Pod, pr *pipelinev1.P
 			break
 		}
 		var err error
+		k.observe("running step %s of Pod %s/%s", strings.TrimPrefix(step, stepPrefix), pod.Namespace, pod.Name)
 		switch {
 		case i == build:
-			digest, err = k.build(pr, r.outcome.MiddlewareVersion)
+			if digest, err = k.build(pr, r.outcome.MiddlewareVersion); err == nil {
+				k.observe("step %s pushed %s@%s (middleware-version %q)", strings.TrimPrefix(step, stepPrefix),
+					param(pr, ImageParam), digest, r.outcome.MiddlewareVersion)
+			}
 		case step == stepPrefix+deployStep:
-			err = k.deploy(ctx, pod, pr, digest)
+			if err = k.deploy(ctx, pod, pr, digest); err == nil {
+				k.observe("step %s deployed %s@%s to function %s/%s, as ServiceAccount %s", deployStep,
+					repository(param(pr, ImageParam)), digest, pr.Namespace, pr.Labels[FunctionLabel], pod.Spec.ServiceAccountName)
+			}
 		}
 		if err != nil {
 			k.logf(ctx, "Pod %s/%s: step %s fails: %v", pod.Namespace, pod.Name, step, err)
@@ -141,6 +148,16 @@ func param(pr *pipelinev1.PipelineRun, paramName string) string {
 		}
 	}
 	return ""
+}
+
+// repository returns the repository of an image reference (ref itself when it does
+// not parse).
+func repository(ref string) string {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return ref
+	}
+	return r.Context().Name()
 }
 
 // build simulates the building step: it pushes the image and returns its digest.

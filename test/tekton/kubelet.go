@@ -3,6 +3,7 @@ package tekton
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -90,6 +91,14 @@ type Options struct {
 	Result func(pr *pipelinev1.PipelineRun, task, result string) (value string, ok bool)
 	// Interval is the poll interval, 50ms when zero.
 	Interval time.Duration
+	// Logf, when set, logs what the simulation could not do (it retries), prefixed
+	// "tekton kubelet simulation: ". StartKubelet logs to the test's log.
+	Logf func(format string, args ...any)
+	// Observe, when set, is told in one sentence each thing the simulation plays: a
+	// Pod of a PipelineRun reported running, a step's effect (the image pushed, the
+	// Service updated), a Pod ended. For a narration (make demo); called on the
+	// simulation's goroutine.
+	Observe func(msg string)
 }
 
 // Kubelet is a running kubelet simulation, for the real Tekton controller
@@ -109,7 +118,6 @@ type Options struct {
 // Options.Registry, and func-deploy updates the Knative Service as the
 // ServiceAccount of the run.
 type Kubelet struct {
-	t    testing.TB
 	c    client.Client
 	cfg  *rest.Config
 	opts Options
@@ -128,6 +136,9 @@ type Kubelet struct {
 	// secrets are the Secrets the Pods mounted, by namespace/PipelineRun, then
 	// pipeline task.
 	secrets map[string]map[string][]string
+
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // run is a PipelineRun whose first Pod the simulation started.
@@ -137,12 +148,26 @@ type run struct {
 	done            bool
 }
 
-// StartKubelet starts the kubelet simulation in opts.Namespaces until the test
-// ends: it polls the Pods and PipelineRuns there every opts.Interval.
+// StartKubelet starts the kubelet simulation (RunKubelet) in opts.Namespaces until
+// the test ends, logging what it could not do to the test's log.
 func StartKubelet(t testing.TB, cfg *rest.Config, opts Options) *Kubelet {
 	t.Helper()
+	if opts.Logf == nil {
+		opts.Logf = t.Logf
+	}
+	k, err := RunKubelet(context.Background(), cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Stop)
+	return k
+}
+
+// RunKubelet starts the kubelet simulation in opts.Namespaces: it polls the Pods and
+// PipelineRuns there every opts.Interval until ctx ends or Stop.
+func RunKubelet(ctx context.Context, cfg *rest.Config, opts Options) (*Kubelet, error) {
 	if len(opts.Namespaces) == 0 {
-		t.Fatal("tekton: no namespaces for the kubelet simulation")
+		return nil, errors.New("tekton: no namespaces for the kubelet simulation")
 	}
 	if opts.Interval <= 0 {
 		opts.Interval = 50 * time.Millisecond
@@ -154,18 +179,18 @@ func StartKubelet(t testing.TB, cfg *rest.Config, opts Options) *Kubelet {
 	if c == nil {
 		var err error
 		if c, err = newClient(cfg); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
+	ctx, cancel := context.WithCancel(ctx)
 	k := &Kubelet{
-		t: t, c: c, cfg: cfg, opts: opts,
+		c: c, cfg: cfg, opts: opts,
 		runs: map[types.UID]*run{}, ending: map[types.UID]*corev1.PodStatus{}, impersonated: map[string]client.Client{},
 		secrets: map[string]map[string][]string{},
+		cancel:  cancel, done: make(chan struct{}),
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
 	go func() {
-		defer close(done)
+		defer close(k.done)
 		tick := time.NewTicker(opts.Interval)
 		defer tick.Stop()
 		for {
@@ -177,11 +202,14 @@ func StartKubelet(t testing.TB, cfg *rest.Config, opts Options) *Kubelet {
 			}
 		}
 	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	return k
+	return k, nil
+}
+
+// Stop stops the simulation and waits for its goroutine; it may be called more than
+// once.
+func (k *Kubelet) Stop() {
+	k.cancel()
+	<-k.done
 }
 
 // newClient makes a client for the objects the simulation reads and writes.
@@ -239,8 +267,15 @@ func (k *Kubelet) PodSecrets(namespace, pipelineRun string) map[string][]string 
 
 // logf logs unless the simulation is stopping (its errors are then cancellations).
 func (k *Kubelet) logf(ctx context.Context, format string, args ...any) {
-	if ctx.Err() == nil {
-		k.t.Logf("tekton kubelet simulation: "+format, args...)
+	if ctx.Err() == nil && k.opts.Logf != nil {
+		k.opts.Logf("tekton kubelet simulation: "+format, args...)
+	}
+}
+
+// observe tells Options.Observe what the simulation played.
+func (k *Kubelet) observe(format string, args ...any) {
+	if k.opts.Observe != nil {
+		k.opts.Observe(fmt.Sprintf(format, args...))
 	}
 }
 
@@ -325,6 +360,7 @@ func (k *Kubelet) move(ctx context.Context, pod *corev1.Pod, pr *pipelinev1.Pipe
 		return
 	}
 	delete(k.ending, pod.UID)
+	k.observe("Pod %s/%s (task %s) ended: %s", pod.Namespace, pod.Name, pod.Labels[pipelineTaskLabel], status.Phase)
 }
 
 // runOf returns the simulation's run of a PipelineRun, deciding its outcome and
@@ -407,6 +443,8 @@ func (k *Kubelet) start(ctx context.Context, pod *corev1.Pod, pr *pipelinev1.Pip
 		return
 	}
 	k.runOf(pr)
+	k.observe("Pod %s/%s (task %s of PipelineRun %s) running: init containers done, %d containers started",
+		pod.Namespace, pod.Name, pod.Labels[pipelineTaskLabel], pod.Labels[pipelineRunLabel], len(pod.Spec.Containers))
 	if name := pod.Labels[pipelineRunLabel]; name != "" {
 		k.noteSecrets(pod.Namespace+"/"+name, pod.Labels[pipelineTaskLabel], pod)
 	}
