@@ -49,6 +49,7 @@ import (
 	"github.com/fnops/func-operator/pkg/reconciler/function"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 	"github.com/fnops/func-operator/pkg/tenancy"
+	"github.com/fnops/func-operator/pkg/version"
 	"github.com/fnops/func-operator/pkg/workload"
 )
 
@@ -219,7 +220,8 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 		Tekton:   tekton,
 	}
 	m := metrics.New(builds.Queue.Len)
-	if err := register(m.Collectors()); err != nil {
+	v := version.Get()
+	if err := register(append(m.Collectors(), metrics.BuildInfo(v.Version, v.Revision, v.GoVersion, v.FuncVersion))); err != nil {
 		return nil, err
 	}
 	services := &knative.Services{Reader: mgr.GetClient()}
