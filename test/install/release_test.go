@@ -99,7 +99,7 @@ func TestRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
+	names := make([]string, 0, len(entries))
 	files := map[string][]*unstructured.Unstructured{}
 	for _, e := range entries {
 		names = append(names, e.Name())
@@ -172,7 +172,7 @@ func TestRelease(t *testing.T) {
 	if err := c.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	var onboarding []*unstructured.Unstructured
+	onboarding := make([]*unstructured.Unstructured, 0, len(files[releaseOnboarding]))
 	for _, o := range files[releaseOnboarding] {
 		o = o.DeepCopy()
 		o.SetNamespace("team-r")
