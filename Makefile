@@ -183,6 +183,14 @@ install: ko ## Build the operator with ko and install it on the cluster in KUBEC
 resolve: ko ## Print config/ with the image ko builds (needs KO_DOCKER_REPO).
 	"$$(hack/ko.sh)" resolve -f config/
 
+# The release: make release VERSION=v0.1.0 KO_DOCKER_REPO=ghcr.io/fnops [RELEASE_DIR=release]
+VERSION ?=
+RELEASE_DIR ?= release
+
+.PHONY: release
+release: ko ## Cut release VERSION (vX.Y.Z[-pre]): linux/amd64 and linux/arm64 images pushed to KO_DOCKER_REPO, tagged VERSION, and the release YAMLs (CRDs, operator, onboarding) in RELEASE_DIR.
+	VERSION="$(VERSION)" RELEASE_DIR="$(RELEASE_DIR)" hack/release.sh
+
 .PHONY: run
 run: ## Run the operator from source on an embedded control plane; CLUSTER=1: on the cluster in KUBECONFIG, in the installed operator's leader election; V=1: debug logs too.
 	go run ./hack/run $(if $(CLUSTER),-cluster) $(if $(V),-v)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/operator"
+	"github.com/fnops/func-operator/pkg/version"
 )
 
 // Leader election, and the operator's own ConfigMap: only in its own namespace
@@ -42,9 +43,14 @@ func main() {
 	var burst int
 	flag.Float64Var(&qps, "kube-api-qps", 50, "requests a second the operator sends the API server at most (client-go's QPS), as Flux's controllers")
 	flag.IntVar(&burst, "kube-api-burst", 300, "requests the operator may send the API server in a burst above kube-api-qps")
+	printVersion := flag.Bool("version", false, "print the version, git revision, Go version and func library version, and exit")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	if *printVersion {
+		fmt.Print(version.Get())
+		return
+	}
 	o.NoFunctionConditionMetrics = !*functionConditions
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
@@ -69,7 +75,8 @@ func main() {
 		log.Error(err, "setting up the operator")
 		os.Exit(1)
 	}
-	log.Info("starting func-operator", "funcLibrary", funclib.Version(),
+	v := version.Get()
+	log.Info("starting func-operator", "version", v.Version, "revision", v.Revision, "goVersion", v.GoVersion, "funcLibrary", funclib.Version(),
 		"watchNamespaces", o.WatchNamespaces, "systemNamespace", o.SystemNamespace)
 	if err := mgr.Start(ctx); err != nil {
 		log.Error(err, "running the operator")

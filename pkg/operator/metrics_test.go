@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/version"
 	"github.com/fnops/func-operator/test/tekton"
 )
 
@@ -106,6 +108,10 @@ func TestOperator_Metrics(t *testing.T) {
 		return ""
 	})
 	m := scrape(t, addr)
+	// Which build serves: a test binary is stamped with no release.
+	if v, ok := value(m, "func_operator_build_info", map[string]string{"version": version.Devel, "go_version": runtime.Version()}); !ok || v != 1 {
+		t.Errorf("func_operator_build_info{version=%q,go_version=%q} = %v (present: %v), want 1 (families: %v)", version.Devel, runtime.Version(), v, ok, m["func_operator_build_info"])
+	}
 	if v, _ := value(m, "func_operator_git_fetch_duration_seconds", map[string]string{"operation": "ls-remote"}); v < 1 {
 		t.Errorf("git ls-remote observations = %v, want at least 1", v)
 	}

@@ -50,6 +50,7 @@ import (
 	"github.com/fnops/func-operator/pkg/reconciler/function"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 	"github.com/fnops/func-operator/pkg/tenancy"
+	"github.com/fnops/func-operator/pkg/version"
 	"github.com/fnops/func-operator/pkg/workload"
 )
 
@@ -229,7 +230,8 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 		metricsOpts = append(metricsOpts, metrics.WithoutFunctionConditions())
 	}
 	m := metrics.New(builds.Queue.Len, metricsOpts...)
-	if err := registerMetrics(m.Collectors()); err != nil {
+	v := version.Get()
+	if err := registerMetrics(append(m.Collectors(), metrics.BuildInfo(v.Version, v.Revision, v.GoVersion, v.FuncVersion))); err != nil {
 		return nil, err
 	}
 	services := &knative.Services{Reader: mgr.GetClient()}
