@@ -8,7 +8,13 @@
 #   func-operator.yaml                  everything else of config/
 #   func-operator-onboarding.yaml       config/namespace/onboard.yaml (kubectl apply -n)
 #   func-operator-onboarding-keda.yaml  config/namespace/onboard-keda.yaml
-# Nothing is written to $RELEASE_DIR unless every step succeeds.
+# Nothing is written to $RELEASE_DIR unless every step succeeds: the files are staged
+# beside it and moved in by one rename, into a RELEASE_DIR that is missing or empty
+# (one holding files is refused). The images are pushed, and tagged $VERSION, by ko
+# before the YAMLs are split and checked: should a check fail, the tag exists without
+# release files, and cutting the release again moves it to the new index.
+# A work tree with changes is refused (the binary's revision would say -dirty):
+# RELEASE_ALLOW_DIRTY=1 cuts it anyway, for a trial.
 #
 # Environment: VERSION (vX.Y.Z or vX.Y.Z-pre, required), KO_DOCKER_REPO (required),
 # RELEASE_DIR, KO (the ko binary; default: hack/ko.sh builds it), KO_DEFAULTBASEIMAGE
@@ -31,11 +37,21 @@ if [[ -z "${KO_DOCKER_REPO:-}" ]]; then
   exit 2
 fi
 if [[ -n "$(git status --porcelain 2>/dev/null || true)" ]]; then
+  if [[ "${RELEASE_ALLOW_DIRTY:-}" != 1 ]]; then
+    echo "release: the work tree has changes (git status): commit them, or set RELEASE_ALLOW_DIRTY=1 for a trial release whose revision says -dirty" >&2
+    exit 2
+  fi
   echo "release: warning: the work tree has changes; the binary's revision says -dirty" >&2
+fi
+if [[ -d "${RELEASE_DIR}" && -n "$(ls -A "${RELEASE_DIR}")" ]]; then
+  echo "release: RELEASE_DIR ${RELEASE_DIR} is not empty: remove it, or name another, so that no file of an earlier release stays beside this one" >&2
+  exit 2
 fi
 KO="${KO:-$("${ROOT}/hack/ko.sh")}"
 
-STAGE="$(mktemp -d)"
+# Staged beside RELEASE_DIR, on its filesystem: the last step is one rename.
+mkdir -p "$(dirname "${RELEASE_DIR}")"
+STAGE="$(mktemp -d "${RELEASE_DIR%/}.stage.XXXXXX")"
 trap 'rm -rf "${STAGE}"' EXIT
 
 # The version the binary reports (ko.yaml's ldflags read FUNC_OPERATOR_VERSION).
@@ -51,9 +67,9 @@ FUNC_OPERATOR_VERSION="${VERSION}" KO_CONFIG_PATH="${ROOT}/ko.yaml" "${KO}" reso
 mkdir -p "${STAGE}/out"
 go run ./hack/release -version "${VERSION}" -resolved "${STAGE}/resolved.yaml" -namespace config/namespace -out "${STAGE}/out"
 
-mkdir -p "${RELEASE_DIR}"
-for f in "${STAGE}"/out/*.yaml; do
-  mv -f "${f}" "${RELEASE_DIR}/"
-done
+if [[ -d "${RELEASE_DIR}" ]]; then
+  rmdir "${RELEASE_DIR}"
+fi
+mv "${STAGE}/out" "${RELEASE_DIR}"
 echo "release: ${VERSION} written to ${RELEASE_DIR}/:" >&2
 ls -1 "${RELEASE_DIR}"/func-operator*.yaml >&2

@@ -5,21 +5,29 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
-
-	ctrl "sigs.k8s.io/controller-runtime"
+	"os/signal"
+	"syscall"
 )
 
 func main() {
 	verbose := flag.Bool("v", false, "show the operator's logs (debug level) on stderr too")
 	exit := flag.Bool("exit", false, "stop everything once the loop is shown, instead of waiting for Ctrl-C")
 	flag.Parse()
-	ctx := ctrl.SetupSignalHandler()
+	// The first Ctrl-C (or SIGTERM) ends the demo, and every later one is ignored
+	// until it has stopped what it started: controller-runtime's handler exits at the
+	// second, which would leave etcd, kube-apiserver and the kubeconfig behind. The
+	// clean-up is bounded (each process is stopped by its id, then killed).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	o := options{Out: os.Stdout, Verbose: *verbose, Logs: os.Stderr, Exit: *exit, CaptureStderr: !*verbose}
 	if _, err := run(ctx, o); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
-		os.Exit(1)
+		stop()
+		os.Exit(1) //nolint:gocritic // stop() ran: nothing else is deferred
+
 	}
 }

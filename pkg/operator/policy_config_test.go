@@ -16,7 +16,7 @@ import (
 )
 
 // configPolicyCase is data written to the operator's ConfigMap. Whether the API
-// server, with config/410-config-policy.yaml, admits it must be what
+// server, with config/390-config-policy.yaml, admits it must be what
 // config.FromConfigMap says of the same data.
 type configPolicyCase struct {
 	data map[string]string
@@ -164,7 +164,7 @@ func TestConfigPolicyCases(t *testing.T) {
 	}
 }
 
-// TestConfigPolicyParity: the API server, with config/410-config-policy.yaml, admits
+// TestConfigPolicyParity: the API server, with config/390-config-policy.yaml, admits
 // the shipped config/400-config.yaml, and then each case of configPolicyCases written
 // to the operator's ConfigMap exactly when config.FromConfigMap accepts it; a refusal
 // names the key. A create is checked too. A ConfigMap of another name, or in another

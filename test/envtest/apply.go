@@ -115,7 +115,7 @@ var PolicyFiles = []string{"config/310-function-secret-policy.yaml", ConfigPolic
 
 // ConfigPolicyFile checks the operator's ConfigMap (config/400-config.yaml, in
 // namespace func-operator) at admission, as the operator reads it.
-const ConfigPolicyFile = "config/410-config-policy.yaml"
+const ConfigPolicyFile = "config/390-config-policy.yaml"
 
 // OnboardingFile onboards a namespace to the operator.
 const OnboardingFile = "config/namespace/onboard.yaml"

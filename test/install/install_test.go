@@ -266,7 +266,7 @@ func checkInstall(ctx context.Context, t *testing.T, env *envtest.Environment, o
 		t.Errorf("_example documents values other than the defaults (-defaults +_example):\n%s", diff)
 	}
 
-	// The ConfigMap is checked when it is written (config/410-config-policy.yaml): a
+	// The ConfigMap is checked when it is written (config/390-config-policy.yaml): a
 	// bad value is refused, naming its key and value, once the policy is in force.
 	checkConfigPolicy(ctx, t, c, cm)
 

@@ -67,6 +67,9 @@ func TestRelease(t *testing.T) {
 			"KO_DOCKER_REPO="+reg.Host,
 			"KO_DEFAULTBASEIMAGE="+base,
 			"DOCKER_CONFIG="+t.TempDir(),
+			// A developer's uncommitted change must not fail this test: the refusal of a
+			// dirty work tree is TestReleaseScript_Refuses'.
+			"RELEASE_ALLOW_DIRTY=1",
 		)
 		out, err := cmd.CombinedOutput()
 		return string(out), err
@@ -84,6 +87,21 @@ func TestRelease(t *testing.T) {
 			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("make release VERSION=%q wrote %s (%v)", v, dir, err)
 			}
+		}
+	})
+
+	t.Run("release dir not empty", func(t *testing.T) {
+		dir := t.TempDir()
+		old := filepath.Join(dir, "func-operator-v0.0.1.yaml")
+		if err := os.WriteFile(old, []byte("kind: ConfigMap\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := makeRelease(ctx, version, dir)
+		if err == nil || !strings.Contains(out, "is not empty") {
+			t.Errorf("make release into a folder holding a file: %v, want refused with a message:\n%s", err, out)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+			t.Errorf("make release changed the folder: %v", entries)
 		}
 	})
 
@@ -404,5 +422,70 @@ func extract(t *testing.T, img v1.Image, file string) string {
 			t.Fatal(err)
 		}
 		return bin
+	}
+}
+
+// TestReleaseScript_Refuses: hack/release.sh refuses a work tree with changes before
+// it builds or pushes anything, unless RELEASE_ALLOW_DIRTY=1 (the positive control:
+// then it goes on to ko, here a stand-in that records its call and fails). The script
+// runs from a copy in a git repository of its own, so the test needs no change to
+// this one.
+func TestReleaseScript_Refuses(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	repo := t.TempDir()
+	script, err := os.ReadFile(filepath.Join(envtest.RepoRoot(), "hack", "release.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(repo, "hack"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "hack", "release.sh"), script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	called := filepath.Join(t.TempDir(), "ko-called")
+	ko := filepath.Join(t.TempDir(), "ko")
+	if err := os.WriteFile(ko, []byte("#!/bin/sh\ntouch "+called+"\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git := func(args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@127.0.0.1", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@127.0.0.1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	git("add", ".")
+	git("commit", "-q", "-m", "release script")
+	if err := os.WriteFile(filepath.Join(repo, "changed.go"), []byte("package x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	release := func(allowDirty string) (string, error) {
+		cmd := exec.Command("bash", filepath.Join(repo, "hack", "release.sh"))
+		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "VERSION=v1.0.0", "KO_DOCKER_REPO=127.0.0.1:1/none", "KO="+ko,
+			"RELEASE_DIR="+filepath.Join(t.TempDir(), "release"), "RELEASE_ALLOW_DIRTY="+allowDirty)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+
+	out, err := release("")
+	if err == nil || !strings.Contains(out, "the work tree has changes") {
+		t.Errorf("a dirty work tree: %v, want refused with a message:\n%s", err, out)
+	}
+	if _, err := os.Stat(called); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("ko ran for a dirty work tree")
+	}
+
+	out, err = release("1")
+	if err == nil {
+		t.Fatalf("the stand-in ko fails, yet the release passed:\n%s", out)
+	}
+	if _, err := os.Stat(called); err != nil {
+		t.Errorf("with RELEASE_ALLOW_DIRTY=1 the script did not reach ko (%v):\n%s", err, out)
 	}
 }

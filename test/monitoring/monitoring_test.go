@@ -172,6 +172,11 @@ func TestServiceMonitor_Strict(t *testing.T) {
 			if e.Port != "metrics" || e.Scheme != "https" || e.BearerTokenFile == "" || e.TLSConfig == nil {
 				t.Errorf("endpoint %+v: want port metrics, scheme https, a bearer token and a tlsConfig", e)
 			}
+			// Without honorLabels, Prometheus Operator renames the series' namespace
+			// label (the Function's) exported_namespace and sets the target's.
+			if !e.HonorLabels {
+				t.Errorf("endpoint %+v: want honorLabels: true, so that the series keep the Function's namespace", e)
+			}
 			if sm.Spec.Selector.MatchLabels["app.kubernetes.io/name"] != "func-operator" {
 				t.Errorf("selector %v does not select the operator's Services", sm.Spec.Selector.MatchLabels)
 			}

@@ -46,6 +46,7 @@ type Endpoint struct {
 	Path            string         `json:"path,omitempty"`
 	Scheme          string         `json:"scheme,omitempty"`
 	Interval        string         `json:"interval,omitempty"`
+	HonorLabels     bool           `json:"honorLabels,omitempty"`
 	ScrapeTimeout   string         `json:"scrapeTimeout,omitempty"`
 	BearerTokenFile string         `json:"bearerTokenFile,omitempty"`
 	Authorization   *Authorization `json:"authorization,omitempty"`
