@@ -212,6 +212,9 @@ func newCommitStore() *commitStore {
 }
 
 func (cs *commitStore) get(key commitKey) (*snapshot, bool) {
+	if cs == nil { // a Fetcher not made by NewFetcher keeps no commit
+		return nil, false
+	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	el, ok := cs.items[key]
@@ -225,6 +228,9 @@ func (cs *commitStore) get(key commitKey) (*snapshot, bool) {
 // add keeps s under key, evicting the least recently used snapshots past max bytes.
 // A snapshot larger than max on its own is not kept.
 func (cs *commitStore) add(key commitKey, s *snapshot, max int64) {
+	if cs == nil {
+		return
+	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if el, ok := cs.items[key]; ok {
@@ -248,6 +254,9 @@ func (cs *commitStore) remove(el *list.Element) {
 
 // bytes is what the kept snapshots hold.
 func (cs *commitStore) bytes() int64 {
+	if cs == nil {
+		return 0
+	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	return cs.used
