@@ -209,3 +209,21 @@ func parliamentOf(files map[string][]byte) *LegacyMiddlewareError {
 	}
 	return nil
 }
+
+// AllSourceMiddlewareFiles is every name SourceMiddlewareFiles gives for a runtime
+// func knows, sorted: what a reader of a whole commit keeps so that any function
+// directory of it can be read later without the commit's other files.
+func AllSourceMiddlewareFiles() []string {
+	seen := map[string]bool{}
+	var names []string
+	for _, runtime := range knownRuntimes() {
+		for _, name := range SourceMiddlewareFiles(runtime) {
+			if !seen[name] {
+				seen[name] = true
+				names = append(names, name)
+			}
+		}
+	}
+	sort.Strings(names)
+	return names
+}

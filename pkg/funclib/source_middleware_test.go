@@ -435,3 +435,22 @@ func TestExcerpt(t *testing.T) {
 		}
 	}
 }
+
+// TestAllSourceMiddlewareFiles: every file a runtime's source pins its middleware in
+// is among those a reader of a whole commit keeps.
+func TestAllSourceMiddlewareFiles(t *testing.T) {
+	all := map[string]bool{}
+	for _, name := range AllSourceMiddlewareFiles() {
+		all[name] = true
+	}
+	for _, runtime := range knownRuntimes() {
+		for _, name := range SourceMiddlewareFiles(runtime) {
+			if !all[name] {
+				t.Errorf("%s of runtime %s is not in AllSourceMiddlewareFiles() = %v", name, runtime, AllSourceMiddlewareFiles())
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"package.json", "pom.xml"}, AllSourceMiddlewareFiles()); diff != "" {
+		t.Errorf("AllSourceMiddlewareFiles() (-want +got):\n%s", diff)
+	}
+}

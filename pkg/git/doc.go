@@ -11,6 +11,17 @@
 // before a push's mark) would move ahead of fresh ones; here only a listing served is
 // promoted, and the bound is in bytes, evicted in the same lock.
 //
+// Each commit is transferred once per (url, commit, credentials identity, CA bundle,
+// limits), however many function directories of it are read (commits.go): the fetch is
+// the same bounded shallow clone, into a temporary directory removed when it ends, and
+// what reading any directory needs (the commit, its trees, every func.yaml and
+// source-middleware file) is kept in memory, in an LRU bounded by bytes
+// (Fetcher.CommitStoreBytes), so that the work directory's disk holds only the clones
+// in flight. Memory rather than disk: the kept part of a commit is small (no sources),
+// needs no sweep, and a process that dies leaves nothing; what it costs is a fetch
+// again after a restart. The key holds the credentials identity, as listings do, so
+// content fetched with one tenant's credentials or trust is never read with another's.
+//
 // It must not import pkg/reconciler or pkg/operator (depguard rule top) nor
 // knative.dev/func (rule func-adapter; func's types come through pkg/funclib).
 package git

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"sync/atomic"
 	"time"
 
@@ -25,7 +24,10 @@ const DefaultCacheSize = 4096
 
 // Fetcher reads func.yaml from git repositories. What it read is cached by
 // (url, commit, path): a commit never changes, so neither does what it holds.
-// Callers check access with List, using their own credentials, before every Read.
+// Behind that cache, each commit is transferred once per credentials identity and
+// kept (its trees and function files, see commits.go), so that every directory of a
+// monorepo is read from one transfer. Callers check access with List, using their
+// own credentials, before every Read.
 type Fetcher struct {
 	// TmpDir holds the temporary clones. It must be set: the operator never writes
 	// to the process temporary directory (read-only in its Deployment).
@@ -39,9 +41,16 @@ type Fetcher struct {
 	OnChange func(ListingKey)
 	// Now returns the current time; time.Now when nil.
 	Now func() time.Time
+	// CommitStoreBytes bounds what is kept, in memory, of the commits fetched (see
+	// commits.go); DefaultCommitStoreBytes when 0.
+	CommitStoreBytes int64
 
 	cache  *lru.Cache
 	flight singleflight.Group
+	// commits keeps what was fetched of recent commits; commitFlight makes one
+	// transfer of each (url, commit, identity, limits) at a time.
+	commits      *commitStore
+	commitFlight singleflight.Group
 	// clones counts the clones made, for the tests.
 	clones atomic.Int64
 
@@ -53,7 +62,7 @@ func NewFetcher(tmpDir string, cacheSize int) *Fetcher {
 	if cacheSize <= 0 {
 		cacheSize = DefaultCacheSize
 	}
-	return &Fetcher{TmpDir: tmpDir, cache: lru.New(cacheSize), listings: newListings()}
+	return &Fetcher{TmpDir: tmpDir, cache: lru.New(cacheSize), commits: newCommitStore(), listings: newListings()}
 }
 
 // Result is what was read of a function's source.
@@ -61,8 +70,9 @@ type Result struct {
 	Head
 	// Metadata is what func.yaml says.
 	Metadata funclib.Metadata
-	// Cloned is true when this call cloned the repository, false when the result
-	// came from the cache.
+	// Cloned is true when this call transferred the commit (or shared the read of
+	// the call that did), false when the result came from the cache or the commit
+	// store.
 	Cloned bool
 	// SourceMiddleware is the middleware version the function's own source pins, for
 	// runtimes whose middleware lives there.
@@ -85,8 +95,10 @@ type cached struct {
 	err      error
 }
 
-// Read returns what func.yaml of directory fnPath says at head. It clones only when
-// the cache has nothing for (url, head.Commit, fnPath). The clone is bounded by timeout.
+// Read returns what func.yaml of directory fnPath says at head. When the cache has
+// nothing for (url, head.Commit, fnPath), it reads the directory from the commit
+// store, and fetches the commit (bounded by timeout) only when the store does not
+// hold it for auth's identity and the current limits.
 func (f *Fetcher) Read(ctx context.Context, url string, head Head, fnPath string, auth *Auth, timeout time.Duration) (Result, error) {
 	if auth == nil {
 		auth = &Auth{}
@@ -96,21 +108,31 @@ func (f *Fetcher) Read(ctx context.Context, url string, head Head, fnPath string
 	if v, ok := f.cache.Get(key); ok {
 		return f.result(head, v.(cached), false)
 	}
+	type read struct {
+		c       cached
+		fetched bool
+	}
 	v, err, _ := f.flight.Do(key, func() (interface{}, error) {
 		if v, ok := f.cache.Get(key); ok {
-			return v, nil
+			return read{c: v.(cached)}, nil
 		}
-		c, err := f.clone(ctx, url, head, fnPath, auth, timeout)
+		s, fetched, err := f.snapshot(ctx, url, head, auth, lim, timeout)
+		if err != nil {
+			return nil, err
+		}
+		content, fnDir, err := s.read(fnPath)
+		c, err := f.load(s.commit, content, fnDir, err)
 		if err != nil {
 			return nil, err
 		}
 		f.cache.Add(cacheKey(url, c.commit, fnPath, lim, auth), c)
-		return c, nil
+		return read{c: c, fetched: fetched}, nil
 	})
 	if err != nil {
 		return Result{}, err
 	}
-	return f.result(head, v.(cached), true)
+	r := v.(read)
+	return f.result(head, r.c, r.fetched)
 }
 
 // cacheKey names a result by what it was read from and under which limits (a commit
@@ -150,27 +172,6 @@ func (f *Fetcher) result(head Head, c cached, cloned bool) (Result, error) {
 		return r, c.err
 	}
 	return r, nil
-}
-
-// clone reads func.yaml from a fresh clone in a temporary directory that is always
-// removed. Stalling errors about what the commit holds come back inside the entry, so
-// they are cached too; errors reaching the repository are not, as the cache is shared
-// by every caller whatever its credentials.
-func (f *Fetcher) clone(ctx context.Context, url string, head Head, fnPath string, auth *Auth, timeout time.Duration) (cached, error) {
-	ctx, cancel := timeoutContext(ctx, timeout)
-	defer cancel()
-	dir, err := os.MkdirTemp(f.TmpDir, "clone-")
-	if err != nil {
-		return cached{}, fmt.Errorf("creating a temporary directory for the clone: %w", err)
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
-
-	f.clones.Add(1)
-	commit, content, fnDir, err := readFuncYAML(ctx, url, head, dir, fnPath, auth, f.netOptions(url, timeout, false))
-	if commit == "" {
-		commit = head.Commit
-	}
-	return f.load(commit, content, fnDir, err)
 }
 
 // load turns what a clone read of commit (func.yaml's content and its directory, or

@@ -45,20 +45,6 @@ func remoteListing(ctx context.Context, url string, auth *Auth, opts netOptions,
 	return newListing(refs, now), nil
 }
 
-// readFuncYAML fetches head shallowly (one commit, no tags, no work tree) into dir
-// and returns the commit it got and the content of dir/func.yaml in it.
-func readFuncYAML(ctx context.Context, url string, head Head, dir, fnPath string, auth *Auth, opts netOptions) (string, []byte, *object.Tree, error) {
-	repo, err := shallowFetch(ctx, url, head, 1, dir, auth, opts)
-	if err != nil {
-		return "", nil, nil, err
-	}
-	hash, err := fetchedCommit(repo, head)
-	if err != nil {
-		return "", nil, nil, err
-	}
-	return readCommit(repo, hash, head, fnPath, url, auth)
-}
-
 // shallowFetch fetches the last depth commits of head (no tags, no work tree) into
 // dir, within opts' limits.
 func shallowFetch(ctx context.Context, url string, head Head, depth int, dir string, auth *Auth, opts netOptions) (*gogit.Repository, error) {

@@ -42,6 +42,8 @@ type SSHServer struct {
 
 	clientKey ed25519.PrivateKey
 	clientPEM []byte
+	// uploadLog holds a line for every git-upload-pack sshd ran (see UploadPacks).
+	uploadLog string
 }
 
 // StartSSH starts sshd for the duration of the test. It skips the test when
@@ -82,12 +84,22 @@ func StartSSH(t testing.TB) *SSHServer {
 		t.Fatalf("gitserver: create sshd privilege separation dir: %v", err)
 	}
 	s.port = mustFreePort(t)
+	// Every command goes through a script that logs the upload-packs (the transfers
+	// and listings a client asks for) before it runs them as sshd would.
+	s.uploadLog = filepath.Join(dir, "upload-packs.log")
+	countScript := filepath.Join(dir, "count.sh")
+	mustWriteFile(t, countScript, []byte(fmt.Sprintf(`case "$SSH_ORIGINAL_COMMAND" in
+git-upload-pack*) printf '%%s\n' "$SSH_ORIGINAL_COMMAND" >> '%s' ;;
+esac
+exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
+`, s.uploadLog)))
 	cfgFile := filepath.Join(dir, "sshd_config")
 	mustWriteSSHDConfig(t, cfgFile, sshdConfig{
 		port:           s.port,
 		hostKeyFile:    hostKeyFile,
 		authKeysFile:   authKeysFile,
 		pidFile:        filepath.Join(dir, "sshd.pid"),
+		forceCommand:   "/bin/sh " + countScript,
 		noPenaltyLimit: true,
 	})
 
@@ -183,6 +195,22 @@ func (s *SSHServer) probe() error {
 	return session.Close()
 }
 
+// UploadPacks returns how many git-upload-pack sessions sshd ran for the repository
+// at repoDir: over SSH each listing and each fetch is one.
+func (s *SSHServer) UploadPacks(repoDir string) int {
+	content, err := os.ReadFile(s.uploadLog)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, line := range strings.Split(string(content), "\n") {
+		if strings.HasPrefix(line, "git-upload-pack") && strings.Contains(line, "'"+repoDir+"'") {
+			n++
+		}
+	}
+	return n
+}
+
 // User returns the login user (the current OS user).
 func (s *SSHServer) User() string { return s.user }
 
@@ -235,6 +263,7 @@ type sshdConfig struct {
 	hostKeyFile  string
 	authKeysFile string
 	pidFile      string
+	forceCommand string
 	// noPenaltyLimit disables OpenSSH >= 9.8 per-source penalties, which
 	// would otherwise throttle tests that deliberately fail handshakes.
 	noPenaltyLimit bool
@@ -254,6 +283,9 @@ func (c sshdConfig) render() string {
 		"StrictModes no",
 		"PermitRootLogin prohibit-password",
 		"LogLevel ERROR",
+	}
+	if c.forceCommand != "" {
+		lines = append(lines, "ForceCommand "+c.forceCommand)
 	}
 	if c.noPenaltyLimit {
 		lines = append(lines, "PerSourcePenalties no")

@@ -1,0 +1,286 @@
+package git
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/test/gitserver"
+	"github.com/fnops/func-operator/test/testfs"
+)
+
+// monorepo is the files of a repository of m function directories fns/f<i>, named
+// after tag.
+func monorepo(m int, tag string) map[string]string {
+	files := map[string]string{"README.md": "a monorepo\n"}
+	for i := 0; i < m; i++ {
+		files[fmt.Sprintf("fns/f%d/func.yaml", i)] = funcYAML(fmt.Sprintf("f%d-%s", i, tag), "go")
+		files[fmt.Sprintf("fns/f%d/handle.go", i)] = "package function\n"
+	}
+	return files
+}
+
+// readAll reads every function directory of a monorepo of m at head, and checks
+// what each says.
+func readAll(t *testing.T, f *Fetcher, url string, head Head, auth *Auth, m int, tag string) {
+	t.Helper()
+	for i := 0; i < m; i++ {
+		got, err := f.Read(context.Background(), url, head, fmt.Sprintf("fns/f%d", i), auth, gitTimeout)
+		if err != nil {
+			t.Fatalf("Read fns/f%d: %v", i, err)
+		}
+		if diff := cmp.Diff(md(fmt.Sprintf("f%d-%s", i, tag), "go"), got.Metadata); diff != "" {
+			t.Errorf("Metadata of fns/f%d (-want +got):\n%s", i, diff)
+		}
+	}
+}
+
+// TestFetcher_OneTransferPerCommit counts, at the server, the upload-packs of
+// reading every directory of a monorepo: one per commit, over HTTP and SSH.
+func TestFetcher_OneTransferPerCommit(t *testing.T) {
+	const m = 10
+	type server struct {
+		url     string
+		auth    *Auth
+		uploads func() int
+		commit  func(files map[string]string) string
+	}
+	servers := map[string]func(t *testing.T) server{
+		"http": func(t *testing.T) server {
+			g := newHTTPGit(t)
+			r, _ := g.repo(t, "mono", map[string]string{"README.md": "empty\n"})
+			url := g.srv.URL("mono")
+			return server{url: url, auth: anonymous(t, url),
+				uploads: func() int { return g.srv.UploadPacks("mono") },
+				commit:  func(files map[string]string) string { return r.Commit(t, "main", files, "change") }}
+		},
+		"ssh": func(t *testing.T) server {
+			srv := gitserver.StartSSH(t)
+			r := gitserver.CreateRepo(t, gitserver.NewRepoRoot(t), "mono")
+			url := srv.URL(r.Dir)
+			auth := authFromBytes(t, url, map[string][]byte{KeySSHPrivateKey: srv.ClientPrivateKeyPEM(), KeyKnownHosts: srv.KnownHosts()})
+			return server{url: url, auth: auth,
+				uploads: func() int { return srv.UploadPacks(r.Dir) },
+				commit:  func(files map[string]string) string { return r.Commit(t, "main", files, "change") }}
+		},
+	}
+	for name, start := range servers {
+		t.Run(name, func(t *testing.T) {
+			s := start(t)
+			tmp := t.TempDir()
+			f := NewFetcher(tmp, 0)
+			c1 := s.commit(monorepo(m, "one"))
+			head := Head{Branch: "main", Ref: "refs/heads/main", Commit: c1}
+
+			readAll(t, f, s.url, head, s.auth, m, "one")
+			if diff := cmp.Diff(1, s.uploads()); diff != "" {
+				t.Errorf("upload-packs after reading %d directories of one commit (-want +got):\n%s", m, diff)
+			}
+			readAll(t, f, s.url, head, s.auth, m, "one")
+			if diff := cmp.Diff(1, s.uploads()); diff != "" {
+				t.Errorf("upload-packs after reading them again (-want +got):\n%s", diff)
+			}
+
+			c2 := s.commit(monorepo(m, "two"))
+			readAll(t, f, s.url, Head{Branch: "main", Ref: "refs/heads/main", Commit: c2}, s.auth, m, "two")
+			if diff := cmp.Diff(2, s.uploads()); diff != "" {
+				t.Errorf("upload-packs after a push that changes every directory (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(int64(2), f.clones.Load()); diff != "" {
+				t.Errorf("clones (-want +got):\n%s", diff)
+			}
+			testfs.AssertEmptyDir(t, tmp)
+		})
+	}
+}
+
+func authFromBytes(t *testing.T, url string, data map[string][]byte) *Auth {
+	t.Helper()
+	a, err := AuthFromSecret(url, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "repo-creds"}, Data: data})
+	if err != nil {
+		t.Fatalf("AuthFromSecret(%s): %v", url, err)
+	}
+	return a
+}
+
+// TestFetcher_OneTransferConcurrent: concurrent Reads of different directories of
+// one commit share one transfer.
+func TestFetcher_OneTransferConcurrent(t *testing.T) {
+	const m = 10
+	g := newHTTPGit(t)
+	_, commit := g.repo(t, "mono", monorepo(m, "one"))
+	url := g.srv.URL("mono")
+	f := NewFetcher(t.TempDir(), 0)
+	auth := anonymous(t, url)
+	head := Head{Branch: "main", Ref: "refs/heads/main", Commit: commit}
+	errs := make([]error, m)
+	var wg sync.WaitGroup
+	for i := 0; i < m; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			_, errs[i] = f.Read(context.Background(), url, head, fmt.Sprintf("fns/f%d", i), auth, gitTimeout)
+		}(i)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("Read fns/f%d: %v", i, err)
+		}
+	}
+	if diff := cmp.Diff(1, g.srv.UploadPacks("mono")); diff != "" {
+		t.Errorf("upload-packs (-want +got):\n%s", diff)
+	}
+}
+
+// TestFetcher_TransferPerIdentity is the positive control: what was fetched with
+// one identity's credentials, or under one CA trust, is never read with another's.
+func TestFetcher_TransferPerIdentity(t *testing.T) {
+	const m = 4
+	t.Run("credentials", func(t *testing.T) {
+		g := newHTTPGit(t)
+		_, commit := g.repo(t, "mono", monorepo(m, "one"))
+		url := g.srv.URL("mono")
+		f := NewFetcher(t.TempDir(), 0)
+		head := Head{Branch: "main", Ref: "refs/heads/main", Commit: commit}
+		anon := anonymous(t, url)
+		token := authFrom(t, url, map[string]string{KeyToken: rightToken})
+		other := authFrom(t, url, map[string]string{KeyToken: wrongToken})
+		steps := []struct {
+			name    string
+			auth    *Auth
+			path    string
+			uploads int
+		}{
+			{"anonymous", anon, "fns/f0", 1},
+			{"anonymous, another directory", anon, "fns/f1", 1},
+			{"a token", token, "fns/f2", 2},
+			{"the same token, another directory", token, "fns/f3", 2},
+			{"another token", other, "fns/f3", 2}, // the path cache: callers check access with List
+			{"another token, a directory not read yet", other, "fns/f0", 2},
+		}
+		// The path cache answers fns/f0 for every identity; clear it to reach the store.
+		for _, s := range steps {
+			if s.name == "another token, a directory not read yet" {
+				f.cache.Clear()
+				s.uploads = 3
+			}
+			if _, err := f.Read(context.Background(), url, head, s.path, s.auth, gitTimeout); err != nil {
+				t.Fatalf("%s: Read %s: %v", s.name, s.path, err)
+			}
+			if diff := cmp.Diff(s.uploads, g.srv.UploadPacks("mono")); diff != "" {
+				t.Errorf("%s: upload-packs (-want +got):\n%s", s.name, diff)
+			}
+		}
+	})
+	t.Run("CA trust", func(t *testing.T) {
+		root := gitserver.NewRepoRoot(t)
+		srv := gitserver.StartHTTPS(t, root)
+		commit := gitserver.CreateRepo(t, root, "mono").Commit(t, "main", monorepo(m, "one"), "init")
+		installTestGuard(t)
+		url := srv.URL("mono")
+		f := NewFetcher(t.TempDir(), 0)
+		head := Head{Branch: "main", Ref: "refs/heads/main", Commit: commit}
+		ca := srv.CertificatePEM()
+		one := authFromBytes(t, url, map[string][]byte{KeyCACert: ca})
+		two := authFromBytes(t, url, map[string][]byte{KeyCACert: append(append([]byte{}, ca...), otherCA(t)...)})
+		for _, s := range []struct {
+			name    string
+			auth    *Auth
+			path    string
+			uploads int
+		}{
+			{"one CA", one, "fns/f0", 1},
+			{"one CA, another directory", one, "fns/f1", 1},
+			{"another CA bundle", two, "fns/f0", 2},
+			{"another CA bundle, another directory", two, "fns/f2", 2},
+		} {
+			if _, err := f.Read(context.Background(), url, head, s.path, s.auth, gitTimeout); err != nil {
+				t.Fatalf("%s: Read %s: %v", s.name, s.path, err)
+			}
+			if diff := cmp.Diff(s.uploads, srv.UploadPacks("mono")); diff != "" {
+				t.Errorf("%s: upload-packs (-want +got):\n%s", s.name, diff)
+			}
+		}
+	})
+}
+
+// TestFetcher_LimitsRefuseTheCommit: a commit the limits refuse is refused for
+// every directory, after one transfer; larger limits fetch it again.
+func TestFetcher_LimitsRefuseTheCommit(t *testing.T) {
+	const m = 5
+	g := newHTTPGit(t)
+	files := monorepo(m, "one")
+	files["blob.txt"] = randomText(1, 3<<20)
+	_, commit := g.repo(t, "big", files)
+	url := g.srv.URL("big")
+	tmp := t.TempDir()
+	f := NewFetcher(tmp, 0)
+	lim := Limits{MaxBytes: 1 << 20, MaxFiles: 1000}
+	f.Limits = func() Limits { return lim }
+	auth := anonymous(t, url)
+	head := Head{Branch: "main", Ref: "refs/heads/main", Commit: commit}
+	for i := 0; i < m; i++ {
+		_, err := f.Read(context.Background(), url, head, fmt.Sprintf("fns/f%d", i), auth, gitTimeout)
+		checkError(t, &wantError{reason: v1alpha1.ReasonCloneTooLarge, stalling: true,
+			msgHas: []string{"cloning " + url, "over the 1048576 bytes the operator transfers (ConfigMap key cloneMaxBytes)"}}, err)
+	}
+	if diff := cmp.Diff(1, g.srv.UploadPacks("big")); diff != "" {
+		t.Errorf("upload-packs of a refused commit read for %d directories (-want +got):\n%s", m, diff)
+	}
+	lim = Limits{MaxBytes: 8 << 20, MaxFiles: 1000}
+	readAll(t, f, url, head, auth, m, "one")
+	if diff := cmp.Diff(2, g.srv.UploadPacks("big")); diff != "" {
+		t.Errorf("upload-packs once the limits allow the commit (-want +got):\n%s", diff)
+	}
+	testfs.AssertEmptyDir(t, tmp)
+}
+
+// TestFetcher_CommitStoreBytes: the store keeps what fits its bound; a commit
+// evicted is fetched again.
+func TestFetcher_CommitStoreBytes(t *testing.T) {
+	const m = 3
+	g := newHTTPGit(t)
+	r, c1 := g.repo(t, "mono", monorepo(m, "one"))
+	url := g.srv.URL("mono")
+	f := NewFetcher(t.TempDir(), 0)
+	auth := anonymous(t, url)
+	at := func(c string) Head { return Head{Branch: "main", Ref: "refs/heads/main", Commit: c} }
+	read := func(c, path string) {
+		t.Helper()
+		if _, err := f.Read(context.Background(), url, at(c), path, auth, gitTimeout); err != nil {
+			t.Fatalf("Read %s at %s: %v", path, short(c), err)
+		}
+	}
+	read(c1, "fns/f0")
+	one := f.commits.bytes()
+	if one <= 0 {
+		t.Fatalf("the store holds %d bytes after a fetch", one)
+	}
+	f.CommitStoreBytes = 2*one + one/2 // two commits of this size
+	c2 := r.Commit(t, "main", monorepo(m, "two"), "two")
+	read(c2, "fns/f0")
+	c3 := r.Commit(t, "main", monorepo(m, "six"), "three")
+	read(c3, "fns/f0")
+	if got := f.commits.bytes(); got > f.CommitStoreBytes {
+		t.Errorf("the store holds %d bytes, over its bound %d", got, f.CommitStoreBytes)
+	}
+	if diff := cmp.Diff(3, g.srv.UploadPacks("mono")); diff != "" {
+		t.Errorf("upload-packs of three commits (-want +got):\n%s", diff)
+	}
+	read(c3, "fns/f1")
+	read(c2, "fns/f1")
+	if diff := cmp.Diff(3, g.srv.UploadPacks("mono")); diff != "" {
+		t.Errorf("upload-packs of the two kept commits (-want +got):\n%s", diff)
+	}
+	read(c1, "fns/f1") // the branch's tip is fetched, c3: one transfer all the same
+	if diff := cmp.Diff(4, g.srv.UploadPacks("mono")); diff != "" {
+		t.Errorf("upload-packs of the evicted commit (-want +got):\n%s", diff)
+	}
+}
