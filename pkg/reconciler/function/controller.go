@@ -49,6 +49,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.Function{}, functionNameIndex, functionName); err != nil {
 		return fmt.Errorf("indexing Functions by function name: %w", err)
 	}
+	r.functionNamesIndexed = true
 	b := builder.ControllerManagedBy(mgr).WatchesRawSource(r.Wakeups.source())
 	if r.Workloads != nil {
 		// func's raw and keda deployers: a Deployment and a core Service (by metadata)

@@ -32,7 +32,9 @@ import (
 
 // Reconciler reconciles Functions. Its permissions are in rbac.go.
 type Reconciler struct {
-	// Client reads Functions from the manager's cache and writes their status.
+	// Client reads Functions from the manager's cache and writes their status; with
+	// SetupWithManager, it must read from that manager's cache (mgr.GetClient()), whose
+	// field index it uses.
 	Client client.Client
 	// APIReader reads straight from the API server what the cache does not hold.
 	APIReader client.Reader
@@ -75,6 +77,12 @@ type Reconciler struct {
 
 	// WatchSelected is the label selector of this shard's Functions; nil: all.
 	WatchSelected labels.Selector
+
+	// functionNamesIndexed: Client's cache indexes Functions by function name
+	// (SetupWithManager registered functionNameIndex), so finding the Function bound to
+	// a function lists those of its name only; without it (a Client straight to the API
+	// server, as the step tests use), the namespace's.
+	functionNamesIndexed bool
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
