@@ -20,6 +20,7 @@ func parseBounds(cm *corev1.ConfigMap, c *Config, fail func(k string, err error)
 	}{
 		KeyCloneMaxBytes:       {&c.CloneMaxBytes, 1 << 20, 1 << 40},
 		KeyCloneMaxObjectBytes: {&c.CloneMaxObjectBytes, 1 << 20, 1 << 30},
+		KeyCommitStoreMaxBytes: {&c.CommitStoreMaxBytes, 1 << 20, 512 << 20},
 		KeyInspectMaxMemory:    {&c.InspectMaxMemory, 1 << 20, 256 << 20},
 		KeyInspectMaxBytes:     {&c.InspectMaxBytes, 1 << 20, 1 << 40},
 	}

@@ -87,6 +87,11 @@ const (
 	// holds an object whole while it indexes the pack); past it, or when all the
 	// objects expand to more than 4 times cloneMaxBytes, reason CloneTooLarge.
 	KeyCloneMaxObjectBytes = "cloneMaxObjectBytes"
+	// KeyCommitStoreMaxBytes caps the memory that what was fetched of recent commits
+	// takes (their trees and every func.yaml: what every Function on a commit reads
+	// from its one transfer); past it the least recently used commit is dropped, and
+	// fetched again when a Function needs it.
+	KeyCommitStoreMaxBytes = "commitStoreMaxBytes"
 	// KeyInspectMaxMemory caps the memory one image inspection may hold: a manifest,
 	// a config, or the build information of an executable larger than that is not
 	// read (reason ImageTooLarge). Executables are streamed, never held whole.
@@ -136,6 +141,7 @@ const (
 	DefaultCloneMaxBytes            = 100 << 20
 	DefaultCloneMaxFiles            = 100000
 	DefaultCloneMaxObjectBytes      = 32 << 20
+	DefaultCommitStoreMaxBytes      = 64 << 20
 	DefaultInspectMaxMemory         = 16 << 20
 	DefaultInspectMaxBytes          = 4 << 30
 	DefaultConditionMessageMaxBytes = 1024
@@ -184,6 +190,8 @@ type Config struct {
 
 	// CloneMaxBytes, CloneMaxFiles and CloneMaxObjectBytes bound one clone.
 	CloneMaxBytes, CloneMaxFiles, CloneMaxObjectBytes int64
+	// CommitStoreMaxBytes bounds what is kept of the commits fetched.
+	CommitStoreMaxBytes int64
 	// InspectMaxMemory and InspectMaxBytes bound one image inspection.
 	InspectMaxMemory, InspectMaxBytes int64
 	// ConditionMessageMaxBytes and EventMessageMaxBytes cap messages.
@@ -228,6 +236,7 @@ func Defaults() Config {
 		CloneMaxBytes:            DefaultCloneMaxBytes,
 		CloneMaxFiles:            DefaultCloneMaxFiles,
 		CloneMaxObjectBytes:      DefaultCloneMaxObjectBytes,
+		CommitStoreMaxBytes:      DefaultCommitStoreMaxBytes,
 		InspectMaxMemory:         DefaultInspectMaxMemory,
 		InspectMaxBytes:          DefaultInspectMaxBytes,
 		ConditionMessageMaxBytes: DefaultConditionMessageMaxBytes,
@@ -294,6 +303,7 @@ var keepers = map[string]func(c *Config, last Config){
 	KeyCloneMaxBytes:            func(c *Config, last Config) { c.CloneMaxBytes = last.CloneMaxBytes },
 	KeyCloneMaxFiles:            func(c *Config, last Config) { c.CloneMaxFiles = last.CloneMaxFiles },
 	KeyCloneMaxObjectBytes:      func(c *Config, last Config) { c.CloneMaxObjectBytes = last.CloneMaxObjectBytes },
+	KeyCommitStoreMaxBytes:      func(c *Config, last Config) { c.CommitStoreMaxBytes = last.CommitStoreMaxBytes },
 	KeyInspectMaxMemory:         func(c *Config, last Config) { c.InspectMaxMemory = last.InspectMaxMemory },
 	KeyInspectMaxBytes:          func(c *Config, last Config) { c.InspectMaxBytes = last.InspectMaxBytes },
 	KeyConditionMessageMaxBytes: func(c *Config, last Config) { c.ConditionMessageMaxBytes = last.ConditionMessageMaxBytes },

@@ -38,7 +38,7 @@ func TestDefaults(t *testing.T) {
 	want := Config{CheckInterval: 5 * time.Minute, GitTimeout: 60 * time.Second, RegistryTimeout: 60 * time.Second,
 		AutoUpdateMiddleware: true, UnknownMiddlewarePolicy: "Outdated", RebuildCommit: "Deployed",
 		MaxConcurrentBuilds: 2, BuildBackoff: time.Minute, BuildBackoffMax: time.Hour, BuildTimeout: time.Hour, OutageGrace: 30 * time.Minute, PipelineServiceAccount: "func-operator-builder",
-		CloneMaxBytes: 100 << 20, CloneMaxFiles: 100000, CloneMaxObjectBytes: 32 << 20, InspectMaxMemory: 16 << 20, InspectMaxBytes: 4 << 30,
+		CloneMaxBytes: 100 << 20, CloneMaxFiles: 100000, CloneMaxObjectBytes: 32 << 20, CommitStoreMaxBytes: 64 << 20, InspectMaxMemory: 16 << 20, InspectMaxBytes: 4 << 30,
 		ConditionMessageMaxBytes: 1024, EventMessageMaxBytes: 1024, BuildLogLines: 20}
 	if diff := cmp.Diff(want, Defaults()); diff != "" {
 		t.Errorf("Defaults() (-want +got):\n%s", diff)

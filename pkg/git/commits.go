@@ -200,6 +200,66 @@ type commitStore struct {
 	used  int64
 	order *list.List // of *storeEntry, most recent first
 	items map[commitKey]*list.Element
+	// evicted counts the snapshots dropped to keep within the bound; notKept those
+	// larger than the bound on their own; refetched the transfers of a commit dropped
+	// before, which dropped remembers (the most recent evictedKeys).
+	evicted, notKept, refetched uint64
+	// dropped maps each remembered key to the eviction that dropped it last (its
+	// entry in droppedOrder, of droppedKey, oldest first).
+	dropped      map[commitKey]uint64
+	droppedOrder *list.List
+}
+
+type droppedKey struct {
+	key commitKey
+	// eviction numbers the eviction (evicted after it).
+	eviction uint64
+}
+
+// evictedKeys is how many dropped commits the store remembers, to count a transfer
+// of one of them again as a refetch: a few dozen bytes each.
+const evictedKeys = 4096
+
+// CommitStoreStats is what the commit store holds, and what it dropped.
+type CommitStoreStats struct {
+	// Bytes is what the kept commits count (their objects' content and 128 bytes
+	// each); Commits how many are kept.
+	Bytes   int64
+	Commits int
+	// Evictions counts the commits dropped, least recently used first, to keep within
+	// the bound since the Fetcher was made: after pushes, the turnover of commits no
+	// Function reads any more.
+	Evictions uint64
+	// Refetches counts the transfers of a commit the store had dropped: a Function
+	// still read it. A steady rate says the bound is too small for the commits in use.
+	Refetches uint64
+	// NotKept counts the commits too large for the bound on their own: used, not kept,
+	// so that every directory of such a commit costs a transfer of its own.
+	NotKept uint64
+}
+
+// CommitStoreStats reports what the commit store holds now.
+func (f *Fetcher) CommitStoreStats() CommitStoreStats {
+	cs := f.commits
+	if cs == nil {
+		return CommitStoreStats{}
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return CommitStoreStats{Bytes: cs.used, Commits: len(cs.items), Evictions: cs.evicted, Refetches: cs.refetched, NotKept: cs.notKept}
+}
+
+// TrimCommitStore drops the least recently used commits until what is kept fits the
+// bound: after the bound was lowered.
+func (f *Fetcher) TrimCommitStore() {
+	cs := f.commits
+	if cs == nil {
+		return
+	}
+	max := f.commitStoreBytes()
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.trim(max)
 }
 
 type storeEntry struct {
@@ -208,7 +268,7 @@ type storeEntry struct {
 }
 
 func newCommitStore() *commitStore {
-	return &commitStore{order: list.New(), items: map[commitKey]*list.Element{}}
+	return &commitStore{order: list.New(), items: map[commitKey]*list.Element{}, dropped: map[commitKey]uint64{}, droppedOrder: list.New()}
 }
 
 func (cs *commitStore) get(key commitKey) (*snapshot, bool) {
@@ -225,9 +285,11 @@ func (cs *commitStore) get(key commitKey) (*snapshot, bool) {
 	return el.Value.(*storeEntry).snap, true
 }
 
-// add keeps s under key, evicting the least recently used snapshots past max bytes.
-// A snapshot larger than max on its own is not kept.
-func (cs *commitStore) add(key commitKey, s *snapshot, max int64) {
+// add keeps s under key, evicting the least recently used snapshots past max bytes;
+// asked is the key the transfer was made for (its commit may no longer be the one
+// fetched: a branch's tip moved on). A snapshot larger than max on its own is not
+// kept.
+func (cs *commitStore) add(key, asked commitKey, s *snapshot, max int64) {
 	if cs == nil {
 		return
 	}
@@ -236,13 +298,42 @@ func (cs *commitStore) add(key commitKey, s *snapshot, max int64) {
 	if el, ok := cs.items[key]; ok {
 		cs.remove(el)
 	}
+	_, again := cs.dropped[asked]
+	if _, ok := cs.dropped[key]; ok || again {
+		cs.refetched++
+		// Their entries in droppedOrder go when they come first.
+		delete(cs.dropped, key)
+		delete(cs.dropped, asked)
+	}
 	if s.size > max {
+		cs.notKept++
+		cs.trim(max) // a bound lowered since
 		return
 	}
 	cs.items[key] = cs.order.PushFront(&storeEntry{key: key, snap: s})
 	cs.used += s.size
-	for cs.used > max {
+	cs.trim(max)
+}
+
+// trim evicts the least recently used snapshots past max bytes; cs.mu is held.
+func (cs *commitStore) trim(max int64) {
+	for cs.used > max && cs.order.Len() > 0 {
+		key := cs.order.Back().Value.(*storeEntry).key
 		cs.remove(cs.order.Back())
+		cs.evicted++
+		cs.remember(key)
+	}
+}
+
+// remember keeps key among the most recent evictedKeys dropped commits; cs.mu is held.
+func (cs *commitStore) remember(key commitKey) {
+	cs.dropped[key] = cs.evicted
+	cs.droppedOrder.PushBack(droppedKey{key: key, eviction: cs.evicted})
+	for cs.droppedOrder.Len() > evictedKeys {
+		old := cs.droppedOrder.Remove(cs.droppedOrder.Front()).(droppedKey)
+		if cs.dropped[old.key] == old.eviction { // not dropped again since
+			delete(cs.dropped, old.key)
+		}
 	}
 }
 
@@ -263,8 +354,10 @@ func (cs *commitStore) bytes() int64 {
 }
 
 func (f *Fetcher) commitStoreBytes() int64 {
-	if f.CommitStoreBytes > 0 {
-		return f.CommitStoreBytes
+	if f.CommitStoreBytes != nil {
+		if n := f.CommitStoreBytes(); n > 0 {
+			return n
+		}
 	}
 	return DefaultCommitStoreBytes
 }
@@ -297,7 +390,7 @@ func (f *Fetcher) snapshot(ctx context.Context, url string, head Head, auth *Aut
 		if s.commit != "" {
 			k := key
 			k.commit = s.commit
-			f.commits.add(k, s, f.commitStoreBytes())
+			f.commits.add(k, key, s, f.commitStoreBytes())
 		}
 		return s, nil
 	})

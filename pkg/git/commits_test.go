@@ -263,13 +263,23 @@ func TestFetcher_CommitStoreBytes(t *testing.T) {
 	if one <= 0 {
 		t.Fatalf("the store holds %d bytes after a fetch", one)
 	}
-	f.CommitStoreBytes = 2*one + one/2 // two commits of this size
+	bound := 2*one + one/2 // two commits of this size
+	f.CommitStoreBytes = func() int64 { return bound }
 	c2 := r.Commit(t, "main", monorepo(m, "two"), "two")
 	read(c2, "fns/f0")
+	if diff := cmp.Diff(CommitStoreStats{Bytes: f.commits.bytes(), Commits: 2}, f.CommitStoreStats()); diff != "" {
+		t.Errorf("stats of two commits within the bound (-want +got):\n%s", diff)
+	}
 	c3 := r.Commit(t, "main", monorepo(m, "six"), "three")
 	read(c3, "fns/f0")
-	if got := f.commits.bytes(); got > f.CommitStoreBytes {
-		t.Errorf("the store holds %d bytes, over its bound %d", got, f.CommitStoreBytes)
+	if got := f.commits.bytes(); got > bound {
+		t.Errorf("the store holds %d bytes, over its bound %d", got, bound)
+	}
+	if diff := cmp.Diff(CommitStoreStats{Bytes: f.commits.bytes(), Commits: 2, Evictions: 1}, f.CommitStoreStats()); diff != "" {
+		t.Errorf("stats after the first commit was evicted (-want +got):\n%s", diff)
+	}
+	if got := f.CommitStoreStats().Refetches; got != 0 {
+		t.Errorf("%d refetches before any dropped commit was read again, want 0", got)
 	}
 	if diff := cmp.Diff(3, g.srv.UploadPacks("mono")); diff != "" {
 		t.Errorf("upload-packs of three commits (-want +got):\n%s", diff)
@@ -282,5 +292,40 @@ func TestFetcher_CommitStoreBytes(t *testing.T) {
 	read(c1, "fns/f1") // the branch's tip is fetched, c3: one transfer all the same
 	if diff := cmp.Diff(4, g.srv.UploadPacks("mono")); diff != "" {
 		t.Errorf("upload-packs of the evicted commit (-want +got):\n%s", diff)
+	}
+	if got := f.CommitStoreStats().Refetches; got != 1 {
+		t.Errorf("%d refetches after the dropped commit was read again, want 1", got)
+	}
+
+	// A lower bound: TrimCommitStore drops what no longer fits, at once.
+	before := f.CommitStoreStats()
+	bound = one + one/2
+	f.TrimCommitStore()
+	after := f.CommitStoreStats()
+	if after.Bytes > bound || after.Commits != 1 || after.Evictions != before.Evictions+uint64(before.Commits-1) {
+		t.Errorf("after the bound was lowered to one commit: %+v (before: %+v)", after, before)
+	}
+	// The commit kept is the most recently read (c3, the tip c1's read fetched): read
+	// again without a transfer; c2 was dropped: one transfer.
+	read(c3, "fns/f2")
+	read(c2, "fns/f2")
+	if diff := cmp.Diff(5, g.srv.UploadPacks("mono")); diff != "" {
+		t.Errorf("upload-packs after the trim: c3 kept, c2 dropped (-want +got):\n%s", diff)
+	}
+	if st := f.CommitStoreStats(); st.Refetches != 2 || st.NotKept != 0 {
+		t.Errorf("after the trimmed commit was read again: %+v, want 2 refetches, none not kept", st)
+	}
+
+	// A bound below one commit: what is read is used, not kept, and counted so; what
+	// was kept goes.
+	bound = 1
+	c4 := r.Commit(t, "main", monorepo(m, "four"), "four")
+	read(c4, "fns/f0")
+	if st := f.CommitStoreStats(); st.NotKept != 1 || st.Commits != 0 || st.Bytes != 0 {
+		t.Errorf("a commit over the bound: %+v, want 1 not kept and nothing kept", st)
+	}
+	read(c4, "fns/f1")
+	if diff := cmp.Diff(7, g.srv.UploadPacks("mono")); diff != "" {
+		t.Errorf("upload-packs of two directories of a commit not kept (-want +got):\n%s", diff)
 	}
 }

@@ -41,9 +41,11 @@ type Fetcher struct {
 	OnChange func(ListingKey)
 	// Now returns the current time; time.Now when nil.
 	Now func() time.Time
-	// CommitStoreBytes bounds what is kept, in memory, of the commits fetched (see
-	// commits.go); DefaultCommitStoreBytes when 0.
-	CommitStoreBytes int64
+	// CommitStoreBytes, when set, returns the bound of what is kept, in memory, of
+	// the commits fetched (see commits.go; the operator's ConfigMap key
+	// commitStoreMaxBytes); DefaultCommitStoreBytes when nil or not above 0. A lower
+	// bound takes effect at the next fetch, or at TrimCommitStore.
+	CommitStoreBytes func() int64
 
 	cache  *lru.Cache
 	flight singleflight.Group

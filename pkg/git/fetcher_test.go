@@ -756,7 +756,7 @@ func TestFetcher_CacheSize(t *testing.T) {
 	})
 	url := g.srv.URL("small")
 	f := NewFetcher(t.TempDir(), 1)
-	f.CommitStoreBytes = 1 // no commit is kept: this checks the path cache alone
+	f.CommitStoreBytes = func() int64 { return 1 } // no commit is kept: this checks the path cache alone
 	auth := anonymous(t, url)
 	head := Head{Branch: "main", Ref: "refs/heads/main", Commit: commit}
 

@@ -49,6 +49,55 @@ type Metrics struct {
 	checked map[types.NamespacedName]time.Time
 	now     func() time.Time
 	queue   func() (running, waiting int)
+	// commitStore reports the git fetcher's commit store (WithCommitStore).
+	commitStore func() CommitStore
+}
+
+// CommitStore is what the git fetcher keeps of the commits it fetched (see package
+// git's CommitStoreStats).
+type CommitStore struct {
+	Bytes                         int64
+	Commits                       int
+	Evictions, Refetches, NotKept uint64
+}
+
+// WithCommitStore exports what the git fetcher's commit store holds and drops:
+// func_operator_git_commit_store_bytes, _commits, _evictions_total, _refetches_total
+// and _not_kept_total, read together at each scrape.
+func WithCommitStore(stats func() CommitStore) Option {
+	return func(m *Metrics) { m.commitStore = stats }
+}
+
+// commitStoreCollector exports one reading of the commit store per scrape.
+type commitStoreCollector struct{ stats func() CommitStore }
+
+var (
+	commitStoreBytes = prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", "git_commit_store_bytes"),
+		"Bytes kept of recently fetched commits (their trees and func.yaml files, which every Function on a commit reads from its one transfer), "+
+			"within the ConfigMap's commitStoreMaxBytes.", nil, nil)
+	commitStoreCommits = prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", "git_commit_store_commits"),
+		"Commits kept of those fetched (one per repository, commit and credentials identity).", nil, nil)
+	commitStoreEvictions = prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", "git_commit_store_evictions_total"),
+		"Commits dropped, least recently used first, to stay within commitStoreMaxBytes: after pushes, the turnover of commits no Function reads any more.", nil, nil)
+	commitStoreRefetches = prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", "git_commit_store_refetches_total"),
+		"Transfers of a commit the store had dropped, because a Function still read it: a steady rate says commitStoreMaxBytes is too small for the commits in use.", nil, nil)
+	commitStoreNotKept = prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", "git_commit_store_not_kept_total"),
+		"Commits too large for commitStoreMaxBytes on their own: used, not kept, so that every Function on such a commit transfers it.", nil, nil)
+)
+
+func (c commitStoreCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{commitStoreBytes, commitStoreCommits, commitStoreEvictions, commitStoreRefetches, commitStoreNotKept} {
+		ch <- d
+	}
+}
+
+func (c commitStoreCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.stats()
+	ch <- prometheus.MustNewConstMetric(commitStoreBytes, prometheus.GaugeValue, float64(s.Bytes))
+	ch <- prometheus.MustNewConstMetric(commitStoreCommits, prometheus.GaugeValue, float64(s.Commits))
+	ch <- prometheus.MustNewConstMetric(commitStoreEvictions, prometheus.CounterValue, float64(s.Evictions))
+	ch <- prometheus.MustNewConstMetric(commitStoreRefetches, prometheus.CounterValue, float64(s.Refetches))
+	ch <- prometheus.MustNewConstMetric(commitStoreNotKept, prometheus.CounterValue, float64(s.NotKept))
 }
 
 // Option configures the metrics New returns.
@@ -118,6 +167,9 @@ func (m *Metrics) Collectors() []prometheus.Collector {
 	}
 	if m.perFunction {
 		cs = append(cs, conditionCollector{m})
+	}
+	if m.commitStore != nil {
+		cs = append(cs, commitStoreCollector{m.commitStore})
 	}
 	if m.queue != nil {
 		cs = append(cs,

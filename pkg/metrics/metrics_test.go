@@ -258,3 +258,47 @@ func_operator_functions{namespace="team-b",reason="",status="True",type="Ready"}
 		})
 	}
 }
+
+// TestMetrics_CommitStore: with WithCommitStore the commit store's bytes, commits,
+// evictions, refetches and commits not kept are exported as read at scrape time;
+// without it, none of them.
+func TestMetrics_CommitStore(t *testing.T) {
+	stats := CommitStore{Bytes: 4096, Commits: 3, Evictions: 7, Refetches: 2, NotKept: 1}
+	m := New(nil, WithCommitStore(func() CommitStore { return stats }))
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(m.Collectors()...)
+	names := []string{"func_operator_git_commit_store_bytes", "func_operator_git_commit_store_commits", "func_operator_git_commit_store_evictions_total",
+		"func_operator_git_commit_store_refetches_total", "func_operator_git_commit_store_not_kept_total"}
+	want := func(s CommitStore) string {
+		return fmt.Sprintf(`
+# HELP func_operator_git_commit_store_bytes Bytes kept of recently fetched commits (their trees and func.yaml files, which every Function on a commit reads from its one transfer), within the ConfigMap's commitStoreMaxBytes.
+# TYPE func_operator_git_commit_store_bytes gauge
+func_operator_git_commit_store_bytes %d
+# HELP func_operator_git_commit_store_commits Commits kept of those fetched (one per repository, commit and credentials identity).
+# TYPE func_operator_git_commit_store_commits gauge
+func_operator_git_commit_store_commits %d
+# HELP func_operator_git_commit_store_evictions_total Commits dropped, least recently used first, to stay within commitStoreMaxBytes: after pushes, the turnover of commits no Function reads any more.
+# TYPE func_operator_git_commit_store_evictions_total counter
+func_operator_git_commit_store_evictions_total %d
+# HELP func_operator_git_commit_store_not_kept_total Commits too large for commitStoreMaxBytes on their own: used, not kept, so that every Function on such a commit transfers it.
+# TYPE func_operator_git_commit_store_not_kept_total counter
+func_operator_git_commit_store_not_kept_total %d
+# HELP func_operator_git_commit_store_refetches_total Transfers of a commit the store had dropped, because a Function still read it: a steady rate says commitStoreMaxBytes is too small for the commits in use.
+# TYPE func_operator_git_commit_store_refetches_total counter
+func_operator_git_commit_store_refetches_total %d
+`, s.Bytes, s.Commits, s.Evictions, s.NotKept, s.Refetches)
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want(stats)), names...); err != nil {
+		t.Error(err)
+	}
+	stats = CommitStore{Bytes: 1024, Commits: 1, Evictions: 9, Refetches: 3, NotKept: 4}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want(stats)), names...); err != nil {
+		t.Errorf("after the store changed: %v", err)
+	}
+
+	without := prometheus.NewPedanticRegistry()
+	without.MustRegister(New(nil).Collectors()...)
+	if n, err := testutil.GatherAndCount(without, names...); err != nil || n != 0 {
+		t.Errorf("without WithCommitStore: %d series (%v), want none", n, err)
+	}
+}

@@ -24,7 +24,7 @@ func describedNames(t *testing.T) map[string]bool {
 	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
 	names := map[string]bool{}
 	ch := make(chan *prometheus.Desc, 64)
-	for _, c := range metrics.New(func() (int, int) { return 0, 0 }).Collectors() {
+	for _, c := range metrics.New(func() (int, int) { return 0, 0 }, metrics.WithCommitStore(func() metrics.CommitStore { return metrics.CommitStore{} })).Collectors() {
 		c.Describe(ch)
 	}
 	close(ch)

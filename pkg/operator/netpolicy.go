@@ -37,6 +37,7 @@ func remotes(restConfig *rest.Config, store *config.Store, workDir string, own [
 		c := store.Load()
 		return git.Limits{MaxBytes: c.CloneMaxBytes, MaxFiles: c.CloneMaxFiles, MaxObjectBytes: c.CloneMaxObjectBytes}
 	}
+	fetcher.CommitStoreBytes = func() int64 { return store.Load().CommitStoreMaxBytes }
 	return guard, fetcher, inspector, nil
 }
 

@@ -77,6 +77,10 @@ type Options struct {
 	NoFunctionConditionMetrics bool
 	// ProbeAddr serves /healthz and /readyz; "0" disables them.
 	ProbeAddr string
+	// PprofAddr serves Go's profiles (/debug/pprof/) over plain HTTP, unauthenticated;
+	// "" or "0" (the binary's default) disables them. For a profile on request: bind
+	// it to loopback and port-forward.
+	PprofAddr string
 	// WatchLabelSelector, when set, restricts the operator to the Functions it selects
 	// (a label selector, such as "functions.dev/shard=a"): one shard of several.
 	WatchLabelSelector string
@@ -172,6 +176,7 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 		Cache:                         cacheOpts,
 		Metrics:                       metricsOptions(o),
 		HealthProbeBindAddress:        o.ProbeAddr,
+		PprofBindAddress:              o.PprofAddr,
 		LeaderElection:                o.LeaderElection,
 		LeaderElectionID:              leaderElectionID,
 		LeaderElectionNamespace:       o.SystemNamespace,
@@ -225,7 +230,15 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 		WorkDir:  o.WorkDir,
 		Tekton:   tekton,
 	}
-	var metricsOpts []metrics.Option
+	own := ownListeners(o.MetricsAddr, o.ProbeAddr, o.WebhookAddr, o.PprofAddr)
+	guard, fetcher, inspector, err := remotes(restConfig, store, o.WorkDir, own)
+	if err != nil {
+		return nil, err
+	}
+	metricsOpts := []metrics.Option{metrics.WithCommitStore(func() metrics.CommitStore {
+		st := fetcher.CommitStoreStats()
+		return metrics.CommitStore{Bytes: st.Bytes, Commits: st.Commits, Evictions: st.Evictions, Refetches: st.Refetches, NotKept: st.NotKept}
+	})}
 	if o.NoFunctionConditionMetrics {
 		metricsOpts = append(metricsOpts, metrics.WithoutFunctionConditions())
 	}
@@ -236,11 +249,6 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 	}
 	services := &knative.Services{Reader: mgr.GetClient()}
 	workloads := &workload.Workloads{Reader: mgr.GetClient(), Subscriptions: services.SubscriptionsTo}
-	own := ownListeners(o.MetricsAddr, o.ProbeAddr, o.WebhookAddr)
-	guard, fetcher, inspector, err := remotes(restConfig, store, o.WorkDir, own)
-	if err != nil {
-		return nil, err
-	}
 	r := &function.Reconciler{
 		Describer: funclib.NewDescriber(services).
 			WithSource(funclib.DeployerRaw, workloads.Source(funclib.DeployerRaw)).
@@ -581,6 +589,9 @@ func onConfigChange(r *function.Reconciler, queue *rebuild.Queue, guard *netguar
 		}
 		if new.MaxConcurrentBuilds > old.MaxConcurrentBuilds {
 			queue.Kick()
+		}
+		if new.CommitStoreMaxBytes < old.CommitStoreMaxBytes {
+			r.Fetcher.TrimCommitStore()
 		}
 		if old.DeployerImage != new.DeployerImage && new.DeployerImage != "" && new.DeployerImage != funclib.DeployerImage() {
 			log.FromContext(ctx).Info("the deployer image is read when the operator starts: restart it to use the new one",
