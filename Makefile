@@ -109,6 +109,8 @@ test-func: test-deps control-plane tekton-controller ## Run the func-facing test
 		go test $(GO_TEST_FLAGS) ./pkg/operator/ -run '$(FUNC_OPERATOR_TESTS)'
 
 # The scale benchmark's parameters: make bench-scale N=1000 R=50 INTERVAL=10s WINDOW=2 [CONCURRENCY=8] [RAW=0.5] [KEDA=0.25] [TABLE=file.md]
+# [PLAIN=1: the binary run by hand, without the Deployment's flags and environment] [PROFILE=file: the steady state's CPU profile]
+# [ARGS="--kube-api-qps=100 ...": more flags for the operator]
 # (RAW and KEDA: the shares of the Functions func's raw and keda deployers deployed; the rest are Knative.
 # KNATIVE_OBJECTS=1: each Knative function gets the labelled Revision Deployment and Services Knative Serving makes.)
 bench-scale: N ?= 1000
@@ -120,12 +122,17 @@ bench-scale: TABLE ?=
 bench-scale: RAW ?= 0
 bench-scale: KEDA ?= 0
 bench-scale: KNATIVE_OBJECTS ?= 0
+bench-scale: PLAIN ?= 0
+bench-scale: PROFILE ?=
+bench-scale: ARGS ?=
 
 .PHONY: bench-scale
 bench-scale: ## Scale benchmark (not part of test): N Functions on R repositories against the operator binary; TABLE=<file> adds a markdown row.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" FUNC_OPERATOR_SCALE_N=$(N) FUNC_OPERATOR_SCALE_R=$(R) FUNC_OPERATOR_SCALE_INTERVAL=$(INTERVAL) \
 		FUNC_OPERATOR_SCALE_WINDOW=$(WINDOW) FUNC_OPERATOR_SCALE_CONCURRENCY=$(CONCURRENCY) FUNC_OPERATOR_SCALE_TABLE=$(if $(TABLE),$(abspath $(TABLE))) \
 		FUNC_OPERATOR_SCALE_RAW=$(RAW) FUNC_OPERATOR_SCALE_KEDA=$(KEDA) FUNC_OPERATOR_SCALE_KNATIVE_OBJECTS=$(KNATIVE_OBJECTS) \
+		FUNC_OPERATOR_SCALE_PLAIN=$(PLAIN) FUNC_OPERATOR_SCALE_PROFILE=$(if $(PROFILE),$(abspath $(PROFILE))) \
+		FUNC_OPERATOR_SCALE_ARGS="$(ARGS)" \
 		go test -tags scale -count=1 -timeout 90m -run TestScale -v ./test/scale/
 
 # Go fuzz targets, as package:Target pairs: `go test -fuzz` fuzzes one target of one package at a time.

@@ -72,6 +72,15 @@ func value(m *dto.Metric) float64 {
 	return 0
 }
 
+// series counts the series of every family (a histogram's or summary's as one).
+func (f families) series() int {
+	n := 0
+	for _, mf := range f {
+		n += len(mf.GetMetric())
+	}
+	return n
+}
+
 // histogramSum adds the sample sums of the histogram series of name that match.
 func (f families) histogramSum(name string, match ...string) float64 {
 	fam := f[name]
@@ -197,6 +206,33 @@ func cpuTime(pid int) (time.Duration, error) {
 		n, err := strconv.ParseInt(f, 10, 64)
 		if err != nil {
 			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// machineBusy is the CPU time all cores spent not idle (user, nice, system, irq,
+// softirq and steal of /proc/stat's first line): with the operator's own, what the API
+// server, etcd, the git server and the benchmark took.
+func machineBusy() (time.Duration, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: %q", line)
+	}
+	var ticks int64
+	for i, f := range fields[1:9] {
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat: %w", err)
 		}
 		ticks += n
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,9 +30,11 @@ const shippedUID = 65532
 // deployment is how config/500-controller.yaml runs the operator, mapped onto this
 // machine: the emptyDir is a directory of the test's, ports are loopback addresses.
 type deployment struct {
-	args, env        []string
-	workDir          string
-	metrics, probes  string
+	args, env       []string
+	workDir         string
+	metrics, probes string
+	// pprof serves the operator's profiles when the benchmark takes one ("": not).
+	pprof            string
 	systemNamespace  string
 	kubeconfigForPod string
 }
@@ -129,23 +132,47 @@ func readDeployment(t *testing.T, root shippedRoot, kubeconfig string) deploymen
 		}
 		out.args = append(out.args, a)
 	}
-	// The benchmark scrapes the metrics on loopback without a token: plain HTTP (the
-	// last --metrics-secure wins), where the Deployment serves HTTPS behind
-	// authentication and authorization.
-	out.args = append(out.args, "--metrics-secure=false")
 	for _, e := range c.Env {
 		v := e.Value
-		if e.ValueFrom != nil {
-			if e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
-				t.Fatalf("env %s comes from %+v, which this test cannot stand in for", e.Name, e.ValueFrom)
-			}
+		switch f := e.ValueFrom; {
+		case f == nil:
+		case f.FieldRef != nil && f.FieldRef.FieldPath == "metadata.namespace":
 			v = d.Namespace
+		case f.ResourceFieldRef != nil && f.ResourceFieldRef.Resource == "limits.memory" && f.ResourceFieldRef.Divisor.IsZero():
+			// What the kubelet's Downward API gives: the container's limit, in bytes.
+			v = strconv.FormatInt(c.Resources.Limits.Memory().Value(), 10)
+		default:
+			t.Fatalf("env %s comes from %+v, which this test cannot stand in for", e.Name, e.ValueFrom)
 		}
 		out.env = append(out.env, e.Name+"="+local(v))
 	}
 	// The root filesystem is read-only: /tmp is a directory the operator cannot write.
 	out.env = append(out.env, "KUBECONFIG="+kubeconfig, "TMPDIR="+root.mkdir(t, "read-only", 0o555, false))
 	return out
+}
+
+// plainRun is how a user runs the binary by hand: no flags but the addresses of the
+// listeners the benchmark reads (metrics, probes), and only KUBECONFIG,
+// SYSTEM_NAMESPACE, an empty WATCH_NAMESPACE, HOME and PATH in the environment; its
+// default work directory under a writable TMPDIR. FUNC_OPERATOR_SCALE_PLAIN=1 measures
+// it against the Deployment's run.
+func plainRun(t *testing.T, root shippedRoot, kubeconfig string) deployment {
+	t.Helper()
+	out := deployment{systemNamespace: "func-operator", metrics: freeAddr(t), probes: freeAddr(t), kubeconfigForPod: kubeconfig}
+	out.args = []string{"--metrics-bind-address=" + out.metrics, "--health-probe-bind-address=" + out.probes}
+	home := root.mkdir(t, "home", 0o700, true)
+	out.workDir = root.mkdir(t, "tmp", 0o700, true)
+	out.env = []string{"KUBECONFIG=" + kubeconfig, "SYSTEM_NAMESPACE=" + out.systemNamespace, "WATCH_NAMESPACE=",
+		"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + out.workDir}
+	return out
+}
+
+// withPprof serves the operator's profiles on a loopback address of its own.
+func (d deployment) withPprof(t *testing.T) deployment {
+	t.Helper()
+	d.pprof = freeAddr(t)
+	d.args = append(d.args, "--pprof-bind-address="+d.pprof)
+	return d
 }
 
 // buildOperator builds cmd/func-operator with go build (as the faults suite does; ko

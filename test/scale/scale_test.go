@@ -5,11 +5,13 @@ package scale
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,6 +51,9 @@ const (
 	envConcurrency = "FUNC_OPERATOR_SCALE_CONCURRENCY" // operator --concurrency (default: as the Deployment ships)
 	envTable       = "FUNC_OPERATOR_SCALE_TABLE"       // a file the markdown rows are added to
 	envEnforce     = "FUNC_OPERATOR_SCALE_ENFORCE"     // "1": a missed goal fails the test
+	envPlain       = "FUNC_OPERATOR_SCALE_PLAIN"       // "1": run the binary as a user by hand, not as the Deployment does (plainRun)
+	envProfile     = "FUNC_OPERATOR_SCALE_PROFILE"     // a file the operator's CPU profile of the steady state is written to
+	envArgs        = "FUNC_OPERATOR_SCALE_ARGS"        // more flags for the operator, space-separated (e.g. --kube-api-qps=100)
 	envRaw         = "FUNC_OPERATOR_SCALE_RAW"         // share of the Functions func's raw deployer deployed (default 0)
 	envKeda        = "FUNC_OPERATOR_SCALE_KEDA"        // share of the Functions func's keda deployer deployed (default 0)
 	// "1": each Knative Service gets what Knative Serving derives of it that carries
@@ -92,12 +97,19 @@ type params struct {
 	raw, keda float64
 	// knativeObjects: simulate Knative Serving's Revision Deployment and Services.
 	knativeObjects bool
+	// plain runs the binary without the Deployment's flags and environment (plainRun).
+	plain bool
+	// profile, when set, is where the CPU profile of the steady state goes.
+	profile string
+	// args are more flags for the operator.
+	args []string
 }
 
 func readParams(t *testing.T) params {
 	t.Helper()
 	p := params{n: 1000, r: 50, window: 2, interval: 10 * time.Second,
-		table: os.Getenv(envTable), enforce: os.Getenv(envEnforce) == "1", knativeObjects: os.Getenv(envKnativeObjects) == "1"}
+		table: os.Getenv(envTable), enforce: os.Getenv(envEnforce) == "1", knativeObjects: os.Getenv(envKnativeObjects) == "1",
+		plain: os.Getenv(envPlain) == "1", profile: os.Getenv(envProfile), args: strings.Fields(os.Getenv(envArgs))}
 	ints := []struct {
 		env string
 		to  *int
@@ -154,7 +166,13 @@ type bench struct {
 	apiHTTP *http.Client
 	git     *gitserver.HTTPServer
 	gitRoot string
-	reg     *registrytest.Registry
+	// template is the repository every repository is a copy of; a push goes through it.
+	template *gitserver.Repo
+	reg      *registrytest.Registry
+	// disk samples the operator's work directory (disk_test.go).
+	disk *diskSampler
+	// scraper scrapes the operator's metrics as Prometheus does (scraper_test.go).
+	scraper *http.Client
 	image   string
 	dep     deployment
 	op      *operatorProcess
@@ -178,16 +196,18 @@ func TestScale(t *testing.T) {
 	p := readParams(t)
 	ctrl.SetLogger(logr.Discard())
 	t.Logf("N=%d Functions (shares: raw %g, keda %g, the rest knative, Knative Serving's objects simulated: %t) on R=%d repositories, checkInterval %s, measuring %d intervals, concurrency %s",
-		p.n, p.raw, p.keda, p.knativeObjects, p.r, p.interval, p.window, concurrencyString(p.concurrency))
+		p.n, p.raw, p.keda, p.knativeObjects, p.r, p.interval, p.window, concurrencyString(p.concurrency)+runString(p))
 	b := setUp(t, p)
 	// The operator with empty caches: what a Function costs is measured from here.
 	idle := b.take(t)
 	b.populate(t)
 
 	before := b.take(t)
+	b.disk.take()
 	created := b.createFunctions(t)
 	toReady := b.waitReady(t, before.at)
 	ready := b.take(t)
+	rampDisk := b.disk.take()
 
 	// One interval (and its jitter) for every Function to have had its first periodic
 	// check after the initial wave: what follows is the steady state.
@@ -195,22 +215,32 @@ func TestScale(t *testing.T) {
 	t.Logf("all %d Ready after %s; settling for %s before measuring %d intervals", p.n, toReady.Round(time.Millisecond), settle, p.window)
 	b.sleep(t, settle)
 	start := b.take(t)
+	profiled := b.profile(t, time.Duration(p.window)*p.interval)
 	maxRSS, checkAgeMax, liveHeap := b.sampleRSS(t, time.Duration(p.window)*p.interval)
 	end := b.take(t)
+	if err := <-profiled; err != nil {
+		t.Errorf("the CPU profile of the steady state: %v", err)
+	}
 	if msg := b.notReady(t); msg != "" {
 		t.Errorf("after the steady state: %s", msg)
 	}
 	b.checkBound(t)
 
+	scrapeCPU, scrapeSeries := b.scrapeCost(t, (end.cpu-start.cpu).Seconds()/end.at.Sub(start.at).Seconds())
+	pushed := b.push(t)
 	res := b.result(t, idle, before, ready, start, end)
 	res.liveHeap = liveHeap
+	res.scrapeCPU, res.scrapeSeries = scrapeCPU, scrapeSeries
+	res.rampDisk = rampDisk
 	// VmHWM lags behind VmRSS by what the kernel has not accounted yet.
 	res.created, res.toReady, res.maxRSS, res.hwm = created, toReady, maxRSS, max(res.hwm, maxRSS)
 	res.checkAgeMax = time.Duration(checkAgeMax * float64(time.Second))
 	res.log(t, p)
+	pushed.log(t, p)
 	res.goals(t, p)
+	pushed.goals(t, p, goalChecker(t, p))
 	if p.table != "" {
-		if err := res.appendMarkdown(p); err != nil {
+		if err := res.appendMarkdown(p, pushed); err != nil {
 			t.Errorf("writing %s: %v", p.table, err)
 		}
 	}
@@ -226,6 +256,19 @@ func (b *bench) gogc() float64 {
 		}
 	}
 	return 100
+}
+
+// runString says, of a plain run, that the binary ran without the Deployment's flags
+// and environment.
+func runString(p params) string {
+	s := ""
+	if p.plain {
+		s = " (plain run)"
+	}
+	if len(p.args) > 0 {
+		s += " " + strings.Join(p.args, " ")
+	}
+	return s
 }
 
 func concurrencyString(c int) string {
@@ -298,11 +341,21 @@ func setUp(t *testing.T, p params) *bench {
 		t.Fatal(err)
 	}
 	root := newShippedRoot(t)
-	b.dep = readDeployment(t, root, root.writeKubeconfig(t, kubeconfig))
+	if p.plain {
+		b.dep = plainRun(t, root, root.writeKubeconfig(t, kubeconfig))
+	} else {
+		b.dep = readDeployment(t, root, root.writeKubeconfig(t, kubeconfig))
+	}
+	if p.profile != "" {
+		b.dep = b.dep.withPprof(t)
+	}
+	b.dep.args = append(b.dep.args, p.args...)
+	b.scraper = b.newScraper(t)
 	if p.concurrency > 0 {
 		b.dep.args = append(b.dep.args, "--concurrency="+strconv.Itoa(p.concurrency))
 	}
 	b.op = startOperator(t, root, buildOperator(t, root), b.dep)
+	b.disk = sampleDisk(t, b.dep.workDir)
 	b.until(t, 2*time.Minute, "the operator's readiness", func() string {
 		resp, err := http.Get("http://" + b.dep.probes + "/readyz")
 		if err != nil {
@@ -311,6 +364,12 @@ func setUp(t *testing.T, p params) *bench {
 		_ = resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			return resp.Status
+		}
+		return ""
+	})
+	b.until(t, 2*time.Minute, "the operator's metrics, scraped as Prometheus does", func() string {
+		if _, err := scrape(b.scraper, b.metricsURL()); err != nil {
+			return err.Error()
 		}
 		return ""
 	})
@@ -333,15 +392,15 @@ func (b *bench) populate(t *testing.T) {
 		files["fns/"+name+"/func.yaml"] = b.funcYAML(name, deployers[name])
 		files["fns/"+name+"/handle.go"] = "package function\n"
 	}
-	template := gitserver.CreateRepo(t, b.gitRoot, "template")
-	template.Commit(t, "main", files, "the fleet")
+	b.template = gitserver.CreateRepo(t, b.gitRoot, "template")
+	b.template.Commit(t, "main", files, "the fleet")
 	ctx := context.Background()
 	for i := 0; i < b.p.r; i++ {
 		r := repo{name: fmt.Sprintf("scale-%04d", i), fns: b.p.n / b.p.r}
 		if i < b.p.n%b.p.r {
 			r.fns++
 		}
-		cmd := exec.Command("git", "clone", "--bare", "--quiet", template.Dir, filepath.Join(b.gitRoot, r.name+".git"))
+		cmd := exec.Command("git", "clone", "--bare", "--quiet", b.template.Dir, filepath.Join(b.gitRoot, r.name+".git"))
 		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("copying the repository: %v\n%s", err, out)
@@ -519,6 +578,39 @@ func (b *bench) notReady(t *testing.T) string {
 	return fmt.Sprintf("%d of %d Functions Ready; one not: %s", ready, total, one)
 }
 
+// profile takes the operator's CPU profile for d, in the background, into
+// params.profile (when set: nil at once otherwise), and sends the outcome.
+func (b *bench) profile(t *testing.T, d time.Duration) <-chan error {
+	t.Helper()
+	done := make(chan error, 1)
+	if b.p.profile == "" {
+		done <- nil
+		return done
+	}
+	go func() {
+		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", b.dep.pprof, int(d.Seconds()))
+		resp, err := (&http.Client{Timeout: d + time.Minute}).Get(url)
+		if err != nil {
+			done <- err
+			return
+		}
+		defer func() { _ = resp.Body.Close() }()
+		if resp.StatusCode != http.StatusOK {
+			done <- fmt.Errorf("%s: %s", url, resp.Status)
+			return
+		}
+		f, err := os.Create(b.p.profile)
+		if err == nil {
+			_, err = io.Copy(f, resp.Body)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		done <- err
+	}()
+	return done
+}
+
 // sleep waits d, failing the test if the operator exits meanwhile.
 func (b *bench) sleep(t *testing.T, d time.Duration) {
 	t.Helper()
@@ -550,7 +642,7 @@ func (b *bench) sampleRSS(t *testing.T, d time.Duration) (int64, float64, float6
 		}
 		if time.Since(scraped) >= scrapeEvery || time.Until(end) <= 0 {
 			scraped = time.Now()
-			if f, err := scrape(http.DefaultClient, "http://"+b.dep.metrics+"/metrics"); err == nil {
+			if f, err := scrape(b.scraper, b.metricsURL()); err == nil {
 				oldest = max(oldest, f.sum(checkAge))
 				if h := liveHeap(f, b.gogc()); h > 0 {
 					heapSum += h
@@ -594,7 +686,9 @@ type snapshot struct {
 	registryRequests  int64
 	operator, apiserv families
 	cpu               time.Duration
-	rss, hwm          int64
+	// machine is every core's busy time (machineBusy).
+	machine  time.Duration
+	rss, hwm int64
 }
 
 // take reads the git server's and registry's counters, the operator's and the API
@@ -607,13 +701,16 @@ func (b *bench) take(t *testing.T) snapshot {
 		s.clones += b.git.UploadPacks(r.name)
 	}
 	var err error
-	if s.operator, err = scrape(http.DefaultClient, "http://"+b.dep.metrics+"/metrics"); err != nil {
+	if s.operator, err = scrape(b.scraper, b.metricsURL()); err != nil {
 		t.Fatalf("the operator's metrics: %v", err)
 	}
 	if s.apiserv, err = scrape(b.apiHTTP, strings.TrimSuffix(b.env.Config.Host, "/")+"/metrics"); err != nil {
 		t.Fatalf("the API server's metrics: %v", err)
 	}
 	if s.cpu, err = cpuTime(b.op.pid()); err != nil {
+		t.Fatal(err)
+	}
+	if s.machine, err = machineBusy(); err != nil {
 		t.Fatal(err)
 	}
 	if s.rss, s.hwm, err = memory(b.op.pid()); err != nil {
@@ -644,7 +741,17 @@ type result struct {
 	// The initial wave, from the first Function created to all Ready.
 	rampListings, rampClones int
 	rampCPU                  time.Duration
-	rampReconciles           float64
+	// rampMachine is every core's busy time meanwhile: the operator's, the API
+	// server's, etcd's, the git server's and the benchmark's.
+	rampMachine    time.Duration
+	rampReconciles float64
+	// rampWrites are the operator's (client side, every method but GET);
+	// rampWritesByResource the API server's, every client (the benchmark's creates of
+	// the N Functions among them).
+	rampWrites           float64
+	rampWritesByResource map[string]float64
+	// rampDisk is the most the operator's work directory held meanwhile (sampled).
+	rampDisk int64
 	// The steady state, over window intervals.
 	wall                             time.Duration
 	intervals                        float64
@@ -675,6 +782,13 @@ type result struct {
 	// the heap goal (liveHeap).
 	idleRSS            int64
 	idleHeap, liveHeap float64
+	// storeBytes, storeCommits and storeEvictions are the git commit store's at the
+	// end of the steady state.
+	storeBytes, storeCommits, storeEvictions float64
+	// scrapeCPU is the operator's CPU per scrape of its metrics as Prometheus does it
+	// (scraper_test.go), of scrapeSeries series.
+	scrapeCPU    time.Duration
+	scrapeSeries int
 	// operatorReads are the operator's GETs in the steady state (rest_client_requests_total:
 	// reads, and the start of a watch or a Lease renewal's read).
 	operatorReads float64
@@ -687,7 +801,11 @@ func (b *bench) result(t *testing.T, idle, before, ready, start, end snapshot) r
 		rampListings:   ready.listings - before.listings,
 		rampClones:     ready.clones - before.clones,
 		rampCPU:        ready.cpu - before.cpu,
+		rampMachine:    ready.machine - before.machine,
 		rampReconciles: ready.operator.sum(reconcileTotal, ctrlMatch...) - before.operator.sum(reconcileTotal, ctrlMatch...),
+		rampWrites:     ready.operator.sum(restRequests, "method", writeMethods) - before.operator.sum(restRequests, "method", writeMethods),
+		rampWritesByResource: diff(before.apiserv.byLabel(apiRequests, "resource", "verb", writeVerbs),
+			ready.apiserv.byLabel(apiRequests, "resource", "verb", writeVerbs)),
 
 		wall:             end.at.Sub(start.at),
 		listings:         end.listings - start.listings,
@@ -706,6 +824,9 @@ func (b *bench) result(t *testing.T, idle, before, ready, start, end snapshot) r
 		idleRSS:          idle.rss,
 		idleHeap:         liveHeap(idle.operator, b.gogc()),
 		operatorReads:    end.operator.sum(restRequests, "method", "GET") - start.operator.sum(restRequests, "method", "GET"),
+		storeBytes:       end.operator.sum("func_operator_git_commit_store_bytes"),
+		storeCommits:     end.operator.sum("func_operator_git_commit_store_commits"),
+		storeEvictions:   end.operator.sum("func_operator_git_commit_store_evictions_total"),
 	}
 	r.intervals = r.wall.Seconds() / b.p.interval.Seconds()
 	if !r.writesKnown {
@@ -747,13 +868,18 @@ func diff(before, after map[string]float64) map[string]float64 {
 	return out
 }
 
-// nonLeaseWrites are the writes the API server took in the steady state but to
-// Leases (the operator's leader election renewals, the API server's own heartbeat):
-// in the steady state nothing but the operator writes.
+// notObjectWrites are the resources whose "writes" store nothing but Leases (the
+// operator's leader election renewals, the API server's own heartbeat): the reviews
+// with which the operator authenticates and authorizes a scrape of its metrics
+// (controller-runtime's filter asks again when its cache of the answer expires).
+var notObjectWrites = map[string]bool{"leases": true, "tokenreviews": true, "subjectaccessreviews": true}
+
+// nonLeaseWrites are the writes the API server took in the steady state but of
+// notObjectWrites: in the steady state nothing but the operator writes.
 func (r result) nonLeaseWrites() float64 {
 	var n float64
 	for res, v := range r.writesByResource {
-		if res != "leases" {
+		if !notObjectWrites[res] {
 			n += v
 		}
 	}
@@ -872,12 +998,16 @@ func (r result) log(t *testing.T, p params) {
 	row := func(name, format string, args ...any) {
 		fmt.Fprintf(&sb, "  %-44s %s\n", name, fmt.Sprintf(format, args...))
 	}
-	fmt.Fprintf(&sb, "\nN=%d Functions (%s), R=%d repositories, checkInterval %s, concurrency %s\n", p.n, formatFleet(r.fleet)+servingNote(p, r.fleet), p.r, p.interval, concurrencyString(p.concurrency))
+	fmt.Fprintf(&sb, "\nN=%d Functions (%s), R=%d repositories, checkInterval %s, concurrency %s\n", p.n, formatFleet(r.fleet)+servingNote(p, r.fleet), p.r, p.interval, concurrencyString(p.concurrency)+runString(p))
 	row("Functions created in", "%s", r.created.Round(time.Millisecond))
 	row("all Ready after (from the first created)", "%s", r.toReady.Round(time.Millisecond))
 	row("  listings / clones until then", "%d / %d", r.rampListings, r.rampClones)
 	row("  reconciles until then", "%g", r.rampReconciles)
-	row("  operator CPU until then", "%s", r.rampCPU)
+	row("  operator CPU until then", "%s (%.2f cores; the machine's %d cores %.2f busy in all)", r.rampCPU,
+		r.rampCPU.Seconds()/r.toReady.Seconds(), runtime.NumCPU(), r.rampMachine.Seconds()/r.toReady.Seconds())
+	row("  the operator's writes until then", "%g (%.2f per Function)", r.rampWrites, r.rampWrites/n)
+	row("  work directory, most sampled until then", "%s", kib(float64(r.rampDisk)))
+	row("  API server writes by resource until then", "%s (the benchmark's %d Function creates among them)", formatMap(r.rampWritesByResource), p.n)
 	fmt.Fprintf(&sb, "steady state: %.2f intervals (%s)\n", r.intervals, r.wall.Round(time.Millisecond))
 	row("listings per interval (git server)", "%.1f (%.2f per repository, %.3f per Function)", r.perInterval(float64(r.listings)),
 		r.perInterval(float64(r.listings))/float64(p.r), r.perInterval(float64(r.listings))/n)
@@ -889,13 +1019,14 @@ func (r result) log(t *testing.T, p params) {
 		row("writes by the operator", "not exposed (%s missing)", restRequests)
 	}
 	row("  API server writes by resource", "%s", formatMap(r.writesByResource))
-	row("  writes but Leases", "%g", r.nonLeaseWrites())
+	row("  writes but Leases, reviews", "%g", r.nonLeaseWrites())
 	row("API reads (GET, LIST) by resource", "%s", formatMap(r.readsByResource))
 	row("  API reads but Leases, endpoints per reconcile", "%.4f (%g reads, %g reconciles)", r.perReconcile(r.functionReads()), r.functionReads(), r.reconciles)
 	if r.writesKnown {
 		row("  the operator's GETs (client side) per reconcile", "%.4f (%g: Lease reads and watch starts included)", r.perReconcile(r.operatorReads), r.operatorReads)
 	}
 	row("registry requests per interval", "%.1f", r.perInterval(float64(r.registryRequests)))
+	row("git commit store (end)", "%s in %g commits (%.1f KiB each), %g evictions", kib(r.storeBytes), r.storeCommits, r.storeBytes/max(r.storeCommits, 1)/1024, r.storeEvictions)
 	row("reconciles per interval", "%.1f (%s)", r.perInterval(r.reconciles), formatMap(r.reconcilesByResult))
 	row("reconciles per Function per interval", "%.3f", r.perInterval(r.reconciles)/n)
 	row("mean reconcile time", "%s", r.reconcileMean)
@@ -907,6 +1038,7 @@ func (r result) log(t *testing.T, p params) {
 	}
 	row("CPU per reconcile", "%s", r.cpuPerReconcile())
 	row("CPU (cores, average)", "%.3f", r.cpu.Seconds()/r.wall.Seconds())
+	row("CPU per scrape of the metrics (HTTPS, token)", "%s", r.scrapeString())
 	row("oldest check (max sampled)", "%s", r.checkAgeMax.Round(10*time.Millisecond))
 	row("RSS: end / max sampled / peak (VmHWM)", "%s / %s / %s", mib(r.rss), mib(r.maxRSS), mib(r.hwm))
 	row("idle operator (empty caches): RSS / live heap", "%s / %s", mib(r.idleRSS), mib(int64(r.idleHeap)))
@@ -915,24 +1047,31 @@ func (r result) log(t *testing.T, p params) {
 	t.Log(sb.String())
 }
 
-// goals checks the goals; a missed one is logged, and fails the test when
+// goalChecker logs a goal met, and a goal missed; that fails the test when
 // FUNC_OPERATOR_SCALE_ENFORCE=1.
-func (r result) goals(t *testing.T, p params) {
+func goalChecker(t *testing.T, p params) func(ok bool, goal, format string, args ...any) {
 	miss := t.Logf
 	if p.enforce {
 		miss = t.Errorf
 	}
-	check := func(ok bool, goal, format string, args ...any) {
+	return func(ok bool, goal, format string, args ...any) {
+		t.Helper()
 		if ok {
 			t.Logf("goal met:    %s (%s)", goal, fmt.Sprintf(format, args...))
 		} else {
 			miss("goal missed: %s (%s)", goal, fmt.Sprintf(format, args...))
 		}
 	}
+}
+
+// goals checks the goals; a missed one is logged, and fails the test when
+// FUNC_OPERATOR_SCALE_ENFORCE=1.
+func (r result) goals(t *testing.T, p params) {
+	check := goalChecker(t, p)
 	listings := r.perInterval(float64(r.listings))
 	check(listings <= 1.5*float64(p.r), "listings per interval ≈ repositories (≤ 1.5 R)", "%.1f for R=%d", listings, p.r)
 	check(r.clones == 0, "0 clones in steady state", "%d", r.clones)
-	check(r.nonLeaseWrites() == 0, "0 writes in steady state (Lease renewals aside)", "%g: %s", r.nonLeaseWrites(), formatMap(r.writesByResource))
+	check(r.nonLeaseWrites() == 0, "0 writes in steady state (Lease renewals and the metrics scrapes' reviews aside)", "%g: %s", r.nonLeaseWrites(), formatMap(r.writesByResource))
 	check(r.functionReads() == 0, "0 API reads per reconcile in steady state (all from the caches; Leases and the API server's own endpoints aside)", "%g: %s", r.functionReads(), formatMap(r.readsByResource))
 	// The operator's own signal: the age of its least recently checked Function, sampled
 	// every poll, within the interval (and a poll's slack); with the reconciles per
@@ -954,12 +1093,12 @@ func (r result) goals(t *testing.T, p params) {
 
 const markdownHeader = "| N | fleet | R | interval | concurrency | all Ready after | clones until Ready | listings / interval | clones | writes (not Lease) | " +
 	"API reads (not Lease, endpoints) / reconcile | operator GETs / reconcile | reconciles / Function / interval | oldest check | worker utilization | mean reconcile | CPU / reconcile | CPU (cores) | RSS | peak RSS | " +
-	"live heap / Function | RSS / Function |\n" +
-	"|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
+	"live heap / Function | RSS / Function | writes / Function until Ready | push: to all observed | push: transfers / repository |\n" +
+	"|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
 
 // appendMarkdown adds the result as a row to the table file (with the header when
 // the file is new or empty).
-func (r result) appendMarkdown(p params) error {
+func (r result) appendMarkdown(p params, pushed pushResult) error {
 	f, err := os.OpenFile(p.table, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
@@ -969,11 +1108,12 @@ func (r result) appendMarkdown(p params) error {
 		_, err = f.WriteString(markdownHeader)
 	}
 	if err == nil {
-		_, err = fmt.Fprintf(f, "| %d | %s | %d | %s | %s | %s | %d | %.1f | %d | %g | %g | %.4f | %.3f | %s | %.0f%% | %s | %s | %.3f | %s | %s | %s | %s |\n",
-			p.n, fleetShort(r.fleet, p.n)+servingNote(p, r.fleet), p.r, p.interval, concurrencyString(p.concurrency), r.toReady.Round(time.Second), r.rampClones,
+		_, err = fmt.Fprintf(f, "| %d | %s | %d | %s | %s | %s | %d | %.1f | %d | %g | %g | %.4f | %.3f | %s | %.0f%% | %s | %s | %.3f | %s | %s | %s | %s | %.2f | %s | %.2f |\n",
+			p.n, fleetShort(r.fleet, p.n)+servingNote(p, r.fleet), p.r, p.interval, concurrencyString(p.concurrency)+runString(p), r.toReady.Round(time.Second), r.rampClones,
 			r.perInterval(float64(r.listings)), r.clones, r.nonLeaseWrites(), r.perReconcile(r.functionReads()), r.perReconcile(r.operatorReads), r.perInterval(r.reconciles)/float64(p.n),
 			r.checkAgeMax.Round(100*time.Millisecond), 100*r.utilization, r.reconcileMean.Round(time.Microsecond), r.cpuPerReconcile().Round(time.Microsecond),
-			r.cpu.Seconds()/r.wall.Seconds(), mib(r.rss), mib(r.hwm), kib(r.heapPerFunction(p.n)), kib(r.rssPerFunction(p.n)))
+			r.cpu.Seconds()/r.wall.Seconds(), mib(r.rss), mib(r.hwm), kib(r.heapPerFunction(p.n)), kib(r.rssPerFunction(p.n)),
+			r.rampWrites/float64(p.n), pushed.toObserved.Round(100*time.Millisecond), float64(pushed.clones)/float64(p.r))
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
