@@ -28,6 +28,5 @@ func main() {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		stop()
 		os.Exit(1) //nolint:gocritic // stop() ran: nothing else is deferred
-
 	}
 }

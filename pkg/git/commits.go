@@ -3,8 +3,6 @@ package git
 import (
 	"container/list"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -32,27 +30,21 @@ const DefaultCommitStoreBytes = 64 << 20
 const objectOverhead = 128
 
 // commitKey names one object transfer: a commit of a repository, fetched with one
-// identity's credentials and trust, under one set of limits (a commit refused as
-// too large is fetched again when the limits grow).
+// identity's credentials and trust (Auth.Identity covers the CA bundle), under one
+// set of limits (a commit refused as too large is fetched again when the limits grow).
 type commitKey struct {
 	url      string
 	commit   string
 	identity string
-	trust    string
 	limits   Limits
 }
 
 func newCommitKey(url, commit string, auth *Auth, lim Limits) commitKey {
-	trust := ""
-	if len(auth.CABundle) > 0 {
-		sum := sha256.Sum256(auth.CABundle)
-		trust = hex.EncodeToString(sum[:])
-	}
-	return commitKey{url: url, commit: commit, identity: auth.Identity(), trust: trust, limits: lim}
+	return commitKey{url: url, commit: commit, identity: auth.Identity(), limits: lim}
 }
 
 func (k commitKey) String() string {
-	return fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%d/%d/%d", k.url, k.commit, k.identity, k.trust, k.limits.MaxBytes, k.limits.MaxFiles, k.limits.MaxObjectBytes)
+	return fmt.Sprintf("%s\x00%s\x00%s\x00%d/%d/%d", k.url, k.commit, k.identity, k.limits.MaxBytes, k.limits.MaxFiles, k.limits.MaxObjectBytes)
 }
 
 // snapshot is what a fetch of a commit kept, in memory: the commit, every tree of

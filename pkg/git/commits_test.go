@@ -139,6 +139,33 @@ func TestFetcher_OneTransferConcurrent(t *testing.T) {
 	}
 }
 
+// transferStep is one Read of a step table and the upload-packs the server has made
+// in all after it.
+type transferStep struct {
+	name    string
+	auth    *Auth
+	path    string
+	uploads int
+	// clearCache empties the path cache first, so that the Read reaches the store.
+	clearCache bool
+}
+
+// readSteps runs the steps in order against f, counting upload-packs with uploads.
+func readSteps(t *testing.T, f *Fetcher, url string, head Head, uploads func() int, steps []transferStep) {
+	t.Helper()
+	for _, s := range steps {
+		if s.clearCache {
+			f.cache.Clear()
+		}
+		if _, err := f.Read(context.Background(), url, head, s.path, s.auth, gitTimeout); err != nil {
+			t.Fatalf("%s: Read %s: %v", s.name, s.path, err)
+		}
+		if diff := cmp.Diff(s.uploads, uploads()); diff != "" {
+			t.Errorf("%s: upload-packs (-want +got):\n%s", s.name, diff)
+		}
+	}
+}
+
 // TestFetcher_TransferPerIdentity is the positive control: what was fetched with
 // one identity's credentials, or under one CA trust, is never read with another's.
 func TestFetcher_TransferPerIdentity(t *testing.T) {
@@ -152,32 +179,15 @@ func TestFetcher_TransferPerIdentity(t *testing.T) {
 		anon := anonymous(t, url)
 		token := authFrom(t, url, map[string]string{KeyToken: rightToken})
 		other := authFrom(t, url, map[string]string{KeyToken: wrongToken})
-		steps := []struct {
-			name    string
-			auth    *Auth
-			path    string
-			uploads int
-		}{
-			{"anonymous", anon, "fns/f0", 1},
-			{"anonymous, another directory", anon, "fns/f1", 1},
-			{"a token", token, "fns/f2", 2},
-			{"the same token, another directory", token, "fns/f3", 2},
-			{"another token", other, "fns/f3", 2}, // the path cache: callers check access with List
-			{"another token, a directory not read yet", other, "fns/f0", 2},
-		}
-		// The path cache answers fns/f0 for every identity; clear it to reach the store.
-		for _, s := range steps {
-			if s.name == "another token, a directory not read yet" {
-				f.cache.Clear()
-				s.uploads = 3
-			}
-			if _, err := f.Read(context.Background(), url, head, s.path, s.auth, gitTimeout); err != nil {
-				t.Fatalf("%s: Read %s: %v", s.name, s.path, err)
-			}
-			if diff := cmp.Diff(s.uploads, g.srv.UploadPacks("mono")); diff != "" {
-				t.Errorf("%s: upload-packs (-want +got):\n%s", s.name, diff)
-			}
-		}
+		readSteps(t, f, url, head, func() int { return g.srv.UploadPacks("mono") }, []transferStep{
+			{name: "anonymous", auth: anon, path: "fns/f0", uploads: 1},
+			{name: "anonymous, another directory", auth: anon, path: "fns/f1", uploads: 1},
+			{name: "a token", auth: token, path: "fns/f2", uploads: 2},
+			{name: "the same token, another directory", auth: token, path: "fns/f3", uploads: 2},
+			{name: "another token", auth: other, path: "fns/f3", uploads: 2}, // the path cache: callers check access with List
+			// The path cache answers fns/f0 for every identity; cleared, the store is reached.
+			{name: "another token, a directory not read yet", auth: other, path: "fns/f0", uploads: 3, clearCache: true},
+		})
 	})
 	t.Run("CA trust", func(t *testing.T) {
 		root := gitserver.NewRepoRoot(t)
@@ -190,24 +200,12 @@ func TestFetcher_TransferPerIdentity(t *testing.T) {
 		ca := srv.CertificatePEM()
 		one := authFromBytes(t, url, map[string][]byte{KeyCACert: ca})
 		two := authFromBytes(t, url, map[string][]byte{KeyCACert: append(append([]byte{}, ca...), otherCA(t)...)})
-		for _, s := range []struct {
-			name    string
-			auth    *Auth
-			path    string
-			uploads int
-		}{
-			{"one CA", one, "fns/f0", 1},
-			{"one CA, another directory", one, "fns/f1", 1},
-			{"another CA bundle", two, "fns/f0", 2},
-			{"another CA bundle, another directory", two, "fns/f2", 2},
-		} {
-			if _, err := f.Read(context.Background(), url, head, s.path, s.auth, gitTimeout); err != nil {
-				t.Fatalf("%s: Read %s: %v", s.name, s.path, err)
-			}
-			if diff := cmp.Diff(s.uploads, srv.UploadPacks("mono")); diff != "" {
-				t.Errorf("%s: upload-packs (-want +got):\n%s", s.name, diff)
-			}
-		}
+		readSteps(t, f, url, head, func() int { return srv.UploadPacks("mono") }, []transferStep{
+			{name: "one CA", auth: one, path: "fns/f0", uploads: 1},
+			{name: "one CA, another directory", auth: one, path: "fns/f1", uploads: 1},
+			{name: "another CA bundle", auth: two, path: "fns/f0", uploads: 2},
+			{name: "another CA bundle, another directory", auth: two, path: "fns/f2", uploads: 2},
+		})
 	})
 }
 
