@@ -5,15 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	appsv1 "k8s.io/api/apps/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/fnops/func-operator/test/envtest"
 	"github.com/fnops/func-operator/test/syncbuffer"
@@ -41,13 +37,9 @@ type deployment struct {
 // environment reaches the operator.
 func readDeployment(t *testing.T, root shippedRoot, kubeconfig string) deployment {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(envtest.RepoRoot(), "config", "500-controller.yaml"))
+	d, err := envtest.ShippedDeployment()
 	if err != nil {
 		t.Fatal(err)
-	}
-	var d appsv1.Deployment
-	if err := yaml.Unmarshal([]byte(strings.Split(string(b), "\n---\n")[0]), &d); err != nil {
-		t.Fatalf("decoding the Deployment of config/500-controller.yaml: %v", err)
 	}
 	if n := len(d.Spec.Template.Spec.Containers); n != 1 {
 		t.Fatalf("the Deployment has %d containers, want 1", n)
@@ -85,17 +77,12 @@ func readDeployment(t *testing.T, root shippedRoot, kubeconfig string) deploymen
 		out.args = append(out.args, a)
 	}
 	for _, e := range c.Env {
-		v := e.Value
-		switch f := e.ValueFrom; {
-		case f == nil:
-		case f.FieldRef != nil && f.FieldRef.FieldPath == "metadata.namespace":
-			v = d.Namespace
-		case f.ResourceFieldRef != nil && f.ResourceFieldRef.Resource == "limits.memory" && f.ResourceFieldRef.Divisor.IsZero():
-			// What the kubelet's Downward API gives: the container's limit, in bytes.
+		v, err := envtest.EnvValue(d, c, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := e.ValueFrom; f != nil && f.ResourceFieldRef != nil {
 			out.memoryLimit = c.Resources.Limits.Memory().Value()
-			v = strconv.FormatInt(out.memoryLimit, 10)
-		default:
-			t.Fatalf("env %s comes from %+v, which this test cannot stand in for", e.Name, e.ValueFrom)
 		}
 		out.env = append(out.env, e.Name+"="+local(v))
 	}

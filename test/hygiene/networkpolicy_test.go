@@ -23,23 +23,12 @@ import (
 // (metrics, probes, the push webhook receiver), each by a name or number that resolves
 // to one of them, and nothing else (no rule without ports, no port range).
 func TestNetworkPolicy_OpensTheDeploymentsPorts(t *testing.T) {
-	var d *appsv1.Deployment
-	objs, err := envtest.Read(envtest.DeploymentFile)
+	d, err := envtest.ShippedDeployment()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range objs {
-		if o.GetKind() == "Deployment" {
-			d = &appsv1.Deployment{}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, d); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if d == nil {
-		t.Fatalf("%s has no Deployment", envtest.DeploymentFile)
-	}
-	if objs, err = envtest.Read(envtest.NetworkPolicyFile); err != nil {
+	objs, err := envtest.Read(envtest.NetworkPolicyFile)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if len(objs) != 1 || objs[0].GetKind() != "NetworkPolicy" {

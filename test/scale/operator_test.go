@@ -9,14 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	appsv1 "k8s.io/api/apps/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/fnops/func-operator/test/envtest"
 )
@@ -94,13 +90,9 @@ func (r shippedRoot) writeKubeconfig(t *testing.T, content []byte) string {
 // readDeployment reads the Deployment of config/ and maps it onto this machine.
 func readDeployment(t *testing.T, root shippedRoot, kubeconfig string) deployment {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(envtest.RepoRoot(), "config", "500-controller.yaml"))
+	d, err := envtest.ShippedDeployment()
 	if err != nil {
 		t.Fatal(err)
-	}
-	var d appsv1.Deployment
-	if err := yaml.Unmarshal([]byte(strings.Split(string(b), "\n---\n")[0]), &d); err != nil {
-		t.Fatalf("decoding the Deployment of config/500-controller.yaml: %v", err)
 	}
 	if len(d.Spec.Template.Spec.Containers) != 1 || len(d.Spec.Template.Spec.Containers[0].VolumeMounts) != 1 {
 		t.Fatalf("the Deployment has %d containers, want 1 with one emptyDir", len(d.Spec.Template.Spec.Containers))
@@ -133,16 +125,9 @@ func readDeployment(t *testing.T, root shippedRoot, kubeconfig string) deploymen
 		out.args = append(out.args, a)
 	}
 	for _, e := range c.Env {
-		v := e.Value
-		switch f := e.ValueFrom; {
-		case f == nil:
-		case f.FieldRef != nil && f.FieldRef.FieldPath == "metadata.namespace":
-			v = d.Namespace
-		case f.ResourceFieldRef != nil && f.ResourceFieldRef.Resource == "limits.memory" && f.ResourceFieldRef.Divisor.IsZero():
-			// What the kubelet's Downward API gives: the container's limit, in bytes.
-			v = strconv.FormatInt(c.Resources.Limits.Memory().Value(), 10)
-		default:
-			t.Fatalf("env %s comes from %+v, which this test cannot stand in for", e.Name, e.ValueFrom)
+		v, err := envtest.EnvValue(d, c, e)
+		if err != nil {
+			t.Fatal(err)
 		}
 		out.env = append(out.env, e.Name+"="+local(v))
 	}

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/fnops/func-operator/api/v1alpha1"
 )
 
@@ -111,26 +109,15 @@ func (b *bench) push(t *testing.T) pushResult {
 	}
 }
 
-// observedCount lists the Functions (in pages) and counts those whose status shows
-// commit.
+// observedCount lists the Functions and counts those whose status shows commit.
 func (b *bench) observedCount(ctx context.Context, commit string) (int, error) {
-	list := &v1alpha1.FunctionList{}
-	opts := []client.ListOption{client.Limit(500)}
 	seen := 0
-	for {
-		if err := b.admin.List(ctx, list, opts...); err != nil {
-			return 0, err
+	err := b.eachFunction(ctx, func(fn *v1alpha1.Function) {
+		if g := fn.Status.Git; g != nil && g.ObservedCommit == commit {
+			seen++
 		}
-		for i := range list.Items {
-			if g := list.Items[i].Status.Git; g != nil && g.ObservedCommit == commit {
-				seen++
-			}
-		}
-		if list.Continue == "" {
-			return seen, nil
-		}
-		opts = []client.ListOption{client.Limit(500), client.Continue(list.Continue)}
-	}
+	})
+	return seen, err
 }
 
 // log reports the push phase.

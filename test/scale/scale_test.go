@@ -509,28 +509,38 @@ func (b *bench) parallel(t *testing.T, what string, do func(ns, name string) err
 	}
 }
 
-// readyCount lists the Functions (in pages) and counts the Ready ones.
-func (b *bench) readyCount(ctx context.Context) (ready, total int, notReady string, err error) {
+// eachFunction lists the Functions, in pages of 500, and calls do for each.
+func (b *bench) eachFunction(ctx context.Context, do func(*v1alpha1.Function)) error {
 	list := &v1alpha1.FunctionList{}
 	opts := []client.ListOption{client.Limit(500)}
 	for {
 		if err := b.admin.List(ctx, list, opts...); err != nil {
-			return 0, 0, "", err
+			return err
 		}
 		for i := range list.Items {
-			fn := &list.Items[i]
-			total++
-			if fn.Status.IsReady() {
-				ready++
-			} else if notReady == "" {
-				notReady = fmt.Sprintf("%s/%s: %+v", fn.Namespace, fn.Name, fn.Status.Conditions)
-			}
+			do(&list.Items[i])
 		}
 		if list.Continue == "" {
-			return ready, total, notReady, nil
+			return nil
 		}
 		opts = []client.ListOption{client.Limit(500), client.Continue(list.Continue)}
 	}
+}
+
+// readyCount lists the Functions and counts the Ready ones.
+func (b *bench) readyCount(ctx context.Context) (ready, total int, notReady string, err error) {
+	err = b.eachFunction(ctx, func(fn *v1alpha1.Function) {
+		total++
+		if fn.Status.IsReady() {
+			ready++
+		} else if notReady == "" {
+			notReady = fmt.Sprintf("%s/%s: %+v", fn.Namespace, fn.Name, fn.Status.Conditions)
+		}
+	})
+	if err != nil {
+		return 0, 0, "", err
+	}
+	return ready, total, notReady, nil
 }
 
 // waitReady lists the Functions every pollEvery until all N are Ready, and returns

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/transport"
 	"k8s.io/utils/ptr"
 
 	"github.com/fnops/func-operator/pkg/operator"
@@ -21,18 +22,6 @@ import (
 
 // scrapesForCost is how many scrapes, back to back, measure what one costs the operator.
 const scrapesForCost = 20
-
-// bearer adds a bearer token to every request, as Prometheus's authorization does.
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
-	req.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(req)
-}
 
 // newScraper returns a client that scrapes the operator's metrics as the shipped
 // ServiceMonitor has Prometheus do: over HTTPS (the operator's self-signed
@@ -57,9 +46,9 @@ func (b *bench) newScraper(t *testing.T) *http.Client {
 	if err := b.admin.SubResource("token").Create(ctx, sa, tr); err != nil {
 		t.Fatalf("requesting a token of ServiceAccount %s/%s: %v", sa.Namespace, sa.Name, err)
 	}
-	return &http.Client{Timeout: time.Minute, Transport: bearer{token: tr.Status.Token, next: &http.Transport{
+	return &http.Client{Timeout: time.Minute, Transport: transport.NewBearerAuthRoundTripper(tr.Status.Token, &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the operator's self-signed certificate, on loopback
-	}}}
+	})}
 }
 
 func (b *bench) metricsURL() string { return "https://" + b.dep.metrics + "/metrics" }
