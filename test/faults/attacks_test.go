@@ -29,7 +29,10 @@ var attackConfig = map[string]string{
 	config.KeyInspectMaxBytes: "1Gi",
 	// The zip bomb's first GiB (gunzip at about 1 GB/s) is read within it.
 	config.KeyRegistryTimeout: "10s",
-	config.KeyGitTimeout:      "3s",
+	// git-trickle never ends, so any bound catches it; the controls' clones (an SSH
+	// one forks sshd and two shells) must fit in it with both cores busy beside the
+	// suite: 3s did not (a cold CI run, the SSH control timed out).
+	config.KeyGitTimeout: "10s",
 }
 
 // rssBound is the most memory the operator may use through every attack: its peak
