@@ -4,8 +4,8 @@ SHELL := /usr/bin/env bash
 .SHELLFLAGS := -eu -o pipefail -c
 
 LOCALBIN ?= $(CURDIR)/bin
-CONTROLLER_TOOLS_VERSION ?= v0.16.5
-CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+export CONTROLLER_TOOLS_VERSION ?= v0.16.5
+CONTROLLER_GEN = $$(hack/controller-gen.sh)
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 PKGS ?= ./...
 
@@ -23,12 +23,12 @@ build: ## Build the operator binary into bin/.
 generate: manifests ## Regenerate deepcopy code, the CRD and the ClusterRole.
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Regenerate config/300-function.yaml, config/200-clusterrole.yaml and deepcopy code.
-	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/update-codegen.sh
+manifests: ## Regenerate config/300-function.yaml, config/200-clusterrole.yaml and deepcopy code.
+	CONTROLLER_GEN="$(CONTROLLER_GEN)" hack/update-codegen.sh
 
 .PHONY: verify-generated
-verify-generated: $(CONTROLLER_GEN) ## Fail when generated files are stale.
-	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/update-codegen.sh --verify
+verify-generated: ## Fail when generated files are stale.
+	CONTROLLER_GEN="$(CONTROLLER_GEN)" hack/update-codegen.sh --verify
 
 .PHONY: third-party
 third-party: ## Copy the Knative Serving and Eventing, Tekton and KEDA HTTP add-on CRDs of the pinned modules into third_party/.
@@ -54,13 +54,13 @@ verify-tracked-files: ## Fail when git tracks a build output or a file over 1 Mi
 control-plane: ## Build (once, cached) etcd, kube-apiserver, kubectl and kube-controller-manager for envtest.
 	@hack/control-plane.sh >/dev/null
 
-# The oldest Kubernetes the README supports, for test/install (make control-plane-min).
-MIN_K8S_VERSION ?= v1.30.14
-MIN_ETCD_VERSION ?= v3.5.21
+# The oldest Kubernetes the README supports, for test/install (make control-plane-min):
+# its API server, on the current control plane's etcd (hack/control-plane-min.sh).
+export MIN_K8S_VERSION ?= v1.30.14
 
 .PHONY: control-plane-min
-control-plane-min: ## Build (once, cached) the control plane of the oldest supported Kubernetes (MIN_K8S_VERSION), for test/install.
-	@K8S_VERSION=$(MIN_K8S_VERSION) ETCD_VERSION=$(MIN_ETCD_VERSION) hack/control-plane.sh >/dev/null
+control-plane-min: ## Build (once, cached) the API server of the oldest supported Kubernetes (MIN_K8S_VERSION), for test/install; prints its folder.
+	@hack/control-plane-min.sh
 
 .PHONY: tekton-controller
 tekton-controller: ## Build (once, cached) the Tekton Pipelines controller go.mod pins, for the tests.
@@ -78,12 +78,87 @@ ko: ## Build (once, cached) ko from the module proxy.
 promtool: ## Build (once, cached) promtool from the module proxy, for test/monitoring.
 	@hack/promtool.sh >/dev/null
 
+# make test runs every check and test as phases side by side (make -j, TEST_JOBS at once),
+# each recorded by hack/phase.sh, and ends with how long each took (tools, control planes,
+# checks, each test package, fuzz). The builds of the tools form one lane, in the order the
+# longest tests need them (each build keeps both cores busy: two at once only share them);
+# what needs no tool runs from the start, and each test phase starts as soon as the tools it
+# needs are there. Everything builds as ko builds the shipped binary (CGO_ENABLED=0,
+# -trimpath), so the tests, the binary the fault suite runs and ko's linux/amd64 image
+# share one compile of each package; test binaries link without DWARF (-ldflags=-w: no
+# debugger runs them here, and it is most of a link). docs/development.md#make-test shows the graph and a
+# cold run's figures.
+TEST_JOBS ?= 4
+PHASES_DIR ?= $(LOCALBIN)/phases
+PHASE = PHASES_DIR=$(PHASES_DIR) hack/phase.sh run
+# Builds no test waits for first run at a lower priority: they take the CPU the tests leave
+# idle (waiting for the operator, the API server, a timeout), not the CPU of the builds and
+# tests of the longest path (control plane, Tekton controller, test-tekton).
+BACKGROUND = nice -n 10
+# Test packages by the tools they need besides the control plane; every other package
+# needs at most the control plane (test-plane).
+TEKTON_PKGS ?= ./pkg/operator/ ./test/faults/ ./test/tekton/ ./hack/demo/
+INSTALL_PKGS ?= ./test/install/
+MONITORING_PKGS ?= ./test/monitoring/
+PLANE_PKGS ?= $$(go list ./... | grep -v -x -F -e "$$(go list $(TEKTON_PKGS) $(INSTALL_PKGS) $(MONITORING_PKGS))")
+CONTROL_PLANE = $$(hack/control-plane.sh)
+CONTROL_PLANE_MIN = $$(hack/control-plane-min.sh)
+TEST_ENV = KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" FUNC_OPERATOR_REQUIRE_SSHD=1 FUNC_OPERATOR_REQUIRE_ALL=1
+# In the order make starts them when it can (TEST_JOBS at once).
+TEST_PHASES = tool-control-plane test-quick tool-tekton test-tekton test-plane tool-ko tool-control-plane-min test-install \
+	tool-promtool test-monitoring tool-controller-gen check-tracked-files check-third-party check-vet check-generated \
+	tool-golangci-lint check-lint fuzz-short
+
 .PHONY: test
-test: test-deps verify-tracked-files verify-generated verify-third-party vet lint control-plane control-plane-min tekton-controller ko promtool ## Run every test against a real control plane (and the oldest supported one for the install), Tekton controller, git servers, sshd, ko and promtool, then fuzz-short.
-	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" FUNC_OPERATOR_KUBEBUILDER_ASSETS_MIN="$$(K8S_VERSION=$(MIN_K8S_VERSION) ETCD_VERSION=$(MIN_ETCD_VERSION) hack/control-plane.sh)" \
-		FUNC_OPERATOR_TEKTON_CONTROLLER="$$(hack/tekton-controller.sh)" FUNC_OPERATOR_KO="$$(hack/ko.sh)" FUNC_OPERATOR_PROMTOOL="$$(hack/promtool.sh)" \
-		FUNC_OPERATOR_REQUIRE_SSHD=1 FUNC_OPERATOR_REQUIRE_ALL=1 go test $(GO_TEST_FLAGS) $(PKGS)
-	@$(MAKE) --no-print-directory fuzz-short
+test: test-deps ## Run every check and test (real control planes, Tekton controller, git servers, sshd, ko, promtool, lint, fuzz-short), side by side; ends with each phase's time.
+	@rm -rf $(PHASES_DIR) && mkdir -p $(PHASES_DIR) && date +%s > $(PHASES_DIR)/.start
+	@status=0; CGO_ENABLED=0 GOFLAGS="$(GOFLAGS) -trimpath -ldflags=-w" $(MAKE) --no-print-directory -k -j$(TEST_JOBS) $(addprefix phase-,$(TEST_PHASES)) || status=$$?; \
+		PHASES_DIR=$(PHASES_DIR) EXPECT="$(TEST_PHASES)" hack/phase.sh summary || status=1; exit $$status
+
+# The tools' lane: the control plane (every envtest package), then the Tekton controller
+# (the longest tests: test/faults, pkg/operator), then what the shorter ones need; lint last.
+.PHONY: $(addprefix phase-,$(TEST_PHASES))
+phase-tool-control-plane:
+	@$(PHASE) tool-control-plane hack/control-plane.sh
+phase-tool-tekton: phase-tool-control-plane
+	@$(PHASE) tool-tekton hack/tekton-controller.sh
+phase-tool-ko: phase-tool-tekton
+	@$(PHASE) tool-ko hack/ko.sh
+phase-tool-control-plane-min: phase-tool-ko
+	@$(PHASE) tool-control-plane-min $(BACKGROUND) hack/control-plane-min.sh
+phase-tool-promtool: phase-tool-control-plane-min
+	@$(PHASE) tool-promtool $(BACKGROUND) hack/promtool.sh
+phase-tool-golangci-lint: phase-tool-promtool
+	@$(PHASE) tool-golangci-lint $(BACKGROUND) hack/golangci-lint.sh
+phase-tool-controller-gen:
+	@$(PHASE) tool-controller-gen $(BACKGROUND) hack/controller-gen.sh
+
+phase-check-tracked-files:
+	@$(PHASE) check-tracked-files hack/verify-tracked-files.sh
+phase-check-third-party:
+	@$(PHASE) check-third-party hack/update-third-party.sh --verify
+phase-check-vet:
+	@$(PHASE) check-vet go vet ./...
+phase-check-generated: phase-tool-controller-gen
+	@$(PHASE) check-generated bash -c 'CONTROLLER_GEN="$(CONTROLLER_GEN)" hack/update-codegen.sh --verify'
+phase-check-lint: phase-tool-golangci-lint
+	@$(PHASE) check-lint $(BACKGROUND) bash -c '"$$(hack/golangci-lint.sh)" run ./...'
+
+# The quick tier first (seconds of feedback while the tools build), then each package
+# group once its tools are built.
+phase-test-quick:
+	@$(PHASE) test-quick go test -short -count=1 $(UNIT_PKGS)
+phase-test-plane: phase-tool-control-plane
+	@$(PHASE) test-plane bash -c '$(TEST_ENV) go test $(GO_TEST_FLAGS) $(PLANE_PKGS)'
+phase-test-tekton: phase-tool-control-plane phase-tool-tekton
+	@$(PHASE) test-tekton bash -c '$(TEST_ENV) FUNC_OPERATOR_TEKTON_CONTROLLER="$$(hack/tekton-controller.sh)" go test $(GO_TEST_FLAGS) $(TEKTON_PKGS)'
+phase-test-install: phase-tool-control-plane phase-tool-control-plane-min phase-tool-ko
+	@$(PHASE) test-install bash -c '$(TEST_ENV) FUNC_OPERATOR_KUBEBUILDER_ASSETS_MIN="$(CONTROL_PLANE_MIN)" FUNC_OPERATOR_KO="$$(hack/ko.sh)" go test $(GO_TEST_FLAGS) $(INSTALL_PKGS)'
+phase-test-monitoring: phase-tool-control-plane phase-tool-promtool
+	@$(PHASE) test-monitoring bash -c '$(TEST_ENV) FUNC_OPERATOR_PROMTOOL="$$(hack/promtool.sh)" go test $(GO_TEST_FLAGS) $(MONITORING_PKGS)'
+# One fuzzing worker per target (-parallel=1): the other core is the other phases'.
+phase-fuzz-short: phase-test-quick
+	@$(PHASE) fuzz-short $(BACKGROUND) $(MAKE) --no-print-directory fuzz-short FUZZ_FLAGS="$(FUZZ_FLAGS) -parallel=1"
 
 # The quick tier: every package but the integration ones (pkg/operator wires the manager,
 # test/ runs the binary, hack/run runs make run), with -short: tests that need a control
@@ -205,8 +280,3 @@ run: ## Run the operator from source on an embedded control plane; CLUSTER=1: on
 .PHONY: demo
 demo: ## Show the operator's job (docs/demo.md): a function with old middleware found outdated and rebuilt through the real Tekton controller, kubelet and Knative simulated; V=1: the operator's logs too; EXIT=1: stop at the end.
 	go run ./hack/demo $(if $(V),-v) $(if $(EXIT),-exit)
-
-$(CONTROLLER_GEN):
-	@mkdir -p $(LOCALBIN)
-	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
-	mv $(LOCALBIN)/controller-gen $(CONTROLLER_GEN)

@@ -3,16 +3,28 @@
 # (for tests that need the garbage collector) from the Go module proxy into a cache folder
 # stamped with the versions and the binaries, and prints that folder.
 # A second run with the same versions only prints the folder.
+#
+# BUILD="kube-apiserver" SHARE_FROM=<a folder this script printed> builds only the API
+# server and links the other binaries from SHARE_FROM: the oldest supported Kubernetes
+# (make control-plane-min) needs its own API server, not its own etcd, kubectl and
+# controller manager, which would cost a cold run about as much again.
 set -euo pipefail
 
 K8S_VERSION="${K8S_VERSION:-v1.35.0}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.5}"
 CACHE_ROOT="${FUNC_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/func-operator}"
-OUT="${CACHE_ROOT}/control-plane/k8s-${K8S_VERSION}-etcd-${ETCD_VERSION}"
-STAMP="${OUT}/.stamp"
 BINARIES=(etcd kube-apiserver kubectl kube-controller-manager)
+read -r -a BUILD <<< "${BUILD:-${BINARIES[*]}}"
+SHARE_FROM="${SHARE_FROM:-}"
+if [[ "${BUILD[*]}" == "${BINARIES[*]}" ]]; then
+  OUT="${CACHE_ROOT}/control-plane/k8s-${K8S_VERSION}-etcd-${ETCD_VERSION}"
+else
+  [[ -n "${SHARE_FROM}" ]] || { echo "control-plane: BUILD=\"${BUILD[*]}\" needs SHARE_FROM, the folder of the others" >&2; exit 1; }
+  OUT="${CACHE_ROOT}/control-plane/k8s-${K8S_VERSION}-$(IFS=+; echo "${BUILD[*]}")"
+fi
+STAMP="${OUT}/.stamp"
 # The binaries are part of the stamp: a folder stamped before one was added is rebuilt.
-WANT="k8s=${K8S_VERSION} etcd=${ETCD_VERSION} go=$(go env GOVERSION) bin=$(IFS=,; echo "${BINARIES[*]}")"
+WANT="k8s=${K8S_VERSION} etcd=${ETCD_VERSION} go=$(go env GOVERSION) bin=$(IFS=,; echo "${BUILD[*]}") shared=${SHARE_FROM}"
 
 cached() {
   [[ -f "${STAMP}" && "$(cat "${STAMP}")" == "${WANT}" ]] || return 1
@@ -27,24 +39,38 @@ if cached; then
 fi
 
 log() { echo "control-plane: $*" >&2; }
+building() { [[ " ${BUILD[*]} " == *" $1 "* ]]; }
 mkdir -p "${OUT}"
 WORK="$(mktemp -d)"
 trap 'rm -rf "${WORK}"' EXIT
 export GOFLAGS=-mod=mod CGO_ENABLED=0 GOWORK=off
 
+for bin in "${BINARIES[@]}"; do
+  if ! building "${bin}"; then
+    [[ -x "${SHARE_FROM}/${bin}" ]] || { log "${SHARE_FROM}/${bin} is missing"; exit 1; }
+    ln -sfn "${SHARE_FROM}/${bin}" "${OUT}/${bin}"
+  fi
+done
+
 # etcd: its go.mod has relative replaces, so `go install pkg@version` is refused;
 # build it from a throw-away module that requires it instead.
-log "building etcd ${ETCD_VERSION}"
-mkdir -p "${WORK}/etcd"
-( cd "${WORK}/etcd"
-  go mod init example.invalid/etcdbuild >/dev/null 2>&1
-  go get "go.etcd.io/etcd/server/v3@${ETCD_VERSION}" >/dev/null 2>&1
-  go build -trimpath -o "${OUT}/etcd" go.etcd.io/etcd/server/v3 )
+if building etcd; then
+  log "building etcd ${ETCD_VERSION}"
+  mkdir -p "${WORK}/etcd"
+  ( cd "${WORK}/etcd"
+    go mod init example.invalid/etcdbuild >/dev/null 2>&1
+    go get "go.etcd.io/etcd/server/v3@${ETCD_VERSION}" >/dev/null 2>&1
+    go build -trimpath -o "${OUT}/etcd" go.etcd.io/etcd/server/v3 )
+fi
 
 # kube-apiserver, kubectl and kube-controller-manager: k8s.io/kubernetes replaces its
 # staging modules with ./staging/...; a wrapper module replaces each with its published
 # v0.x release.
-log "building kube-apiserver, kubectl and kube-controller-manager ${K8S_VERSION}"
+K8S_BUILD=()
+for bin in kube-apiserver kubectl kube-controller-manager; do
+  building "${bin}" && K8S_BUILD+=("${bin}")
+done
+log "building ${K8S_BUILD[*]} ${K8S_VERSION}"
 STAGING_VERSION="v0.${K8S_VERSION#v1.}"
 mkdir -p "${WORK}/k8s"
 cd "${WORK}/k8s"
@@ -66,8 +92,9 @@ K8S_GOMOD="$(go mod download -json "k8s.io/kubernetes@${K8S_VERSION}" | sed -n '
     done
   echo ")"
 } >> go.mod
-go get "k8s.io/kubernetes/cmd/kube-apiserver@${K8S_VERSION}" "k8s.io/kubernetes/cmd/kubectl@${K8S_VERSION}" \
-  "k8s.io/kubernetes/cmd/kube-controller-manager@${K8S_VERSION}" >/dev/null 2>&1
+PKGS=()
+for bin in "${K8S_BUILD[@]}"; do PKGS+=("k8s.io/kubernetes/cmd/${bin}@${K8S_VERSION}"); done
+go get "${PKGS[@]}" >/dev/null 2>&1
 MAJOR="${K8S_VERSION#v}"; MAJOR="${MAJOR%%.*}"
 MINOR="${K8S_VERSION#v*.}"; MINOR="${MINOR%%.*}"
 LDFLAGS="-s -w"
@@ -75,10 +102,10 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   LDFLAGS+=" -X ${pkg}.gitVersion=${K8S_VERSION} -X ${pkg}.gitMajor=${MAJOR} -X ${pkg}.gitMinor=${MINOR}"
   LDFLAGS+=" -X ${pkg}.gitTreeState=clean -X ${pkg}.buildDate=1970-01-01T00:00:00Z"
 done
-go build -trimpath -ldflags "${LDFLAGS}" -o "${OUT}/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
-go build -trimpath -ldflags "${LDFLAGS}" -o "${OUT}/kubectl" k8s.io/kubernetes/cmd/kubectl
-# Only its garbagecollector controller runs in tests (test/envtest StartGarbageCollector).
-go build -trimpath -ldflags "${LDFLAGS}" -o "${OUT}/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager
+# kube-controller-manager: only the controllers test/envtest asks for run (StartControllers).
+for bin in "${K8S_BUILD[@]}"; do
+  go build -trimpath -ldflags "${LDFLAGS}" -o "${OUT}/${bin}" "k8s.io/kubernetes/cmd/${bin}"
+done
 
 echo "${WANT}" > "${STAMP}"
 log "done: ${OUT}"

@@ -2,16 +2,17 @@
 # Builds a Go tool from the Go module proxy into a cache folder stamped with its version
 # and the Go toolchain, and prints the binary's path. A second run with the same
 # versions only prints it.
-# Usage: hack/go-tool.sh NAME PACKAGE VERSION   (the binary is named NAME)
+# Usage: [TAGS=tag,...] hack/go-tool.sh NAME PACKAGE VERSION   (the binary is named NAME)
 set -euo pipefail
 
 NAME="$1"
 PACKAGE="$2"
 VERSION="$3"
+TAGS="${TAGS:-}"
 CACHE_ROOT="${FUNC_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/func-operator}"
 OUT="${CACHE_ROOT}/tools/${NAME}-${VERSION}"
 STAMP="${OUT}/.stamp"
-WANT="${NAME}=${VERSION} go=$(go env GOVERSION)"
+WANT="${NAME}=${VERSION} go=$(go env GOVERSION) tags=${TAGS}"
 
 if [[ -f "${STAMP}" && "$(cat "${STAMP}")" == "${WANT}" && -x "${OUT}/${NAME}" ]]; then
   echo "${OUT}/${NAME}"
@@ -19,6 +20,6 @@ if [[ -f "${STAMP}" && "$(cat "${STAMP}")" == "${WANT}" && -x "${OUT}/${NAME}" ]
 fi
 echo "${NAME}: building ${VERSION}" >&2
 mkdir -p "${OUT}"
-GOFLAGS=-mod=mod GOWORK=off CGO_ENABLED=0 GOBIN="${OUT}" go install "${PACKAGE}@${VERSION}" >&2
+GOFLAGS="-mod=mod -trimpath" GOWORK=off CGO_ENABLED=0 GOBIN="${OUT}" go install -tags="${TAGS}" "${PACKAGE}@${VERSION}" >&2
 echo "${WANT}" > "${STAMP}"
 echo "${OUT}/${NAME}"

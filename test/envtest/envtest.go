@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +12,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/fnops/func-operator/test/testfs"
 )
 
 // AssetsEnv names the directory holding etcd, kube-apiserver and kubectl.
@@ -40,11 +41,8 @@ type Environment struct {
 	assets string
 }
 
-// RepoRoot returns the root of the func-operator checkout.
-func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-}
+// RepoRoot returns the root of the func-operator checkout (testfs.RepoRoot).
+func RepoRoot() string { return testfs.RepoRoot() }
 
 // Start starts etcd and kube-apiserver from $KUBEBUILDER_ASSETS and installs the
 // Function CRD from config/ plus the CRD files given (paths relative to the repository

@@ -113,7 +113,7 @@ func TestKoApply(t *testing.T) {
 		if assets == "" {
 			for _, e := range requireAllEnvs {
 				if os.Getenv(e) != "" {
-					t.Fatalf("%s is not set (and %s is): run `make test`, or export %s=$(K8S_VERSION=v1.30.14 ETCD_VERSION=v3.5.21 hack/control-plane.sh)", MinAssetsEnv, e, MinAssetsEnv)
+					t.Fatalf("%s is not set (and %s is): run `make test`, or export %s=$(make -s control-plane-min)", MinAssetsEnv, e, MinAssetsEnv)
 				}
 			}
 			t.Skipf("%s is not set: no control plane of Kubernetes %s (make control-plane-min)", MinAssetsEnv, minKubernetes)

@@ -7,10 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/fnops/func-operator/test/testfs"
 )
 
 // The files of config/monitoring/.
@@ -21,10 +22,7 @@ const (
 )
 
 // Dir is config/monitoring/ of this checkout.
-func Dir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "config", "monitoring")
-}
+func Dir() string { return filepath.Join(testfs.RepoRoot(), "config", "monitoring") }
 
 // Documents splits a YAML stream into its documents, empty ones left out.
 func Documents(data []byte) [][]byte {

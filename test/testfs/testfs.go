@@ -1,4 +1,5 @@
-// Package testfs holds file-system assertions shared by tests.
+// Package testfs holds what tests share of the file system: the checkout's root
+// (RepoRoot) and assertions on folders. It imports no package of the operator.
 package testfs
 
 import (
