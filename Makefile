@@ -7,7 +7,6 @@ LOCALBIN ?= $(CURDIR)/bin
 export CONTROLLER_TOOLS_VERSION ?= v0.16.5
 CONTROLLER_GEN = $$(hack/controller-gen.sh)
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
-PKGS ?= ./...
 
 .PHONY: help
 help: ## Show the targets.
@@ -212,8 +211,8 @@ bench-scale: ## Scale benchmark (not part of test): N Functions on R repositorie
 
 # Go fuzz targets, as package:Target pairs: `go test -fuzz` fuzzes one target of one package at a time.
 FUZZ_TARGETS ?= \
-	./pkg/funclib:FuzzLoadFuncYAML \
-	./pkg/funclib:FuzzCheckNoLocalEnv \
+	./pkg/funclib/funcyaml:FuzzLoadFuncYAML \
+	./pkg/funclib/funcyaml:FuzzCheckNoLocalEnv \
 	./pkg/git:FuzzRepositoryURL \
 	./pkg/git:FuzzRepositoryPath \
 	./pkg/git:FuzzRemoteHead \
@@ -250,7 +249,7 @@ fuzz: ## Fuzz each of FUZZ_TARGETS for FUZZTIME (5m); a failing input lands in i
 	@$(call run-fuzz,$(FUZZTIME))
 
 .PHONY: fuzz-short
-fuzz-short: ## Fuzz each of FUZZ_TARGETS for 10s (the last step of make test).
+fuzz-short: ## Fuzz each of FUZZ_TARGETS for 10s (make test runs it as a phase).
 	@$(call run-fuzz,10s)
 
 ##@ Install

@@ -7,4 +7,4 @@
 set -euo pipefail
 HACK="$(dirname "$0")"
 shared="$("${HACK}/control-plane.sh")"
-SHARE_FROM="${shared}" K8S_VERSION="${MIN_K8S_VERSION:-v1.30.14}" BUILD=kube-apiserver exec "${HACK}/control-plane.sh"
+SHARE_FROM="${shared}" K8S_VERSION="${MIN_K8S_VERSION:-v1.30.14}" CONTROL_PLANE_BUILD=kube-apiserver exec "${HACK}/control-plane.sh"

@@ -4,7 +4,7 @@
 # stamped with the versions and the binaries, and prints that folder.
 # A second run with the same versions only prints the folder.
 #
-# BUILD="kube-apiserver" SHARE_FROM=<a folder this script printed> builds only the API
+# CONTROL_PLANE_BUILD="kube-apiserver" SHARE_FROM=<a folder this script printed> builds only the API
 # server and links the other binaries from SHARE_FROM: the oldest supported Kubernetes
 # (make control-plane-min) needs its own API server, not its own etcd, kubectl and
 # controller manager, which would cost a cold run about as much again.
@@ -14,12 +14,12 @@ K8S_VERSION="${K8S_VERSION:-v1.35.0}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.5}"
 CACHE_ROOT="${FUNC_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/func-operator}"
 BINARIES=(etcd kube-apiserver kubectl kube-controller-manager)
-read -r -a BUILD <<< "${BUILD:-${BINARIES[*]}}"
+read -r -a BUILD <<< "${CONTROL_PLANE_BUILD:-${BINARIES[*]}}"
 SHARE_FROM="${SHARE_FROM:-}"
 if [[ "${BUILD[*]}" == "${BINARIES[*]}" ]]; then
   OUT="${CACHE_ROOT}/control-plane/k8s-${K8S_VERSION}-etcd-${ETCD_VERSION}"
 else
-  [[ -n "${SHARE_FROM}" ]] || { echo "control-plane: BUILD=\"${BUILD[*]}\" needs SHARE_FROM, the folder of the others" >&2; exit 1; }
+  [[ -n "${SHARE_FROM}" ]] || { echo "control-plane: CONTROL_PLANE_BUILD=\"${BUILD[*]}\" needs SHARE_FROM, the folder of the others" >&2; exit 1; }
   OUT="${CACHE_ROOT}/control-plane/k8s-${K8S_VERSION}-$(IFS=+; echo "${BUILD[*]}")"
 fi
 STAMP="${OUT}/.stamp"

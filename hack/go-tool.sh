@@ -2,13 +2,13 @@
 # Builds a Go tool from the Go module proxy into a cache folder stamped with its version
 # and the Go toolchain, and prints the binary's path. A second run with the same
 # versions only prints it.
-# Usage: [TAGS=tag,...] hack/go-tool.sh NAME PACKAGE VERSION   (the binary is named NAME)
+# Usage: [GO_TOOL_TAGS=tag,...] hack/go-tool.sh NAME PACKAGE VERSION   (the binary is named NAME)
 set -euo pipefail
 
 NAME="$1"
 PACKAGE="$2"
 VERSION="$3"
-TAGS="${TAGS:-}"
+TAGS="${GO_TOOL_TAGS:-}"
 CACHE_ROOT="${FUNC_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/func-operator}"
 OUT="${CACHE_ROOT}/tools/${NAME}-${VERSION}"
 STAMP="${OUT}/.stamp"

@@ -5,4 +5,4 @@
 # providers (build tag remove_all_sd, Prometheus 3.10 and later): checking and testing
 # rules needs none of them, and they are most of the build (cloud SDKs, client-go).
 set -euo pipefail
-TAGS=remove_all_sd exec "$(dirname "$0")/go-tool.sh" promtool github.com/prometheus/prometheus/cmd/promtool "${PROMTOOL_VERSION:-v0.316.0}"
+GO_TOOL_TAGS=remove_all_sd exec "$(dirname "$0")/go-tool.sh" promtool github.com/prometheus/prometheus/cmd/promtool "${PROMTOOL_VERSION:-v0.316.0}"

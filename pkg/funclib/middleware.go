@@ -11,11 +11,12 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
 	"golang.org/x/mod/modfile"
 	fn "knative.dev/func/pkg/functions"
+
+	"github.com/fnops/func-operator/pkg/funclib/funcyaml"
 )
 
 // MiddlewarePin is the middleware a build with the linked func library brings.
@@ -400,17 +401,7 @@ func pomProperty(name string) func([]byte, string) (string, error) {
 
 // maxExcerpt bounds how much of a file's content an error quotes: the files come
 // from the user's source, and messages end up in status conditions.
-const maxExcerpt = 64
+const maxExcerpt = funcyaml.MaxExcerpt
 
-// excerpt returns s, shortened to about maxExcerpt bytes (on a rune boundary) with
-// "..." when longer.
-func excerpt(s string) string {
-	if len(s) <= maxExcerpt {
-		return s
-	}
-	i := maxExcerpt
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "..."
-}
+// excerpt returns s, shortened to about maxExcerpt bytes (funcyaml.Excerpt).
+func excerpt(s string) string { return funcyaml.Excerpt(s) }

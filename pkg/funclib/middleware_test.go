@@ -5,10 +5,9 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"reflect"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -332,28 +331,20 @@ func TestPythonTemplatesRequireNoMiddleware(t *testing.T) {
 	}
 }
 
-// funcModuleDir is the func library's source directory, found from where its code
-// was compiled from; the test is skipped when that is no directory (-trimpath).
+// funcModuleDir is the func library's source directory in the module cache, as go
+// list finds it for the version go.mod pins (not from the compiled code's file paths,
+// which make test's -trimpath leaves out).
 func funcModuleDir(t *testing.T) string {
 	t.Helper()
-	f := runtime.FuncForPC(reflect.ValueOf(fn.NewFunction).Pointer())
-	if f == nil {
-		t.Skip("no source location for the func library")
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", modulePath).Output()
+	if err != nil {
+		t.Fatalf("locating %s: go list -m: %v", modulePath, err)
 	}
-	file, _ := f.FileLine(f.Entry())
-	file = filepath.ToSlash(file)
-	i := strings.Index(file, modulePath+"@")
-	if i < 0 {
-		t.Skipf("func library source %s is not in a module directory", file)
+	dir := strings.TrimSpace(string(out))
+	if _, err := os.Stat(filepath.Join(dir, "templates")); err != nil {
+		t.Fatalf("the func library's source (%s) has no templates: %v", dir, err)
 	}
-	dir := file[:i+len(modulePath)+1]
-	if j := strings.IndexByte(file[len(dir):], '/'); j >= 0 {
-		dir = file[:len(dir)+j]
-	}
-	if _, err := os.Stat(filepath.Join(filepath.FromSlash(dir), "templates")); err != nil {
-		t.Skipf("func library source is not on disk: %v", err)
-	}
-	return filepath.FromSlash(dir)
+	return dir
 }
 
 func TestAvailableMiddlewareConcurrent(t *testing.T) {

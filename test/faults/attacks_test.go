@@ -113,6 +113,23 @@ func TestAttacks(t *testing.T) {
 		t.Errorf("padded-elf: status.middleware %+v, want current %s read from the padded executable", fn.Status.Middleware, registrytest.FuncGoVersion)
 	}
 	s.checkMessages(t, ns)
+	// The attacks are over: their Functions go, so that the retries of those that time
+	// out (git-trickle, registry-trickle: retried within 9s, each holding a worker up to
+	// its timeout) take no worker from what comes next, how long a Function of another
+	// namespace waits beside one namespace's hanging reads.
+	if err := s.admin.DeleteAllOf(context.Background(), &v1alpha1.Function{}, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	until(t, 2*time.Minute, "the attacks' Functions gone", func() string {
+		fns := &v1alpha1.FunctionList{}
+		if err := s.admin.List(context.Background(), fns, client.InNamespace(ns)); err != nil {
+			return err.Error()
+		}
+		if len(fns.Items) > 0 {
+			return fmt.Sprintf("%d Functions left", len(fns.Items))
+		}
+		return ""
+	})
 
 	// A namespace whose Functions hang on their registry (registryTimeout 20s)
 	// holds at most half the workers: a Function of another namespace is checked at

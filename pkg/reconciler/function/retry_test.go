@@ -1,6 +1,7 @@
 package function
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -45,6 +46,26 @@ func TestRetryLimiter_When(t *testing.T) {
 	l.Forget(fn)
 	if d := l.When(fn); d > 10*time.Millisecond {
 		t.Errorf("after a success, a failure waits %s, want the default's few milliseconds", d)
+	}
+}
+
+// TestRetryLimiter_Bucket: the whole queue's bucket (10 a second, bursts of 100) is
+// not capped: 200 Functions failing at once, the last waits its turn in the bucket,
+// longer than the ceiling, as with the default alone (the positive control).
+func TestRetryLimiter_Bucket(t *testing.T) {
+	const ceiling = 5 * time.Second
+	l := newRetryLimiter(func() time.Duration { return ceiling })
+	def := workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]()
+	var got, want time.Duration
+	for i := range 200 {
+		fn := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("fn-%d", i)}}
+		got, want = l.When(fn), def.When(fn)
+	}
+	if want <= ceiling {
+		t.Fatalf("the default alone makes the 200th Function wait %s, not more than %s: the test proves nothing", want, ceiling)
+	}
+	if got <= ceiling {
+		t.Errorf("the 200th Function of a burst waits %s, want the bucket's wait (the default's: %s), over the ceiling %s", got, want, ceiling)
 	}
 }
 

@@ -1,4 +1,4 @@
-package funclib
+package funcyaml
 
 import (
 	"encoding/base64"

@@ -1,10 +1,9 @@
-package funclib
+package funcyaml
 
 import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -814,26 +813,6 @@ func TestIsInvalidIsUnsafe(t *testing.T) {
 				t.Errorf("[IsInvalid, IsUnsafe] (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-func TestVersion(t *testing.T) {
-	// The version go.mod pins, which a test binary must report too.
-	gomod, err := os.ReadFile(filepath.Join("..", "..", "go.mod"))
-	if err != nil {
-		t.Fatalf("reading go.mod: %v", err)
-	}
-	want := ""
-	for _, line := range strings.Split(string(gomod), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == modulePath {
-			want = f[1]
-		}
-	}
-	if want == "" {
-		t.Fatalf("go.mod does not require %s", modulePath)
-	}
-	if diff := cmp.Diff(want, Version()); diff != "" {
-		t.Errorf("Version() (-want +got):\n%s", diff)
 	}
 }
 
