@@ -101,9 +101,9 @@ func StartFrom(assets string, extraCRDs ...string) (*Environment, error) {
 	// The binaries' paths are explicit: envtest would otherwise take them from
 	// $KUBEBUILDER_ASSETS before BinaryAssetsDirectory, whatever StartFrom was given.
 	env.ControlPlane.APIServer = &envtest.APIServer{
-		CertDir: certDir, StopTimeout: apiServerStopTimeout, Path: filepath.Join(assets, "kube-apiserver"),
+		CertDir: certDir, StopTimeout: apiServerStopTimeout, StartTimeout: startTimeout, Path: filepath.Join(assets, "kube-apiserver"),
 	}
-	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(assets, "etcd")}
+	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(assets, "etcd"), StartTimeout: startTimeout}
 	env.ControlPlane.KubectlPath = filepath.Join(assets, "kubectl")
 	cfg, err := env.Start()
 	if err != nil {
@@ -112,6 +112,11 @@ func StartFrom(assets string, extraCRDs ...string) (*Environment, error) {
 	}
 	return &Environment{env: env, Config: cfg, certDir: certDir, assets: assets}, nil
 }
+
+// startTimeout is how long etcd and kube-apiserver may take to become ready, each try
+// (envtest tries 5 times). envtest's default, 20 s, is what an idle machine needs several
+// times over; beside make test's other phases and a busy core, kube-apiserver took longer.
+const startTimeout = 2 * time.Minute
 
 // apiServerStopTimeout is how long kube-apiserver may take to stop on SIGTERM before
 // it is killed.
