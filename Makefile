@@ -6,8 +6,8 @@ SHELL := /usr/bin/env bash
 LOCALBIN ?= $(CURDIR)/bin
 export CONTROLLER_TOOLS_VERSION ?= v0.16.5
 CONTROLLER_GEN = $$(hack/controller-gen.sh)
-# test/faults runs 25 to 35 minutes with a busy core beside make test (its TestFaults alone
-# passed 23 minutes): a 30m bound ended it mid-step.
+# test/faults ran over 30 minutes with a busy core beside make test (it was 23 minutes
+# into TestFaults, still stepping, when a 30m bound ended it).
 GO_TEST_FLAGS ?= -count=1 -timeout 60m
 
 .PHONY: help
