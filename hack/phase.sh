@@ -45,7 +45,7 @@ run() {
 fmt() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 
 summary() {
-  local t0 now name start secs status total=0 failed=()
+  local t0 now name start secs status failed=()
   t0="$(cat "${PHASES_DIR}/.start")"
   now="$(date +%s)"
   echo
