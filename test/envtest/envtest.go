@@ -91,19 +91,23 @@ func StartFrom(assets string, extraCRDs ...string) (*Environment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the API server's certificate directory: %w", err)
 	}
+	// envtest's Start sets etcd's and kube-apiserver's start and stop timeouts from
+	// these two, over any the components were given (controller-runtime v0.23
+	// envtest/server.go), so they are set here, not on the components: before, its
+	// defaults of 20 s applied, and under load kube-apiserver took longer to start. A stop
+	// that takes longer than apiServerStopTimeout (open watches) ends in SIGKILL.
 	env := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     crds,
-		CRDs:                  extra,
-		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory:    assets,
+		CRDDirectoryPaths:        crds,
+		CRDs:                     extra,
+		ErrorIfCRDPathMissing:    true,
+		ControlPlaneStartTimeout: startTimeout,
+		ControlPlaneStopTimeout:  apiServerStopTimeout,
 	}
-	// A stop that takes longer than apiServerStopTimeout (open watches) ends in SIGKILL.
 	// The binaries' paths are explicit: envtest would otherwise take them from
 	// $KUBEBUILDER_ASSETS before BinaryAssetsDirectory, whatever StartFrom was given.
-	env.ControlPlane.APIServer = &envtest.APIServer{
-		CertDir: certDir, StopTimeout: apiServerStopTimeout, StartTimeout: startTimeout, Path: filepath.Join(assets, "kube-apiserver"),
-	}
-	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(assets, "etcd"), StartTimeout: startTimeout}
+	env.ControlPlane.APIServer = &envtest.APIServer{CertDir: certDir, Path: filepath.Join(assets, "kube-apiserver")}
+	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(assets, "etcd")}
 	env.ControlPlane.KubectlPath = filepath.Join(assets, "kubectl")
 	cfg, err := env.Start()
 	if err != nil {
@@ -114,12 +118,13 @@ func StartFrom(assets string, extraCRDs ...string) (*Environment, error) {
 }
 
 // startTimeout is how long etcd and kube-apiserver may take to become ready, each try
-// (envtest tries 5 times). envtest's default, 20 s, is what an idle machine needs several
-// times over; beside make test's other phases and a busy core, kube-apiserver took longer.
+// (envtest tries 5 times), and kube-apiserver again after StopAPIServer. envtest's
+// default, 20 s, is what an idle machine needs several times over; beside make test's
+// other phases and a busy core, kube-apiserver took longer (make run's, in hack/run's test).
 const startTimeout = 2 * time.Minute
 
-// apiServerStopTimeout is how long kube-apiserver may take to stop on SIGTERM before
-// it is killed.
+// apiServerStopTimeout is how long kube-apiserver (and etcd, when the environment
+// stops) may take to stop on SIGTERM before it is killed.
 const apiServerStopTimeout = 3 * time.Second
 
 // StopAPIServer stops kube-apiserver (etcd keeps running), as an outage of the

@@ -3,6 +3,7 @@ package envtest
 import (
 	"context"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -95,6 +96,22 @@ spec:
 // made before the outage fails during it and works after it, with what etcd kept.
 func TestEnvironment_RestartAPIServer(t *testing.T) {
 	env := StartT(t)
+	// The bounds in effect, on the start and on the restart, are startTimeout and
+	// apiServerStopTimeout, not envtest's 20 s defaults: its Start overwrites what each
+	// component was given with the Environment's.
+	cp := env.env.ControlPlane
+	for _, tt := range []struct {
+		name      string
+		got, want time.Duration
+	}{
+		{"kube-apiserver start", cp.APIServer.StartTimeout, startTimeout},
+		{"kube-apiserver stop", cp.APIServer.StopTimeout, apiServerStopTimeout},
+		{"etcd start", cp.Etcd.StartTimeout, startTimeout},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("%s timeout = %s, want %s", tt.name, tt.got, tt.want)
+		}
+	}
 	c, err := client.New(env.Config, client.Options{})
 	if err != nil {
 		t.Fatal(err)
