@@ -23,9 +23,11 @@ HACK="$(cd "$(dirname "$0")" && pwd)"
 # (lib/project-module.sh: the tests and the control plane then share about a thousand
 # compiled packages); for another minor (the oldest supported), that release's own.
 K8S_MINOR="${K8S_VERSION#v1.}"; K8S_MINOR="${K8S_MINOR%%.*}"
-PROJECT_STAGING="$(cd "${HACK}/.." && GOFLAGS= GOWORK=off go list -m -f '{{.Version}}' k8s.io/api)"
+PROJECT_STAGING="$(cd "${HACK}/.." && GOFLAGS= GOWORK=off go list -m -f '{{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}' k8s.io/api)"
 if [[ "${PROJECT_STAGING}" == "v0.${K8S_MINOR}."* ]]; then
-  STAGING_VERSION="${PROJECT_STAGING}" GRAPH=project
+  # The binaries are built against every requirement of go.mod: a change to it is a new
+  # control plane (go.mod and go.sum's hash is in the stamp).
+  STAGING_VERSION="${PROJECT_STAGING}" GRAPH="project:$(cat "${HACK}/../go.mod" "${HACK}/../go.sum" | sha256sum | cut -c1-12)"
 else
   STAGING_VERSION="v0.${K8S_VERSION#v1.}" GRAPH=own
 fi
@@ -72,7 +74,7 @@ done
 source "${HACK}/lib/project-module.sh"
 # tool_module DIR: a throw-away module in the project's graph or of its own (GRAPH).
 tool_module() {
-  if [[ "${GRAPH}" == project ]]; then
+  if [[ "${GRAPH}" == project:* ]]; then
     project_module "$1"
   else
     mkdir -p "$1" && ( cd "$1" && go mod init example.invalid/toolbuild >/dev/null 2>&1 )
@@ -111,14 +113,17 @@ K8S_GOMOD="$(go mod download -json "k8s.io/kubernetes@${K8S_VERSION}" | sed -n '
           stub="stubs/${mod#k8s.io/}"; mkdir -p "${stub}"
           printf 'module %s\n\ngo 1.22\n' "${mod}" > "${stub}/go.mod"
           echo "  ${mod} => ./${stub}" ;;
-        *) echo "  ${mod} => ${mod} ${STAGING_VERSION}" ;;
+        *)
+          # one the project's go.mod replaces already keeps that replacement
+          grep -qE "^[[:space:]]*(replace[[:space:]]+)?${mod//./\\.}( v[^ ]+)? =>" go.mod ||
+            echo "  ${mod} => ${mod} ${STAGING_VERSION}" ;;
       esac
     done
   echo ")"
 } >> go.mod
 PKGS=()
 for bin in "${K8S_BUILD[@]}"; do PKGS+=("k8s.io/kubernetes/cmd/${bin}@${K8S_VERSION}"); done
-go get "${PKGS[@]}" >/dev/null 2>&1
+go get "${PKGS[@]}" >go-get.log 2>&1 || { cat go-get.log >&2; exit 1; }
 MAJOR="${K8S_VERSION#v}"; MAJOR="${MAJOR%%.*}"
 MINOR="${K8S_VERSION#v*.}"; MINOR="${MINOR%%.*}"
 LDFLAGS="-s -w"

@@ -7,9 +7,12 @@
 # FUNC_OPERATOR_REQUIRE_SSHD there too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export GOWORK=off
 module="$(GOFLAGS= go list -m)"
-# The folders of the project's packages that call testing.Short(), in any file.
-short="$(git grep -l 'testing\.Short()' -- '*.go' | xargs -r -n1 dirname | sort -u | tr '\n' ' ')"
+# The folders of the project's packages that call testing.Short(), in any file, tracked
+# or not yet (bin/ holds build outputs only).
+short="$(grep -rl --include='*.go' --exclude-dir=bin --exclude-dir=.git 'testing\.Short()' . |
+  xargs -r -n1 dirname | sed 's#^\./##' | sort -u | tr '\n' ' ')"
 # Each package's test binary (P.test) and everything it links.
 go list -test -f '{{.ImportPath}}|{{join .Deps ","}}' "$@" |
   awk -F'|' -v module="${module}" -v short="${short}" '

@@ -11,7 +11,8 @@ TEKTON_VERSION="${TEKTON_VERSION:-$(cd "${REPO}" && GOFLAGS= go list -m -f '{{.V
 CACHE_ROOT="${FUNC_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/func-operator}"
 OUT="${CACHE_ROOT}/tekton-controller/pipeline-${TEKTON_VERSION}"
 STAMP="${OUT}/.stamp"
-WANT="tekton=${TEKTON_VERSION} graph=project go=$(go env GOVERSION)"
+# Built against every requirement of go.mod (below): a change to it is a new controller.
+WANT="tekton=${TEKTON_VERSION} graph=project:$(cat "${REPO}/go.mod" "${REPO}/go.sum" | sha256sum | cut -c1-12) go=$(go env GOVERSION)"
 
 if [[ -f "${STAMP}" && "$(cat "${STAMP}")" == "${WANT}" && -x "${OUT}/controller" ]]; then
   echo "${OUT}/controller"
