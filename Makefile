@@ -147,7 +147,7 @@ phase-check-tracked-files:
 phase-check-third-party:
 	@$(PHASE) check-third-party hack/update-third-party.sh --verify
 # vet compiles every package the tests link (for its export data) with the tools' GOGC
-# (hack/control-plane.sh), and the quick tier waits for it rather than compiling the same
+# (hack/lib/project-module.sh), and the quick tier waits for it rather than compiling the same
 # packages beside it: the build cache holds each result, but two builds at once both compile.
 phase-check-vet:
 	@$(PHASE) check-vet $(BACKGROUND) env GOGC=$${GOGC:-400} go vet ./...

@@ -18,6 +18,8 @@ BINARIES=(etcd kube-apiserver kubectl kube-controller-manager)
 read -r -a BUILD <<< "${CONTROL_PLANE_BUILD:-${BINARIES[*]}}"
 SHARE_FROM="${SHARE_FROM:-}"
 HACK="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=lib/project-module.sh
+source "${HACK}/lib/project-module.sh"
 # The staging modules (k8s.io/api, client-go, apiserver, ...): for the Kubernetes minor the
 # project's go.mod requires, its version of them, built in the project's module graph
 # (lib/project-module.sh: the tests and the control plane then share about a thousand
@@ -27,7 +29,7 @@ PROJECT_STAGING="$(cd "${HACK}/.." && GOFLAGS= GOWORK=off go list -m -f '{{with 
 if [[ "${PROJECT_STAGING}" == "v0.${K8S_MINOR}."* ]]; then
   # The binaries are built against every requirement of go.mod: a change to it is a new
   # control plane (go.mod and go.sum's hash is in the stamp).
-  STAGING_VERSION="${PROJECT_STAGING}" GRAPH="project:$(cat "${HACK}/../go.mod" "${HACK}/../go.sum" | sha256sum | cut -c1-12)"
+  STAGING_VERSION="${PROJECT_STAGING}" GRAPH="$(project_graph)"
 else
   STAGING_VERSION="v0.${K8S_VERSION#v1.}" GRAPH=own
 fi
@@ -59,9 +61,6 @@ mkdir -p "${OUT}"
 WORK="$(mktemp -d)"
 trap 'rm -rf "${WORK}"' EXIT
 export GOFLAGS=-mod=mod CGO_ENABLED=0 GOWORK=off
-# The compiler spends less CPU collecting garbage with a larger heap (etcd v3.6.5, cold: 194 s
-# of CPU at Go's default GOGC=100, 157 s at 400); a GOGC set by the caller wins.
-export GOGC="${GOGC:-400}"
 
 for bin in "${BINARIES[@]}"; do
   if ! building "${bin}"; then
@@ -70,8 +69,6 @@ for bin in "${BINARIES[@]}"; do
   fi
 done
 
-# shellcheck source=lib/project-module.sh
-source "${HACK}/lib/project-module.sh"
 # tool_module DIR: a throw-away module in the project's graph or of its own (GRAPH).
 tool_module() {
   if [[ "${GRAPH}" == project:* ]]; then

@@ -57,9 +57,8 @@ trap 'rm -rf "${STAGE}"' EXIT
 # The version the binary reports (ko.yaml's ldflags read FUNC_OPERATOR_VERSION).
 # --base-import-paths: the image is $KO_DOCKER_REPO/func-operator, not a name with a hash.
 echo "release: building ${VERSION} for ${PLATFORMS} into ${KO_DOCKER_REPO}" >&2
-# Less of the compiler's CPU goes to its garbage collector (hack/control-plane.sh); the
-# binaries are the same.
-export GOGC="${GOGC:-400}"
+# shellcheck source=lib/project-module.sh
+source "${ROOT}/hack/lib/project-module.sh" # GOGC: the binaries are the same
 FUNC_OPERATOR_VERSION="${VERSION}" KO_CONFIG_PATH="${ROOT}/ko.yaml" "${KO}" resolve \
   --filename config/ \
   --platform "${PLATFORMS}" \

@@ -8,11 +8,13 @@ set -euo pipefail
 
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 TEKTON_VERSION="${TEKTON_VERSION:-$(cd "${REPO}" && GOFLAGS= go list -m -f '{{.Version}}' github.com/tektoncd/pipeline)}"
+# shellcheck source=lib/project-module.sh
+source "${REPO}/hack/lib/project-module.sh"
 CACHE_ROOT="${FUNC_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/func-operator}"
 OUT="${CACHE_ROOT}/tekton-controller/pipeline-${TEKTON_VERSION}"
 STAMP="${OUT}/.stamp"
 # Built against every requirement of go.mod (below): a change to it is a new controller.
-WANT="tekton=${TEKTON_VERSION} graph=project:$(cat "${REPO}/go.mod" "${REPO}/go.sum" | sha256sum | cut -c1-12) go=$(go env GOVERSION)"
+WANT="tekton=${TEKTON_VERSION} graph=$(project_graph) go=$(go env GOVERSION)"
 
 if [[ -f "${STAMP}" && "$(cat "${STAMP}")" == "${WANT}" && -x "${OUT}/controller" ]]; then
   echo "${OUT}/controller"
@@ -24,17 +26,12 @@ mkdir -p "${OUT}"
 WORK="$(mktemp -d)"
 trap 'rm -rf "${WORK}"' EXIT
 export GOFLAGS=-mod=mod CGO_ENABLED=0 GOWORK=off
-# The compiler spends less CPU collecting garbage with a larger heap (etcd v3.6.5, cold: 194 s
-# of CPU at Go's default GOGC=100, 157 s at 400); a GOGC set by the caller wins.
-export GOGC="${GOGC:-400}"
 
 # A throw-away module in the project's module graph (lib/project-module.sh: the controller
 # shares most of its compiled packages with the tests, which link Tekton's API through
 # func): `go get` of the command's package (not only the module) puts every dependency of
 # the command in go.sum, which `go build` needs.
 log "building github.com/tektoncd/pipeline/cmd/controller ${TEKTON_VERSION} (project module graph)"
-# shellcheck source=lib/project-module.sh
-source "${REPO}/hack/lib/project-module.sh"
 project_module "${WORK}/build"
 cd "${WORK}/build"
 go get "github.com/tektoncd/pipeline/cmd/controller@${TEKTON_VERSION}" >/dev/null 2>&1

@@ -1,4 +1,16 @@
-# Sourced by the tool builds (control-plane.sh, tekton-controller.sh).
+# Sourced by the tool builds (control-plane.sh, tekton-controller.sh, go-tool.sh).
+
+# The compiler spends less CPU collecting garbage with a larger heap (etcd v3.6.5, cold: 194 s
+# of CPU at Go's default GOGC=100, 157 s at 400); a GOGC set by the caller wins.
+export GOGC="${GOGC:-400}"
+
+# project_graph prints what a tool built by project_module is built against: a hash of the
+# project's go.mod and go.sum, for its cache stamp.
+project_graph() {
+  local repo
+  repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+  echo "project:$(cat "${repo}/go.mod" "${repo}/go.sum" | sha256sum | cut -c1-12)"
+}
 #
 # project_module DIR makes DIR a throw-away Go module that requires what the project's go.mod
 # requires, with its replaces (a local replacement folder is copied along). A tool built there
