@@ -81,27 +81,29 @@ promtool: ## Build (once, cached) promtool from the module proxy, for test/monit
 
 # make test runs every check and test as phases side by side (make -j, TEST_JOBS at once),
 # each recorded by hack/phase.sh, and ends with how long each took (tools, control planes,
-# checks, each test package, fuzz). The builds of the tools form one lane, in the order the
-# longest tests need them (each build keeps both cores busy: two at once only share them);
-# what needs no tool runs from the start, and each test phase starts as soon as the tools it
-# needs are there. Everything builds as ko builds the shipped binary (CGO_ENABLED=0,
-# -trimpath), so the tests, the binary the fault suite runs and ko's linux/amd64 image
-# share one compile of each package; test binaries link without DWARF (-ldflags=-w: no
-# debugger runs them here, and it is most of a link). docs/development.md#make-test shows the graph and a
-# cold run's figures.
-TEST_JOBS ?= 4
+# checks, each test package, fuzz). Two lanes (docs/development.md#make-test):
+# - the project's module graph, at full priority: the control plane, the Tekton controller
+#   (both built in it: hack/lib/project-module.sh), then vet, which compiles the rest of
+#   what the tests link; every test phase waits for vet. One go command at a time compiles
+#   in this graph: two compiling one package at once both compile it (the build cache
+#   holds a result, not a build in progress), and they share about a thousand packages;
+# - niced beside it, what shares no compiled package with that graph: tools in modules of
+#   their own, the release's linux/arm64 compile, the fuzzer's instrumented build.
+# Everything builds as ko builds the shipped binary (CGO_ENABLED=0, -trimpath), so the
+# tests, the binary the fault suite runs and ko's images share one compile of each
+# package; test binaries link without DWARF (-ldflags=-w: no debugger runs them here, and
+# it is most of a link).
+TEST_JOBS ?= 5
 PHASES_DIR ?= $(LOCALBIN)/phases
 # A phase's target always succeeds: hack/phase.sh records how it ended and the summary
 # fails the run, so that one failure neither stops nor hides the phases after it (a failed
 # quick tier still lets fuzz-short run; a failed tool build fails the tests that need it).
 PHASE = PHASES_DIR=$(PHASES_DIR) hack/phase.sh run-recorded
-# What no test waits for first runs at a lower priority (builds, lint, fuzzing, vet and the
-# quick tier, which has no control plane to time out on): it takes the CPU the tests leave
-# idle (waiting for the operator, the API server, a timeout), not the CPU of the longest
-# path (the control plane, the Tekton controller, test-tekton). A cold run measured with
-# the quick tier and vet beside the control plane's build at the same priority took that
-# build from 11 minutes alone to over 23.
+# What no test waits for first runs at a lower priority: it takes the CPU the critical
+# path leaves idle (links, waits for the operator, the API server, a timeout).
 BACKGROUND = nice -n 10
+# The compiler's GOGC in the phases that only compile (hack/lib/project-module.sh says why).
+BUILD_GOGC = env GOGC=$${GOGC:-400}
 # Test packages by the tools they need besides the control plane; every other package
 # needs at most the control plane (test-plane).
 TEKTON_PKGS ?= ./pkg/operator/ ./test/faults/ ./test/tekton/ ./hack/demo/
@@ -114,9 +116,9 @@ CONTROL_PLANE = $$(hack/control-plane.sh)
 CONTROL_PLANE_MIN = $$(hack/control-plane-min.sh)
 TEST_ENV = KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" FUNC_OPERATOR_REQUIRE_SSHD=1 FUNC_OPERATOR_REQUIRE_ALL=1
 # In the order make starts them when it can (TEST_JOBS at once).
-TEST_PHASES = tool-control-plane test-quick tool-tekton test-tekton test-plane tool-ko tool-control-plane-min test-install \
-	tool-promtool test-monitoring tool-controller-gen check-tracked-files check-third-party check-vet check-generated \
-	tool-golangci-lint check-lint fuzz-short
+TEST_PHASES = tool-control-plane tool-ko build-arm64 tool-tekton check-vet test-tekton test-quick test-plane \
+	tool-control-plane-min test-install tool-promtool test-monitoring fuzz-short tool-controller-gen \
+	check-tracked-files check-third-party check-generated tool-golangci-lint check-lint
 
 .PHONY: test
 test: test-deps ## Run every check and test (real control planes, Tekton controller, git servers, sshd, ko, promtool, lint, fuzz-short), side by side; ends with each phase's time.
@@ -124,53 +126,55 @@ test: test-deps ## Run every check and test (real control planes, Tekton control
 	@status=0; CGO_ENABLED=0 GOFLAGS="$(GOFLAGS) -trimpath -ldflags=-w" $(MAKE) --no-print-directory -k -j$(TEST_JOBS) $(addprefix phase-,$(TEST_PHASES)) || status=$$?; \
 		PHASES_DIR=$(PHASES_DIR) EXPECT="$(TEST_PHASES)" hack/phase.sh summary || status=1; exit $$status
 
-# The tools' lane: the control plane (every envtest package), then the Tekton controller
-# (the longest tests: test/faults, pkg/operator), then what the shorter ones need; lint last.
 .PHONY: $(addprefix phase-,$(TEST_PHASES))
+# The project's graph: the control plane, Tekton, vet; then the tests.
 phase-tool-control-plane:
 	@$(PHASE) tool-control-plane hack/control-plane.sh
 phase-tool-tekton: phase-tool-control-plane
 	@$(PHASE) tool-tekton hack/tekton-controller.sh
-phase-tool-ko: phase-tool-tekton
-	@$(PHASE) tool-ko hack/ko.sh
-phase-tool-control-plane-min: phase-tool-ko
-	@$(PHASE) tool-control-plane-min $(BACKGROUND) hack/control-plane-min.sh
-phase-tool-promtool: phase-tool-control-plane-min
-	@$(PHASE) tool-promtool $(BACKGROUND) hack/promtool.sh
-phase-tool-golangci-lint: phase-tool-promtool
-	@$(PHASE) tool-golangci-lint $(BACKGROUND) hack/golangci-lint.sh
-phase-tool-controller-gen:
-	@$(PHASE) tool-controller-gen $(BACKGROUND) hack/controller-gen.sh
+phase-check-vet: phase-tool-tekton
+	@$(PHASE) check-vet $(BUILD_GOGC) go vet ./...
 
+# Niced beside it, in the order the tests need them: ko and the operator's linux/arm64
+# compile (TestRelease's, which then only links), the 1.30 API server (after the
+# control plane, whose etcd it shares), promtool; fuzzing, lint and controller-gen,
+# which no test waits for, last.
+phase-tool-ko:
+	@$(PHASE) tool-ko $(BACKGROUND) hack/ko.sh
+phase-build-arm64: phase-tool-ko
+	@$(PHASE) build-arm64 $(BACKGROUND) $(BUILD_GOGC) GOOS=linux GOARCH=arm64 go build -o /dev/null ./cmd/func-operator
+phase-tool-control-plane-min: phase-build-arm64 phase-tool-control-plane
+	@$(PHASE) tool-control-plane-min $(BACKGROUND) hack/control-plane-min.sh
+phase-tool-promtool: phase-build-arm64
+	@$(PHASE) tool-promtool $(BACKGROUND) hack/promtool.sh
+# One fuzzing worker per target (-parallel=1): the other core is the other phases'.
+phase-fuzz-short: phase-tool-promtool
+	@$(PHASE) fuzz-short $(BACKGROUND) $(BUILD_GOGC) $(MAKE) --no-print-directory fuzz-short FUZZ_FLAGS="$(FUZZ_FLAGS) -parallel=1"
+phase-tool-golangci-lint: phase-fuzz-short
+	@$(PHASE) tool-golangci-lint $(BACKGROUND) hack/golangci-lint.sh
+phase-check-lint: phase-tool-golangci-lint
+	@$(PHASE) check-lint $(BACKGROUND) bash -c '"$$(hack/golangci-lint.sh)" run ./...'
+phase-tool-controller-gen: phase-tool-golangci-lint
+	@$(PHASE) tool-controller-gen $(BACKGROUND) hack/controller-gen.sh
+phase-check-generated: phase-tool-controller-gen
+	@$(PHASE) check-generated bash -c 'CONTROLLER_GEN="$(CONTROLLER_GEN)" hack/update-codegen.sh --verify'
 phase-check-tracked-files:
 	@$(PHASE) check-tracked-files hack/verify-tracked-files.sh
 phase-check-third-party:
 	@$(PHASE) check-third-party hack/update-third-party.sh --verify
-# vet compiles every package the tests link (for its export data) with the tools' GOGC
-# (hack/lib/project-module.sh), and the quick tier waits for it rather than compiling the same
-# packages beside it: the build cache holds each result, but two builds at once both compile.
-phase-check-vet:
-	@$(PHASE) check-vet $(BACKGROUND) env GOGC=$${GOGC:-400} go vet ./...
-phase-check-generated: phase-tool-controller-gen
-	@$(PHASE) check-generated bash -c 'CONTROLLER_GEN="$(CONTROLLER_GEN)" hack/update-codegen.sh --verify'
-phase-check-lint: phase-tool-golangci-lint
-	@$(PHASE) check-lint $(BACKGROUND) bash -c '"$$(hack/golangci-lint.sh)" run ./...'
 
-# The quick tier first (after vet: feedback while the tools build), then each package
-# group once its tools are built.
+# The tests, once vet has compiled what they link and their tools are built; the quick
+# tier niced (its packages are the smallest).
 phase-test-quick: phase-check-vet
 	@$(PHASE) test-quick $(BACKGROUND) env FUNC_OPERATOR_REQUIRE_SSHD=1 go test -short -count=1 $(UNIT_PKGS)
-phase-test-plane: phase-tool-control-plane
+phase-test-plane: phase-check-vet
 	@$(PHASE) test-plane bash -c '$(TEST_ENV) go test $(GO_TEST_FLAGS) $(PLANE_PKGS)'
-phase-test-tekton: phase-tool-control-plane phase-tool-tekton
+phase-test-tekton: phase-check-vet
 	@$(PHASE) test-tekton bash -c '$(TEST_ENV) FUNC_OPERATOR_TEKTON_CONTROLLER="$$(hack/tekton-controller.sh)" go test $(GO_TEST_FLAGS) $(TEKTON_PKGS)'
-phase-test-install: phase-tool-control-plane phase-tool-control-plane-min phase-tool-ko
+phase-test-install: phase-check-vet phase-tool-control-plane-min phase-tool-ko phase-build-arm64
 	@$(PHASE) test-install bash -c '$(TEST_ENV) FUNC_OPERATOR_KUBEBUILDER_ASSETS_MIN="$(CONTROL_PLANE_MIN)" FUNC_OPERATOR_KO="$$(hack/ko.sh)" go test $(GO_TEST_FLAGS) $(INSTALL_PKGS)'
-phase-test-monitoring: phase-tool-control-plane phase-tool-promtool
+phase-test-monitoring: phase-check-vet phase-tool-promtool
 	@$(PHASE) test-monitoring bash -c '$(TEST_ENV) FUNC_OPERATOR_PROMTOOL="$$(hack/promtool.sh)" go test $(GO_TEST_FLAGS) $(MONITORING_PKGS)'
-# One fuzzing worker per target (-parallel=1): the other core is the other phases'.
-phase-fuzz-short: phase-test-quick
-	@$(PHASE) fuzz-short $(BACKGROUND) $(MAKE) --no-print-directory fuzz-short FUZZ_FLAGS="$(FUZZ_FLAGS) -parallel=1"
 
 # The quick tier: every package but the integration ones (pkg/operator wires the manager,
 # test/ runs the binary, hack/run runs make run), with -short: tests that need a control
@@ -231,7 +235,7 @@ FUZZ_TARGETS ?= \
 	./pkg/git:FuzzRemoteHead \
 	./pkg/registry:FuzzKeychain \
 	./pkg/registry:FuzzBuildInfo \
-	./pkg/receiver:FuzzNormalizeURL
+	./pkg/repourl:FuzzNormalizeURL
 FUZZTIME ?= 5m
 # Minimizing each new interesting input for go's default 60s would leave a short run idle.
 FUZZ_FLAGS ?= -fuzzminimizetime=10s

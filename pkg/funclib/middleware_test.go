@@ -163,8 +163,10 @@ func TestSourceManagedIsNotScaffolded(t *testing.T) {
 	}
 }
 
-// What v0.44.0 built into go functions, func-go v0.21.3, is outdated against what the
-// linked func builds, whether the image's label or its build info says it.
+// What v0.44.0 built into go functions, func-go v0.21.3, and an older func-go v0.20.0
+// are outdated against what the linked func builds, whether the image's label or its
+// build info says it (pkg/registry's TestInspectFuncGoOfV044 and
+// TestInspectBuildInfoOlder read those versions from images).
 func TestFuncGoOfV044IsOutdated(t *testing.T) {
 	pin, err := AvailableMiddleware("go", "http")
 	if err != nil {
@@ -173,9 +175,10 @@ func TestFuncGoOfV044IsOutdated(t *testing.T) {
 	if version() == measuredFunc && pin.Version != "v0.22.0" {
 		t.Errorf("func %s builds go functions with func-go %s, want v0.22.0", version(), pin.Version)
 	}
-	c, err := middleware.Compare("v0.21.3", pin.Version)
-	if err != nil || c != middleware.Outdated {
-		t.Errorf("Compare(v0.21.3, %s) = %s, %v; want Outdated", pin.Version, c, err)
+	for _, v := range []string{"v0.21.3", "v0.20.0"} {
+		if c, err := middleware.Compare(v, pin.Version); err != nil || c != middleware.Outdated {
+			t.Errorf("Compare(%s, %s) = %s, %v; want Outdated", v, pin.Version, c, err)
+		}
 	}
 	if c, err := middleware.Compare(pin.Version, pin.Version); err != nil || c != middleware.UpToDate {
 		t.Errorf("Compare(%s, %s) = %s, %v; want UpToDate", pin.Version, pin.Version, c, err)

@@ -227,3 +227,19 @@ func AllSourceMiddlewareFiles() []string {
 	sort.Strings(names)
 	return names
 }
+
+// SourceManifests reads a function's source middleware for git.Fetcher (git.Manifests):
+// SourceMiddlewareFiles, AllSourceMiddlewareFiles and SourceMiddleware, so that
+// pkg/git reads func's rules without linking the func library.
+type SourceManifests struct{}
+
+// Files is SourceMiddlewareFiles.
+func (SourceManifests) Files(runtime string) []string { return SourceMiddlewareFiles(runtime) }
+
+// All is AllSourceMiddlewareFiles.
+func (SourceManifests) All() []string { return AllSourceMiddlewareFiles() }
+
+// Version is SourceMiddleware.
+func (SourceManifests) Version(runtime, invoke string, files map[string][]byte) (string, error) {
+	return SourceMiddleware(runtime, invoke, files)
+}

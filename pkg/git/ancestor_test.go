@@ -24,7 +24,7 @@ func TestFetcher_ReadAt(t *testing.T) {
 	elsewhere := r.Commit(t, "feature", map[string]string{"fns/hello/func.yaml": funcYAML("hello", "rust")}, "not on main")
 	url := g.srv.URL("history")
 	tmp := t.TempDir()
-	f := NewFetcher(tmp, 0)
+	f := NewFetcher(tmp, 0, manifests)
 	auth := anonymous(t, url)
 	ctx := context.Background()
 	main := Head{Branch: "main", Ref: "refs/heads/main", Commit: b}
@@ -158,7 +158,7 @@ func TestFetcher_ReadAtSSH(t *testing.T) {
 	b := repo.Commit(t, "main", map[string]string{"func.yaml": funcYAML("hello", "python")}, "B")
 	url := srv.URL(repo.Dir)
 	auth := authFrom(t, url, map[string]string{KeySSHPrivateKey: string(srv.ClientPrivateKeyPEM()), KeyKnownHosts: string(srv.KnownHosts())})
-	f := NewFetcher(t.TempDir(), 0)
+	f := NewFetcher(t.TempDir(), 0, manifests)
 	head := Head{Branch: "main", Ref: "refs/heads/main", Commit: b}
 
 	got, err := f.ReadAt(context.Background(), url, head, a[:7], b, "", auth, gitTimeout)

@@ -17,7 +17,6 @@ import (
 	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
-	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/rerror"
 )
 
@@ -77,18 +76,10 @@ func (s *snapshot) read(fnPath string) ([]byte, *object.Tree, error) {
 	return content, fnDir, err
 }
 
-// keptNames are the files a snapshot keeps the content of, in any directory.
-var keptNames = sync.OnceValue(func() map[string]bool {
-	m := map[string]bool{funclib.FuncYAML: true}
-	for _, name := range funclib.AllSourceMiddlewareFiles() {
-		m[name] = true
-	}
-	return m
-})
-
 // keep copies out of a fetched repository's storage what reading any directory of
 // commit hash needs (see snapshot), so that the clone can be removed.
-func keep(src storer.EncodedObjectStorer, hash plumbing.Hash, head Head, url string, auth *Auth) (*snapshot, error) {
+// kept names the files whose content it keeps, in any directory (Fetcher.kept).
+func keep(src storer.EncodedObjectStorer, hash plumbing.Hash, head Head, url string, auth *Auth, kept map[string]bool) (*snapshot, error) {
 	s := &snapshot{commit: hash.String(), objects: memory.NewStorage()}
 	c, err := object.GetCommit(src, hash)
 	if err != nil {
@@ -101,13 +92,13 @@ func keep(src storer.EncodedObjectStorer, hash plumbing.Hash, head Head, url str
 		return nil, err
 	}
 	seen := map[plumbing.Hash]bool{}
-	if err := s.keepTree(src, c.TreeHash, seen); err != nil {
+	if err := s.keepTree(src, c.TreeHash, seen, kept); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *snapshot) keepTree(src storer.EncodedObjectStorer, hash plumbing.Hash, seen map[plumbing.Hash]bool) error {
+func (s *snapshot) keepTree(src storer.EncodedObjectStorer, hash plumbing.Hash, seen map[plumbing.Hash]bool, kept map[string]bool) error {
 	if seen[hash] {
 		return nil
 	}
@@ -122,10 +113,10 @@ func (s *snapshot) keepTree(src storer.EncodedObjectStorer, hash plumbing.Hash, 
 	for _, e := range tree.Entries {
 		switch {
 		case e.Mode == filemode.Dir:
-			if err := s.keepTree(src, e.Hash, seen); err != nil {
+			if err := s.keepTree(src, e.Hash, seen, kept); err != nil {
 				return err
 			}
-		case e.Mode == filemode.Submodule || !keptNames()[e.Name] || seen[e.Hash]:
+		case e.Mode == filemode.Submodule || !kept[e.Name] || seen[e.Hash]:
 		default:
 			seen[e.Hash] = true
 			if err := s.copy(src, plumbing.BlobObject, e.Hash, maxFuncYAMLSize); err != nil {
@@ -406,7 +397,7 @@ func (f *Fetcher) fetch(ctx context.Context, url string, head Head, auth *Auth, 
 	defer func() { _ = os.RemoveAll(dir) }()
 
 	f.clones.Add(1)
-	s, err := fetchSnapshot(ctx, url, head, dir, auth, f.netOptions(url, timeout, false))
+	s, err := fetchSnapshot(ctx, url, head, dir, auth, f.netOptions(url, timeout, false), f.kept)
 	if err != nil {
 		if rerror.IsStalling(err) && cacheable(err) {
 			return &snapshot{commit: head.Commit, err: err, size: objectOverhead}, nil
@@ -418,7 +409,7 @@ func (f *Fetcher) fetch(ctx context.Context, url string, head Head, auth *Auth, 
 
 // fetchSnapshot fetches head shallowly (one commit, no tags, no work tree) into dir
 // and keeps a snapshot of the commit it got.
-func fetchSnapshot(ctx context.Context, url string, head Head, dir string, auth *Auth, opts netOptions) (*snapshot, error) {
+func fetchSnapshot(ctx context.Context, url string, head Head, dir string, auth *Auth, opts netOptions, kept map[string]bool) (*snapshot, error) {
 	repo, err := shallowFetch(ctx, url, head, 1, dir, auth, opts)
 	if err != nil {
 		return nil, err
@@ -427,5 +418,5 @@ func fetchSnapshot(ctx context.Context, url string, head Head, dir string, auth 
 	if err != nil {
 		return nil, err
 	}
-	return keep(repo.Storer, hash, head, url, auth)
+	return keep(repo.Storer, hash, head, url, auth, kept)
 }

@@ -74,7 +74,7 @@ func TestFetcher_OneTransferPerCommit(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := start(t)
 			tmp := t.TempDir()
-			f := NewFetcher(tmp, 0)
+			f := NewFetcher(tmp, 0, manifests)
 			c1 := s.commit(monorepo(m, "one"))
 			head := Head{Branch: "main", Ref: "refs/heads/main", Commit: c1}
 
@@ -116,7 +116,7 @@ func TestFetcher_OneTransferConcurrent(t *testing.T) {
 	g := newHTTPGit(t)
 	_, commit := g.repo(t, "mono", monorepo(m, "one"))
 	url := g.srv.URL("mono")
-	f := NewFetcher(t.TempDir(), 0)
+	f := NewFetcher(t.TempDir(), 0, manifests)
 	auth := anonymous(t, url)
 	head := Head{Branch: "main", Ref: "refs/heads/main", Commit: commit}
 	errs := make([]error, m)
@@ -174,7 +174,7 @@ func TestFetcher_TransferPerIdentity(t *testing.T) {
 		g := newHTTPGit(t)
 		_, commit := g.repo(t, "mono", monorepo(m, "one"))
 		url := g.srv.URL("mono")
-		f := NewFetcher(t.TempDir(), 0)
+		f := NewFetcher(t.TempDir(), 0, manifests)
 		head := Head{Branch: "main", Ref: "refs/heads/main", Commit: commit}
 		anon := anonymous(t, url)
 		token := authFrom(t, url, map[string]string{KeyToken: rightToken})
@@ -195,7 +195,7 @@ func TestFetcher_TransferPerIdentity(t *testing.T) {
 		commit := gitserver.CreateRepo(t, root, "mono").Commit(t, "main", monorepo(m, "one"), "init")
 		installTestGuard(t)
 		url := srv.URL("mono")
-		f := NewFetcher(t.TempDir(), 0)
+		f := NewFetcher(t.TempDir(), 0, manifests)
 		head := Head{Branch: "main", Ref: "refs/heads/main", Commit: commit}
 		ca := srv.CertificatePEM()
 		one := authFromBytes(t, url, map[string][]byte{KeyCACert: ca})
@@ -219,7 +219,7 @@ func TestFetcher_LimitsRefuseTheCommit(t *testing.T) {
 	_, commit := g.repo(t, "big", files)
 	url := g.srv.URL("big")
 	tmp := t.TempDir()
-	f := NewFetcher(tmp, 0)
+	f := NewFetcher(tmp, 0, manifests)
 	lim := Limits{MaxBytes: 1 << 20, MaxFiles: 1000}
 	f.Limits = func() Limits { return lim }
 	auth := anonymous(t, url)
@@ -247,7 +247,7 @@ func TestFetcher_CommitStoreBytes(t *testing.T) {
 	g := newHTTPGit(t)
 	r, c1 := g.repo(t, "mono", monorepo(m, "one"))
 	url := g.srv.URL("mono")
-	f := NewFetcher(t.TempDir(), 0)
+	f := NewFetcher(t.TempDir(), 0, manifests)
 	auth := anonymous(t, url)
 	at := func(c string) Head { return Head{Branch: "main", Ref: "refs/heads/main", Commit: c} }
 	read := func(c, path string) {

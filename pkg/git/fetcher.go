@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/lru"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
-	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/funclib/funcyaml"
 	"github.com/fnops/func-operator/pkg/netguard"
 	"github.com/fnops/func-operator/pkg/rerror"
 )
@@ -47,6 +47,11 @@ type Fetcher struct {
 	// bound takes effect at the next fetch, or at TrimCommitStore.
 	CommitStoreBytes func() int64
 
+	// manifests reads the middleware version a function's source pins; kept names
+	// the files a snapshot keeps: every func.yaml and every file manifests reads.
+	manifests Manifests
+	kept      map[string]bool
+
 	cache  *lru.Cache
 	flight singleflight.Group
 	// commits keeps what was fetched of recent commits; commitFlight makes one
@@ -59,19 +64,41 @@ type Fetcher struct {
 	listings listings
 }
 
-// NewFetcher returns a Fetcher that caches up to cacheSize results.
-func NewFetcher(tmpDir string, cacheSize int) *Fetcher {
+// Manifests reads the middleware version a function's own source pins, for the
+// runtimes whose middleware lives there (package.json, pom.xml, requirements.txt):
+// funclib.SourceManifests, which func's templates decide. It is passed in rather than
+// imported so that this package, its tests and its fuzz targets link none of the
+// func library's dependencies (600 packages instead of 1,900).
+type Manifests interface {
+	// Files are the files of a function's directory that pin runtime's middleware,
+	// none when its source pins none.
+	Files(runtime string) []string
+	// All is every name Files gives, for any runtime.
+	All() []string
+	// Version reads the version from the contents of the Files found, keyed by name.
+	Version(runtime, invoke string, files map[string][]byte) (string, error)
+}
+
+// NewFetcher returns a Fetcher that caches up to cacheSize results and reads the
+// source middleware with manifests (nil: reads none, Result.SourceMiddleware is empty).
+func NewFetcher(tmpDir string, cacheSize int, manifests Manifests) *Fetcher {
 	if cacheSize <= 0 {
 		cacheSize = DefaultCacheSize
 	}
-	return &Fetcher{TmpDir: tmpDir, cache: lru.New(cacheSize), commits: newCommitStore(), listings: newListings()}
+	kept := map[string]bool{funcyaml.FuncYAML: true}
+	if manifests != nil {
+		for _, name := range manifests.All() {
+			kept[name] = true
+		}
+	}
+	return &Fetcher{TmpDir: tmpDir, manifests: manifests, kept: kept, cache: lru.New(cacheSize), commits: newCommitStore(), listings: newListings()}
 }
 
 // Result is what was read of a function's source.
 type Result struct {
 	Head
 	// Metadata is what func.yaml says.
-	Metadata funclib.Metadata
+	Metadata funcyaml.Metadata
 	// Cloned is true when this call transferred the commit (or shared the read of
 	// the call that did), false when the result came from the cache or the commit
 	// store.
@@ -92,7 +119,7 @@ type SourceMiddleware struct {
 // cached is a cache entry: a result, or the stalling error reading the commit gave.
 type cached struct {
 	commit   string
-	metadata funclib.Metadata
+	metadata funcyaml.Metadata
 	source   SourceMiddleware
 	err      error
 }
@@ -185,16 +212,16 @@ func (f *Fetcher) load(commit string, content []byte, fnDir *object.Tree, err er
 		}
 		return cached{}, err
 	}
-	md, err := funclib.LoadFuncYAML(content, f.TmpDir)
+	md, err := funcyaml.LoadFuncYAML(content, f.TmpDir)
 	switch {
-	case funclib.IsUnsafe(err):
+	case funcyaml.IsUnsafe(err):
 		return cached{commit: commit, err: stalling(v1alpha1.ReasonUnsafeFuncYaml, "%s", err)}, nil
-	case funclib.IsInvalid(err):
+	case funcyaml.IsInvalid(err):
 		return cached{commit: commit, err: stalling(v1alpha1.ReasonFuncYamlInvalid, "%s", err)}, nil
 	case err != nil:
 		return cached{}, fmt.Errorf("loading func.yaml: %w", err)
 	}
-	return cached{commit: commit, metadata: md, source: sourceMiddleware(fnDir, md)}, nil
+	return cached{commit: commit, metadata: md, source: f.sourceMiddleware(fnDir, md)}, nil
 }
 
 // cacheable is true for the failures that depend only on what the commit holds (and
@@ -207,8 +234,11 @@ func cacheable(err error) bool {
 
 // sourceMiddleware reads the middleware version from the function's own manifest
 // (package.json, pom.xml, requirements.txt), for runtimes whose middleware lives there.
-func sourceMiddleware(fnDir *object.Tree, md funclib.Metadata) SourceMiddleware {
-	names := funclib.SourceMiddlewareFiles(md.Runtime)
+func (f *Fetcher) sourceMiddleware(fnDir *object.Tree, md funcyaml.Metadata) SourceMiddleware {
+	if f.manifests == nil {
+		return SourceMiddleware{}
+	}
+	names := f.manifests.Files(md.Runtime)
 	if len(names) == 0 {
 		return SourceMiddleware{}
 	}
@@ -218,7 +248,7 @@ func sourceMiddleware(fnDir *object.Tree, md funclib.Metadata) SourceMiddleware 
 			files[name] = content
 		}
 	}
-	v, err := funclib.SourceMiddleware(md.Runtime, md.Invoke, files)
+	v, err := f.manifests.Version(md.Runtime, md.Invoke, files)
 	if err != nil {
 		return SourceMiddleware{Problem: err.Error()}
 	}

@@ -2,6 +2,7 @@ package git
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
-	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/funclib/funcyaml"
 	"github.com/fnops/func-operator/test/gitserver"
 	"github.com/fnops/func-operator/test/testfs"
 )
@@ -36,8 +37,8 @@ func funcYAML(name, runtime string) string {
 	return "specVersion: 0.36.0\nname: " + name + "\nruntime: " + runtime + "\n"
 }
 
-func md(name, runtime string) funclib.Metadata {
-	return funclib.Metadata{Name: name, Runtime: runtime, SpecVersion: "0.36.0"}
+func md(name, runtime string) funcyaml.Metadata {
+	return funcyaml.Metadata{Name: name, Runtime: runtime, SpecVersion: "0.36.0"}
 }
 
 func short(commit string) string { return commit[:12] }
@@ -278,7 +279,7 @@ func TestFetcher_Head(t *testing.T) {
 				timeout = gitTimeout
 			}
 			tmp := t.TempDir()
-			f := NewFetcher(tmp, 0)
+			f := NewFetcher(tmp, 0, manifests)
 			before := g.counts(tt.repo)
 
 			got, err := f.Head(context.Background(), url, tt.branch, auth, timeout)
@@ -306,7 +307,7 @@ func TestFetcher_Head_DefaultBranchMoves(t *testing.T) {
 	r, mainCommit := g.repo(t, "moving", map[string]string{"func.yaml": funcYAML("moving", "go")})
 	trunkCommit := r.Commit(t, "trunk", map[string]string{"func.yaml": funcYAML("moving", "node")}, "trunk")
 	url := g.srv.URL("moving")
-	f := NewFetcher(t.TempDir(), 0)
+	f := NewFetcher(t.TempDir(), 0, manifests)
 	auth := anonymous(t, url)
 
 	got, err := f.Head(context.Background(), url, "", auth, gitTimeout)
@@ -360,7 +361,7 @@ func TestFetcher_Read(t *testing.T) {
 	tests := []struct {
 		name    string
 		fnPath  string
-		want    funclib.Metadata
+		want    funcyaml.Metadata
 		wantErr *wantError
 	}{{
 		name:   "root",
@@ -373,7 +374,7 @@ func TestFetcher_Read(t *testing.T) {
 	}, {
 		name:   "every field the operator uses",
 		fnPath: "fns/echo",
-		want:   funclib.Metadata{Name: "echo", Runtime: "python", Invoke: "cloudevent", Builder: "s2i", SpecVersion: "0.36.0"},
+		want:   funcyaml.Metadata{Name: "echo", Runtime: "python", Invoke: "cloudevent", Builder: "s2i", SpecVersion: "0.36.0"},
 	}, {
 		name:   "missing directory",
 		fnPath: "fns/missing",
@@ -423,7 +424,7 @@ func TestFetcher_Read(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tmp := t.TempDir()
-			f := NewFetcher(tmp, 0)
+			f := NewFetcher(tmp, 0, manifests)
 			before := g.counts("mono")
 
 			got, err := f.Read(context.Background(), url, head, tt.fnPath, anonymous(t, url), gitTimeout)
@@ -474,7 +475,7 @@ func TestFetcher_ReadCache(t *testing.T) {
 	})
 	url := g.srv.URL("cached")
 	tmp := t.TempDir()
-	f := NewFetcher(tmp, 0)
+	f := NewFetcher(tmp, 0, manifests)
 	auth := anonymous(t, url)
 	ctx := context.Background()
 
@@ -588,7 +589,7 @@ func TestFetcher_ReadFailuresNotCached(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tmp := t.TempDir()
-			f := NewFetcher(tmp, 0)
+			f := NewFetcher(tmp, 0, manifests)
 			timeout := tt.timeout
 			if timeout == 0 {
 				timeout = gitTimeout
@@ -652,7 +653,7 @@ func TestFetcher_ReadErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tmp := t.TempDir()
-			f := NewFetcher(tmp, 0)
+			f := NewFetcher(tmp, 0, manifests)
 			timeout := tt.timeout
 			if timeout == 0 {
 				timeout = gitTimeout
@@ -667,7 +668,7 @@ func TestFetcher_ReadErrors(t *testing.T) {
 	}
 
 	t.Run("temporary directory that does not exist", func(t *testing.T) {
-		f := NewFetcher(filepath.Join(t.TempDir(), "missing"), 0)
+		f := NewFetcher(filepath.Join(t.TempDir(), "missing"), 0, manifests)
 		_, err := f.Read(context.Background(), url, Head{Branch: "main", Ref: "refs/heads/main", Commit: commit}, "", anonymous(t, url), gitTimeout)
 		if err == nil || !strings.Contains(err.Error(), "creating a temporary directory for the clone") {
 			t.Fatalf("error = %v, want one about the temporary directory", err)
@@ -685,7 +686,7 @@ func TestFetcher_ReadBranchMoved(t *testing.T) {
 	r, c1 := g.repo(t, "moving", map[string]string{"func.yaml": funcYAML("old", "go")})
 	c2 := r.Commit(t, "main", map[string]string{"func.yaml": funcYAML("new", "go")}, "rename")
 	url := g.srv.URL("moving")
-	f := NewFetcher(t.TempDir(), 0)
+	f := NewFetcher(t.TempDir(), 0, manifests)
 	auth := anonymous(t, url)
 
 	got, err := f.Read(context.Background(), url, Head{Branch: "main", Ref: "refs/heads/main", Commit: c1}, "", auth, gitTimeout)
@@ -714,7 +715,7 @@ func TestFetcher_ReadConcurrent(t *testing.T) {
 	_, commit := g.repo(t, "busy", map[string]string{"func.yaml": funcYAML("busy", "go")})
 	url := g.srv.URL("busy")
 	tmp := t.TempDir()
-	f := NewFetcher(tmp, 0)
+	f := NewFetcher(tmp, 0, manifests)
 	auth := anonymous(t, url)
 	head := Head{Branch: "main", Ref: "refs/heads/main", Commit: commit}
 
@@ -755,7 +756,7 @@ func TestFetcher_CacheSize(t *testing.T) {
 		"b/func.yaml": funcYAML("b", "go"),
 	})
 	url := g.srv.URL("small")
-	f := NewFetcher(t.TempDir(), 1)
+	f := NewFetcher(t.TempDir(), 1, manifests)
 	f.CommitStoreBytes = func() int64 { return 1 } // no commit is kept: this checks the path cache alone
 	auth := anonymous(t, url)
 	head := Head{Branch: "main", Ref: "refs/heads/main", Commit: commit}
@@ -775,35 +776,84 @@ func TestFetcher_CacheSize(t *testing.T) {
 	}
 }
 
+// manifests stands in for funclib.SourceManifests, which the operator gives its
+// Fetcher: func's rules are funclib's to test (TestSourceManifests_Fetcher reads them
+// through a Fetcher); here, node pins in package.json and quarkus in pom.xml, whose
+// whole content is the version, and go in no file.
+var manifests Manifests = fakeManifests{}
+
+type fakeManifests struct{}
+
+func (fakeManifests) Files(runtime string) []string {
+	switch runtime {
+	case "node":
+		return []string{"package.json"}
+	case "quarkus":
+		return []string{"pom.xml"}
+	}
+	return nil
+}
+
+func (fakeManifests) All() []string { return []string{"package.json", "pom.xml"} }
+
+func (m fakeManifests) Version(runtime, invoke string, files map[string][]byte) (string, error) {
+	name := m.Files(runtime)[0]
+	data, ok := files[name]
+	if !ok {
+		return "", fmt.Errorf("the function has no %s (%s, %s)", name, runtime, invoke)
+	}
+	return strings.TrimSpace(string(data)), nil
+}
+
 // TestFetcher_SourceMiddleware reads the middleware version the function's own source
-// pins, in the same clone as func.yaml, for runtimes whose middleware lives there.
+// pins, in the same clone as func.yaml, with the Fetcher's Manifests: only the files
+// they name, only regular files of the function's own directory.
 func TestFetcher_SourceMiddleware(t *testing.T) {
 	g := newHTTPGit(t)
 	_, commit := g.repo(t, "sources", map[string]string{
 		"node/func.yaml":           funcYAML("node", "node"),
-		"node/package.json":        `{"dependencies": {"faas-js-runtime": "^2.3.0"}}`,
+		"node/package.json":        "^2.3.0\n",
+		"node/pom.xml":             "not read for node",
 		"bare/func.yaml":           funcYAML("bare", "node"),
+		"package.json":             "not the function's",
 		"quarkus/func.yaml":        funcYAML("q", "quarkus"),
-		"quarkus/pom.xml":          "<project><properties><quarkus.platform.version>3.10.0</quarkus.platform.version></properties></project>",
+		"quarkus/pom.xml":          "3.10.0",
 		"go/func.yaml":             funcYAML("g", "go"),
+		"go/package.json":          "not read for go",
 		"linked/func.yaml":         funcYAML("linked", "node"),
 		"linked/package.json/x.md": "a directory named package.json is no manifest",
 	})
-	f := NewFetcher(t.TempDir(), 0)
+	url := g.srv.URL("sources")
+	head := Head{Branch: "main", Ref: "refs/heads/main", Commit: commit}
+	f := NewFetcher(t.TempDir(), 0, manifests)
 	tests := map[string]SourceMiddleware{
 		"node":    {Version: "^2.3.0"},
 		"quarkus": {Version: "3.10.0"},
 		"go":      {},
-		"bare":    {Problem: "the function has no package.json, where node functions pin faas-js-runtime"},
-		"linked":  {Problem: "the function has no package.json, where node functions pin faas-js-runtime"},
+		"bare":    {Problem: "the function has no package.json (node, )"},
+		"linked":  {Problem: "the function has no package.json (node, )"},
 	}
 	for dir, want := range tests {
-		got, err := f.Read(context.Background(), g.srv.URL("sources"), Head{Branch: "main", Ref: "refs/heads/main", Commit: commit}, dir, &Auth{}, time.Minute)
+		got, err := f.Read(context.Background(), url, head, dir, &Auth{}, time.Minute)
 		if err != nil {
 			t.Fatalf("Read %s: %v", dir, err)
 		}
 		if diff := cmp.Diff(want, got.SourceMiddleware); diff != "" {
 			t.Errorf("%s: SourceMiddleware (-want +got):\n%s", dir, diff)
 		}
+	}
+	// All of them came from one transfer: the snapshot kept each directory's manifest.
+	if got := f.clones.Load(); got != 1 {
+		t.Errorf("clones = %d, want 1", got)
+	}
+
+	// Without Manifests, a Fetcher reads func.yaml alone.
+	none := NewFetcher(t.TempDir(), 0, nil)
+	got, err := none.Read(context.Background(), url, head, "node", &Auth{}, time.Minute)
+	if err != nil {
+		t.Fatalf("Read node without Manifests: %v", err)
+	}
+	if diff := cmp.Diff(Result{Head: head, Metadata: md("node", "node"), Cloned: true}, got); diff != "" {
+		t.Errorf("Read node without Manifests (-want +got):\n%s", diff)
 	}
 }

@@ -23,7 +23,7 @@ import (
 	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
-	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/funclib/funcyaml"
 	"github.com/fnops/func-operator/pkg/netguard"
 	"github.com/fnops/func-operator/pkg/rerror"
 )
@@ -220,8 +220,8 @@ func fileIn(tree *object.Tree, fnPath, commit string) (*object.Tree, []byte, err
 			return nil, nil, stalling(v1alpha1.ReasonPathNotFound, "path %q cannot be read at commit %s: %s", fnPath, short, err)
 		}
 	}
-	where := path.Join(fnPath, funclib.FuncYAML)
-	entry, err := dir.FindEntry(funclib.FuncYAML)
+	where := path.Join(fnPath, funcyaml.FuncYAML)
+	entry, err := dir.FindEntry(funcyaml.FuncYAML)
 	if err != nil {
 		return nil, nil, stalling(v1alpha1.ReasonFuncYamlNotFound, "%s does not exist at commit %s: the directory is not a function", where, short)
 	}

@@ -62,7 +62,7 @@ func TestFetcher_CloneLimits(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			work := t.TempDir()
-			f := NewFetcher(work, 0)
+			f := NewFetcher(work, 0, manifests)
 			f.Limits = func() Limits { return tt.limits }
 			url := g.srv.URL(tt.repo)
 			res, err := f.Read(context.Background(), url, Head{Branch: "main", Commit: tt.commit}, "", anonymous(t, url), gitTimeout)
@@ -118,7 +118,7 @@ func TestFetcher_HostNotAllowed(t *testing.T) {
 	url := g.srv.URL("fn")
 	host := strings.TrimPrefix(strings.SplitN(strings.TrimPrefix(url, "http://"), "/", 2)[0], "")
 	guard := guarded(t, host)
-	f := NewFetcher(t.TempDir(), 0)
+	f := NewFetcher(t.TempDir(), 0, manifests)
 	f.Guard = guard
 
 	_, err := f.Head(context.Background(), url, "main", anonymous(t, url), gitTimeout)
@@ -154,7 +154,7 @@ func TestFetcher_SSHHostNotAllowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	guard := netguard.New(p)
-	f := NewFetcher(t.TempDir(), 0)
+	f := NewFetcher(t.TempDir(), 0, manifests)
 	f.Guard = guard
 	_, err = f.Head(context.Background(), url, "main", auth, gitTimeout)
 	checkError(t, &wantError{reason: v1alpha1.ReasonHostNotAllowed, stalling: true,
@@ -198,7 +198,7 @@ func TestFetcher_SSHServerThatSaysNothing(t *testing.T) {
 	url := fmt.Sprintf("ssh://git@%s/repo.git", l.Addr())
 	auth := authFrom(t, url, map[string]string{KeySSHPrivateKey: string(srv.ClientPrivateKeyPEM()), KeyKnownHosts: string(srv.KnownHosts())})
 	p, _ := netguard.NewPolicy(nil, nil, nil)
-	f := NewFetcher(t.TempDir(), 0)
+	f := NewFetcher(t.TempDir(), 0, manifests)
 	f.Guard = netguard.New(p)
 	start := time.Now()
 	_, err = f.Head(context.Background(), url, "main", auth, time.Second)

@@ -46,7 +46,7 @@ func TestFetcher_List(t *testing.T) {
 	pubURL, privURL := g.srv.URL(pub.Name), g.srv.URL(priv.Name)
 
 	clk := &clock{now: time.Unix(1_700_000_000, 0)}
-	f := NewFetcher(t.TempDir(), 0)
+	f := NewFetcher(t.TempDir(), 0, manifests)
 	f.Now = clk.Now
 	var (
 		mu      sync.Mutex
@@ -181,7 +181,7 @@ func TestFetcher_List_OneAtATime(t *testing.T) {
 	g := newHTTPGit(t)
 	r, _ := g.repo(t, "pub", map[string]string{"func.yaml": funcYAML("hello", "go")})
 	url := g.srv.URL(r.Name)
-	f := NewFetcher(t.TempDir(), 0)
+	f := NewFetcher(t.TempDir(), 0, manifests)
 	key := ListingKey{URL: url, Identity: Anonymous}
 
 	var wg sync.WaitGroup
@@ -217,7 +217,7 @@ func TestFetcher_List_Mark(t *testing.T) {
 	r, first := g.repo(t, "pub", map[string]string{"func.yaml": funcYAML("hello", "go")})
 	url := g.srv.URL(r.Name)
 	clk := &clock{now: time.Unix(1_700_000_000, 0)}
-	f := NewFetcher(t.TempDir(), 0)
+	f := NewFetcher(t.TempDir(), 0, manifests)
 	f.Now = clk.Now
 	var changes atomic.Int64
 	f.OnChange = func(ListingKey) { changes.Add(1) }

@@ -128,7 +128,7 @@ func TestFetcher_ReadRefs(t *testing.T) {
 	r.Tag(t, "v1.0.0", c1, true)
 	r.Tag(t, "v1.1.0", c2, false)
 	url := g.srv.URL(r.Name)
-	f := NewFetcher(t.TempDir(), 0)
+	f := NewFetcher(t.TempDir(), 0, manifests)
 	auth := anonymous(t, url)
 	listing := func() *Listing {
 		t.Helper()

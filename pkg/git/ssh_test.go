@@ -106,7 +106,7 @@ func TestFetcher_SSH(t *testing.T) {
 				t.Fatalf("AuthFromSecret: %v", err)
 			}
 			tmp := t.TempDir()
-			f := NewFetcher(tmp, 0)
+			f := NewFetcher(tmp, 0, manifests)
 
 			gotHead, err := f.Head(context.Background(), u, "", auth, gitTimeout)
 			checkError(t, tt.wantErr, err)
@@ -162,7 +162,7 @@ func TestFetcher_SSHUpstreamSecret(t *testing.T) {
 			t.Fatalf("AuthFromSecret: %v", err)
 		}
 		tmp := t.TempDir()
-		f := NewFetcher(tmp, 0)
+		f := NewFetcher(tmp, 0, manifests)
 		gotHead, err := f.Head(context.Background(), url, "", auth, gitTimeout)
 		if err != nil {
 			t.Fatalf("Head: %v", err)

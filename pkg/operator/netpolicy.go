@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/fnops/func-operator/pkg/config"
+	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/git"
 	"github.com/fnops/func-operator/pkg/netguard"
 	"github.com/fnops/func-operator/pkg/registry"
@@ -31,7 +32,7 @@ func remotes(restConfig *rest.Config, store *config.Store, workDir string, own [
 		c := store.Load()
 		return registry.Limits{MaxMemory: c.InspectMaxMemory, MaxBytes: c.InspectMaxBytes}
 	}
-	fetcher := git.NewFetcher(workDir, git.DefaultCacheSize)
+	fetcher := git.NewFetcher(workDir, git.DefaultCacheSize, funclib.SourceManifests{})
 	fetcher.Guard = guard
 	fetcher.Limits = func() git.Limits {
 		c := store.Load()

@@ -12,6 +12,7 @@ import (
 	"github.com/fnops/func-operator/pkg/git"
 	"github.com/fnops/func-operator/pkg/receiver"
 	"github.com/fnops/func-operator/pkg/reconciler/function"
+	"github.com/fnops/func-operator/pkg/repourl"
 )
 
 // addWebhooks serves the push webhook receivers on o.WebhookAddr, unless disabled: a
@@ -57,7 +58,7 @@ func addWebhooks(mgr manager.Manager, o Options, r *function.Reconciler, fetcher
 // is kept (it is the latest), so when it shows a change every Function on the
 // repository is checked at once with it, without listing again.
 func repositoryPushed(r *function.Reconciler, fetcher *git.Fetcher, namespace string, urls []string) int {
-	fns := r.Repositories.Pushed(namespace, receiver.Matcher(urls), fetcher.ListingMark())
+	fns := r.Repositories.Pushed(namespace, repourl.Matcher(urls), fetcher.ListingMark())
 	for _, fn := range fns {
 		r.Wakeups.Enqueue(fn)
 	}

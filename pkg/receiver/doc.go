@@ -4,8 +4,5 @@
 // It must not import pkg/reconciler or pkg/operator (depguard rule top): pkg/operator
 // hands it the Secrets it reads and the Trigger that has Functions checked.
 //
-// Repository URLs are parsed by NormalizeURL (normalize.go), not
-// github.com/chainguard-dev/git-urls: its scp-like parser refuses "git@host:~user/repo"
-// and users such as "first.last+x@", and cuts "org/r+e.git" into the path "org/r" and a
-// query, so a push would match other repositories than the Function's.
+// Pushed repositories are compared with Functions' by pkg/repourl's keys.
 package receiver

@@ -44,7 +44,7 @@ const (
 // Trigger has the Functions of a namespace that build from a pushed repository checked.
 type Trigger interface {
 	// RepositoryPushed enqueues every Function of namespace whose repository is one of
-	// urls (the forms the git host gave; compare with MatchURL) and returns how many
+	// urls (the forms the git host gave; compare with repourl.MatchURL) and returns how many
 	// it enqueued. It must not block for long: the git host waits for the answer.
 	RepositoryPushed(ctx context.Context, namespace string, urls []string) int
 }

@@ -26,7 +26,7 @@ const (
 	// LabelMiddlewareVersion is the OCI config label in which func (>= v0.48)
 	// records the middleware version of the image it builds
 	// (fn.MiddlewareVersionLabelKey; this package may not import func, a test
-	// asserts it is funclib.MiddlewareVersionLabel).
+	// asserts it is funclib.MiddlewareVersionLabel: TestRegistryLabelsAreFuncs).
 	LabelMiddlewareVersion = "middleware-version"
 	// LabelRevision is the OCI config label in which func (>= v0.48) records the
 	// git commit it built the image from (fn.CommitLabelKey; a test asserts it is

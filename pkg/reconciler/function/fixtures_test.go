@@ -112,7 +112,7 @@ func newTestReconciler(t *testing.T, events int) (*Reconciler, *record.FakeRecor
 		APIReader: k8sClient,
 		Recorder:  rec,
 		Config:    config.NewStore(),
-		Fetcher:   git.NewFetcher(t.TempDir(), 0),
+		Fetcher:   git.NewFetcher(t.TempDir(), 0, funclib.SourceManifests{}),
 		Access:    &tenancy.NamespaceAccess{Client: k8sClient, Reader: k8sClient},
 		Secrets:   &tenancy.Secrets{Reader: k8sClient},
 	}, rec

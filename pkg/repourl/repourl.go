@@ -1,4 +1,4 @@
-package receiver
+package repourl
 
 import (
 	"net/url"
