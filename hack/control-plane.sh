@@ -4,10 +4,10 @@
 # stamped with the versions and the binaries, and prints that folder.
 # A second run with the same versions only prints the folder.
 #
-# CONTROL_PLANE_BUILD="kube-apiserver" SHARE_FROM=<a folder this script printed> builds only the API
-# server and links the other binaries from SHARE_FROM: the oldest supported Kubernetes
-# (make control-plane-min) needs its own API server, not its own etcd, kubectl and
-# controller manager, which would cost a cold run about as much again.
+# CONTROL_PLANE_BUILD="kube-apiserver" builds only the API server, into a folder of its own:
+# the oldest supported Kubernetes (hack/control-plane-min.sh) needs its own API server, not
+# its own etcd, kubectl and controller manager, which would cost a cold run about as much
+# again; control-plane-min.sh links those from this script's default folder.
 set -euo pipefail
 
 # The newest 1.35 patch the module proxy serves (v1.35.7 is not served here).
@@ -16,7 +16,6 @@ ETCD_VERSION="${ETCD_VERSION:-v3.6.5}"
 CACHE_ROOT="${FUNC_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/func-operator}"
 BINARIES=(etcd kube-apiserver kubectl kube-controller-manager)
 read -r -a BUILD <<< "${CONTROL_PLANE_BUILD:-${BINARIES[*]}}"
-SHARE_FROM="${SHARE_FROM:-}"
 HACK="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=lib/project-module.sh
 source "${HACK}/lib/project-module.sh"
@@ -36,7 +35,6 @@ fi
 if [[ "${BUILD[*]}" == "${BINARIES[*]}" ]]; then
   OUT="${CACHE_ROOT}/control-plane/k8s-${K8S_VERSION}-etcd-${ETCD_VERSION}"
 else
-  [[ -n "${SHARE_FROM}" ]] || { echo "control-plane: CONTROL_PLANE_BUILD=\"${BUILD[*]}\" needs SHARE_FROM, the folder of the others" >&2; exit 1; }
   OUT="${CACHE_ROOT}/control-plane/k8s-${K8S_VERSION}-$(IFS=+; echo "${BUILD[*]}")"
 fi
 STAMP="${OUT}/.stamp"
@@ -46,12 +44,12 @@ STAMP="${OUT}/.stamp"
 # on a cloud. Not in the project's graph: from 1.31 on the tag changes no package.
 K8S_TAGS=providerless
 [[ "${GRAPH}" == own ]] || K8S_TAGS=
-WANT="k8s=${K8S_VERSION} staging=${STAGING_VERSION} graph=${GRAPH} etcd=${ETCD_VERSION} go=$(go env GOVERSION) bin=$(IFS=,; echo "${BUILD[*]}") tags=${K8S_TAGS} shared=${SHARE_FROM}"
+WANT="k8s=${K8S_VERSION} staging=${STAGING_VERSION} graph=${GRAPH} etcd=${ETCD_VERSION} go=$(go env GOVERSION) bin=$(IFS=,; echo "${BUILD[*]}") tags=${K8S_TAGS}"
 
 cached() {
   [[ -f "${STAMP}" && "$(cat "${STAMP}")" == "${WANT}" ]] || return 1
   local bin
-  for bin in "${BINARIES[@]}"; do
+  for bin in "${BUILD[@]}"; do
     [[ -x "${OUT}/${bin}" ]] || return 1
   done
 }
@@ -66,13 +64,6 @@ mkdir -p "${OUT}"
 WORK="$(mktemp -d)"
 trap 'rm -rf "${WORK}"' EXIT
 export GOFLAGS=-mod=mod CGO_ENABLED=0 GOWORK=off
-
-for bin in "${BINARIES[@]}"; do
-  if ! building "${bin}"; then
-    [[ -x "${SHARE_FROM}/${bin}" ]] || { log "${SHARE_FROM}/${bin} is missing"; exit 1; }
-    ln -sfn "${SHARE_FROM}/${bin}" "${OUT}/${bin}"
-  fi
-done
 
 # tool_module DIR: a throw-away module in the project's graph or of its own (GRAPH).
 tool_module() {

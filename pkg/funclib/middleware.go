@@ -49,7 +49,8 @@ type MiddlewarePin struct {
 var ErrNoMiddleware = errors.New("no middleware")
 
 // Image labels func (>= v0.48) writes on the images it builds. pkg/registry may not
-// import func and keeps its own copies of the names; its tests assert they are these.
+// import func and keeps its own copies of the names; TestRegistryLabelsAreFuncs asserts
+// they are these.
 const (
 	// MiddlewareVersionLabel holds the middleware version of the build, as
 	// MiddlewarePin.Version spells it.

@@ -32,6 +32,8 @@ import (
 // ---------------------------------------------------------------------------
 // Go binaries built once per test run from a throwaway module.
 
+// funclib's TestFuncGoOfV044IsOutdated finds testFuncGoVersion and olderFuncGoVersion
+// outdated: keep its copies in step.
 const testFuncGoVersion = "v0.21.3"
 
 var (

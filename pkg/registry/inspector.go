@@ -30,7 +30,7 @@ const (
 	LabelMiddlewareVersion = "middleware-version"
 	// LabelRevision is the OCI config label in which func (>= v0.48) records the
 	// git commit it built the image from (fn.CommitLabelKey; a test asserts it is
-	// funclib.RevisionLabel).
+	// funclib.RevisionLabel: TestRegistryLabelsAreFuncs).
 	LabelRevision = "org.opencontainers.image.revision"
 	// unknownLabelVersion is what func's scaffold step labels an image with when
 	// it could not tell the middleware version (cmd/func-util): no version.
