@@ -94,17 +94,15 @@ promtool: ## Build (once, cached) promtool from the module proxy, for test/monit
 # tests, the binary the fault suite runs and ko's images share one compile of each
 # package; test binaries link without DWARF (-ldflags=-w: no debugger runs them here, and
 # it is most of a link).
-TEST_JOBS ?= 8
+TEST_JOBS ?= 5
 PHASES_DIR ?= $(LOCALBIN)/phases
 # A phase's target always succeeds: hack/phase.sh records how it ended and the summary
 # fails the run, so that one failure neither stops nor hides the phases after it (a failed
 # tool build fails the tests that need it, and only those).
 PHASE = PHASES_DIR=$(PHASES_DIR) hack/phase.sh run-recorded
 # What no test waits for first runs at a lower priority: it takes the CPU the critical
-# path leaves idle (links, waits for the operator, the API server, a timeout). The quick
-# tier at 10, ahead of the builds at 19: its tests have timeouts, a build has none.
+# path leaves idle (links, waits for the operator, the API server, a timeout).
 BACKGROUND = nice -n 10
-BACKGROUND_BUILD = nice -n 19
 # The compiler's GOGC in the phases that are mostly compiling (hack/lib/project-module.sh
 # says why; fuzz-short's short-lived fuzzing workers get it too).
 BUILD_GOGC = env GOGC=$${GOGC:-400}
@@ -120,9 +118,9 @@ CONTROL_PLANE = $$(hack/control-plane.sh)
 CONTROL_PLANE_MIN = $$(hack/control-plane-min.sh)
 TEST_ENV = KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" FUNC_OPERATOR_REQUIRE_SSHD=1 FUNC_OPERATOR_REQUIRE_ALL=1
 # In the order make starts them when it can (TEST_JOBS at once).
-TEST_PHASES = tool-control-plane tool-ko tool-control-plane-min tool-golangci-lint tool-tekton check-vet test-tekton \
-	test-plane test-quick fuzz-short build-arm64 tool-promtool test-install test-monitoring check-lint \
-	tool-controller-gen check-generated check-tracked-files check-third-party
+TEST_PHASES = tool-control-plane tool-ko build-arm64 tool-tekton check-vet test-tekton test-quick test-plane \
+	tool-control-plane-min test-install tool-promtool test-monitoring fuzz-short tool-controller-gen \
+	check-tracked-files check-third-party check-generated tool-golangci-lint check-lint
 
 .PHONY: test
 test: test-deps ## Run every check and test (real control planes, Tekton controller, git servers, sshd, ko, promtool, lint, fuzz-short), side by side; ends with each phase's time.
@@ -139,28 +137,28 @@ phase-tool-tekton: phase-tool-control-plane
 phase-check-vet: phase-tool-tekton
 	@$(PHASE) check-vet $(BUILD_GOGC) go vet ./...
 
-# Niced beside it, in three chains (one go build rarely keeps both cores busy): ko, then
-# the operator's linux/arm64 compile (TestRelease's ko build then only links it); the
-# 1.30 API server, then promtool; golangci-lint and controller-gen, which no test waits
-# for. Fuzzing after the control plane, at the quick tier's priority: a fuzzing worker
-# starved for seconds can end Go's fuzzing with "context deadline exceeded".
+# Niced beside it, one chain, in the order the tests need them: ko and the operator's
+# linux/arm64 compile (TestRelease's, which then only links), the 1.30 API server,
+# promtool; fuzzing, lint and controller-gen, which no test waits for, last. Three
+# chains side by side took a cold run from 52 to 55 minutes: on 2 cores every build
+# beside another costs more CPU (the control plane 20 min instead of 18).
 phase-tool-ko:
-	@$(PHASE) tool-ko $(BACKGROUND_BUILD) hack/ko.sh
+	@$(PHASE) tool-ko $(BACKGROUND) hack/ko.sh
 phase-build-arm64: phase-tool-ko
-	@$(PHASE) build-arm64 $(BACKGROUND_BUILD) $(BUILD_GOGC) GOOS=linux GOARCH=arm64 go build -o /dev/null ./cmd/func-operator
-phase-tool-control-plane-min:
-	@$(PHASE) tool-control-plane-min $(BACKGROUND_BUILD) hack/control-plane-min.sh --api-server-only
-phase-tool-promtool: phase-tool-control-plane-min
-	@$(PHASE) tool-promtool $(BACKGROUND_BUILD) hack/promtool.sh
+	@$(PHASE) build-arm64 $(BACKGROUND) $(BUILD_GOGC) GOOS=linux GOARCH=arm64 go build -o /dev/null ./cmd/func-operator
+phase-tool-control-plane-min: phase-build-arm64
+	@$(PHASE) tool-control-plane-min $(BACKGROUND) hack/control-plane-min.sh --api-server-only
+phase-tool-promtool: phase-build-arm64
+	@$(PHASE) tool-promtool $(BACKGROUND) hack/promtool.sh
 # One fuzzing worker per target (-parallel=1): the other core is the other phases'.
-phase-fuzz-short: phase-tool-control-plane
+phase-fuzz-short: phase-tool-promtool
 	@$(PHASE) fuzz-short $(BACKGROUND) $(BUILD_GOGC) $(MAKE) --no-print-directory fuzz-short FUZZ_FLAGS="$(FUZZ_FLAGS) -parallel=1"
-phase-tool-golangci-lint:
-	@$(PHASE) tool-golangci-lint $(BACKGROUND_BUILD) hack/golangci-lint.sh
+phase-tool-golangci-lint: phase-fuzz-short
+	@$(PHASE) tool-golangci-lint $(BACKGROUND) hack/golangci-lint.sh
 phase-check-lint: phase-tool-golangci-lint
-	@$(PHASE) check-lint $(BACKGROUND_BUILD) bash -c '"$$(hack/golangci-lint.sh)" run ./...'
+	@$(PHASE) check-lint $(BACKGROUND) bash -c '"$$(hack/golangci-lint.sh)" run ./...'
 phase-tool-controller-gen: phase-tool-golangci-lint
-	@$(PHASE) tool-controller-gen $(BACKGROUND_BUILD) hack/controller-gen.sh
+	@$(PHASE) tool-controller-gen $(BACKGROUND) hack/controller-gen.sh
 phase-check-generated: phase-tool-controller-gen
 	@$(PHASE) check-generated bash -c 'CONTROLLER_GEN="$(CONTROLLER_GEN)" hack/update-codegen.sh --verify'
 phase-check-tracked-files:
