@@ -90,10 +90,12 @@ promtool: ## Build (once, cached) promtool from the module proxy, for test/monit
 #   packages (after vet, the test phases only link, but for their own test files);
 # - niced beside it, what shares no compiled package with that graph: tools in modules of
 #   their own, the release's linux/arm64 compile, the fuzzer's instrumented build.
-# Everything builds as ko builds the shipped binary (CGO_ENABLED=0, -trimpath), so the
-# tests, the binary the fault suite runs and ko's images share one compile of each
-# package; test binaries link without DWARF (-ldflags=-w: no debugger runs them here, and
-# it is most of a link).
+# Everything builds as ko builds the shipped binary (CGO_ENABLED=0, -trimpath, and
+# PROJECT_GCFLAGS: hack/lib/project-module.sh), so the tests, the binary the fault suite
+# runs and ko's images share one compile of each package; test binaries link without
+# DWARF (-ldflags=-w: no debugger runs them here, and it is most of a link), and so the
+# compiler writes none either.
+PROJECT_GCFLAGS := $(shell . hack/lib/project-module.sh && echo "$${PROJECT_GCFLAGS}")
 TEST_JOBS ?= 5
 PHASES_DIR ?= $(LOCALBIN)/phases
 # A phase's target always succeeds: hack/phase.sh records how it ended and the summary
@@ -125,7 +127,7 @@ TEST_PHASES = tool-control-plane tool-ko build-arm64 tool-tekton check-vet test-
 .PHONY: test
 test: test-deps ## Run every check and test (real control planes, Tekton controller, git servers, sshd, ko, promtool, lint, fuzz-short), side by side; ends with each phase's time.
 	@rm -rf $(PHASES_DIR) && mkdir -p $(PHASES_DIR) && date +%s > $(PHASES_DIR)/.start
-	@status=0; CGO_ENABLED=0 GOFLAGS="$(GOFLAGS) -trimpath -ldflags=-w" $(MAKE) --no-print-directory -k -j$(TEST_JOBS) $(addprefix phase-,$(TEST_PHASES)) || status=$$?; \
+	@status=0; CGO_ENABLED=0 GOFLAGS="$(GOFLAGS) -trimpath -gcflags=$(PROJECT_GCFLAGS) -ldflags=-w" $(MAKE) --no-print-directory -k -j$(TEST_JOBS) $(addprefix phase-,$(TEST_PHASES)) || status=$$?; \
 		PHASES_DIR=$(PHASES_DIR) EXPECT="$(TEST_PHASES)" hack/phase.sh summary || status=1; exit $$status
 
 .PHONY: $(addprefix phase-,$(TEST_PHASES))

@@ -44,7 +44,7 @@ STAMP="${OUT}/.stamp"
 # on a cloud. Not in the project's graph: from 1.31 on the tag changes no package.
 K8S_TAGS=providerless
 [[ "${GRAPH}" == own ]] || K8S_TAGS=
-WANT="k8s=${K8S_VERSION} staging=${STAGING_VERSION} graph=${GRAPH} etcd=${ETCD_VERSION} go=$(go env GOVERSION) bin=$(IFS=,; echo "${BUILD[*]}") tags=${K8S_TAGS}"
+WANT="k8s=${K8S_VERSION} staging=${STAGING_VERSION} graph=${GRAPH} etcd=${ETCD_VERSION} go=$(go env GOVERSION) bin=$(IFS=,; echo "${BUILD[*]}") tags=${K8S_TAGS} gcflags=${PROJECT_GCFLAGS}"
 
 cached() {
   [[ -f "${STAMP}" && "$(cat "${STAMP}")" == "${WANT}" ]] || return 1
@@ -81,7 +81,7 @@ if building etcd; then
   tool_module "${WORK}/etcd"
   ( cd "${WORK}/etcd"
     go get "go.etcd.io/etcd/server/v3@${ETCD_VERSION}" >/dev/null 2>&1
-    go build -trimpath -o "${OUT}/etcd" go.etcd.io/etcd/server/v3 )
+    go build -trimpath -gcflags "${PROJECT_GCFLAGS}" -ldflags "-s -w" -o "${OUT}/etcd" go.etcd.io/etcd/server/v3 )
 fi
 
 # kube-apiserver, kubectl and kube-controller-manager: k8s.io/kubernetes replaces its
@@ -128,7 +128,7 @@ done
 # One go build for all: one link runs while the next binary's packages compile.
 PKGS=()
 for bin in "${K8S_BUILD[@]}"; do PKGS+=("k8s.io/kubernetes/cmd/${bin}"); done
-go build -trimpath -tags "${K8S_TAGS}" -ldflags "${LDFLAGS}" -o "${OUT}/" "${PKGS[@]}"
+go build -trimpath -gcflags "${PROJECT_GCFLAGS}" -tags "${K8S_TAGS}" -ldflags "${LDFLAGS}" -o "${OUT}/" "${PKGS[@]}"
 
 echo "${WANT}" > "${STAMP}"
 log "done: ${OUT}"

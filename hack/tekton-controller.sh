@@ -14,7 +14,7 @@ CACHE_ROOT="${FUNC_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/func-operator
 OUT="${CACHE_ROOT}/tekton-controller/pipeline-${TEKTON_VERSION}"
 STAMP="${OUT}/.stamp"
 # Built against every requirement of go.mod (below): a change to it is a new controller.
-WANT="tekton=${TEKTON_VERSION} graph=$(project_graph) go=$(go env GOVERSION)"
+WANT="tekton=${TEKTON_VERSION} graph=$(project_graph) go=$(go env GOVERSION) gcflags=${PROJECT_GCFLAGS}"
 
 if [[ -f "${STAMP}" && "$(cat "${STAMP}")" == "${WANT}" && -x "${OUT}/controller" ]]; then
   echo "${OUT}/controller"
@@ -35,7 +35,7 @@ log "building github.com/tektoncd/pipeline/cmd/controller ${TEKTON_VERSION} (pro
 project_module "${WORK}/build"
 cd "${WORK}/build"
 go get "github.com/tektoncd/pipeline/cmd/controller@${TEKTON_VERSION}" >/dev/null 2>&1
-go build -trimpath -o "${OUT}/controller" github.com/tektoncd/pipeline/cmd/controller
+go build -trimpath -gcflags "${PROJECT_GCFLAGS}" -ldflags "-s -w" -o "${OUT}/controller" github.com/tektoncd/pipeline/cmd/controller
 
 echo "${WANT}" > "${STAMP}"
 log "done: ${OUT}/controller"
