@@ -11,8 +11,10 @@ set -euo pipefail
 NAME="$1"
 PACKAGE="$2"
 VERSION="$3"
+# shellcheck source=lib/project-module.sh
+source "$(dirname "$0")/lib/project-module.sh" # GOGC, PROJECT_GCFLAGS
 TAGS="${GO_TOOL_TAGS:-}"
-GCFLAGS="${GO_TOOL_GCFLAGS:-all=-dwarf=false}"
+GCFLAGS="${GO_TOOL_GCFLAGS:-${PROJECT_GCFLAGS}}"
 CACHE_ROOT="${FUNC_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/func-operator}"
 OUT="${CACHE_ROOT}/tools/${NAME}-${VERSION}"
 STAMP="${OUT}/.stamp"
@@ -23,8 +25,6 @@ if [[ -f "${STAMP}" && "$(cat "${STAMP}")" == "${WANT}" && -x "${OUT}/${NAME}" ]
   exit 0
 fi
 echo "${NAME}: building ${VERSION}" >&2
-# shellcheck source=lib/project-module.sh
-source "$(dirname "$0")/lib/project-module.sh" # GOGC
 mkdir -p "${OUT}"
 GOFLAGS="-mod=mod -trimpath" GOWORK=off CGO_ENABLED=0 GOBIN="${OUT}" go install -tags="${TAGS}" -gcflags="${GCFLAGS}" -ldflags="-s -w" "${PACKAGE}@${VERSION}" >&2
 echo "${WANT}" > "${STAMP}"
