@@ -243,6 +243,7 @@ FUZZ_TARGETS ?= \
 	./pkg/git:FuzzRepositoryURL \
 	./pkg/git:FuzzRepositoryPath \
 	./pkg/git:FuzzRemoteHead \
+	./pkg/git:FuzzTreeEntries \
 	./pkg/registry:FuzzKeychain \
 	./pkg/registry:FuzzBuildInfo \
 	./pkg/repourl:FuzzNormalizeURL

@@ -2,8 +2,10 @@ package git
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -106,10 +108,20 @@ func (f *Fetcher) cloneAncestor(ctx context.Context, url string, head Head, want
 	if err != nil {
 		return cached{}, transient("listing the commits of the clone: %s", err)
 	}
+	parents := 0
 	err = iter.ForEach(func(c *object.Commit) error {
-		commits[c.Hash] = c.ParentHashes
+		// A commit may name any number of parents: what is kept of them is bounded.
+		if parents += len(c.ParentHashes); parents > maxAncestorParents {
+			return errWideHistory
+		}
+		commits[c.Hash] = slices.Clone(c.ParentHashes)
 		return nil
 	})
+	if errors.Is(err, errWideHistory) {
+		return cached{commit: want, err: stalling(v1alpha1.ReasonCloneTooLarge,
+			"the last %d commits of %s in repository %s name more than %d parents in all: more history than the operator reads",
+			AncestorDepth, refText(head), scrub(url, auth.secrets), maxAncestorParents)}, nil
+	}
 	if err != nil {
 		return cached{}, transient("listing the commits of the clone: %s", err)
 	}
@@ -133,12 +145,21 @@ func (f *Fetcher) cloneAncestor(ctx context.Context, url string, head Head, want
 	if err != nil {
 		return cached{commit: want, err: err}, nil
 	}
-	commit, content, fnDir, err := readCommit(repo, found, Head{Commit: found.String()}, fnPath, url, auth)
-	if commit == "" {
-		commit = found.String()
+	s, err := keep(repo.Storer, found, Head{Commit: found.String()}, url, auth, f.kept, fnPath, -1)
+	if err != nil {
+		return f.load(found.String(), nil, nil, err)
 	}
-	return f.load(commit, content, fnDir, err)
+	content, files, err := s.read(fnPath)
+	return f.load(found.String(), content, files, err)
 }
+
+// maxAncestorParents bounds the parent ids ReadAt keeps of the commits it fetched,
+// 20 bytes each (5 MiB in all): a commit object of cloneMaxObjectBytes can name
+// 700,000 parents. Real histories name one or two per commit, and a clone holds at
+// most cloneMaxFiles objects.
+var maxAncestorParents = 1 << 18 // a variable for the tests
+
+var errWideHistory = errors.New("too many parents")
 
 // HistoryDirPrefix begins the names of ReadAt's temporary clones (under TmpDir).
 const HistoryDirPrefix = "history-"

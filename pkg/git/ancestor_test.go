@@ -174,3 +174,23 @@ func TestFetcher_ReadAtSSH(t *testing.T) {
 		t.Errorf("ReadAt(head) = %+v, %v; want python at %s", got, err, short(b))
 	}
 }
+
+// TestFetcher_ReadAtWideHistory: the parent ids ReadAt keeps of the commits it
+// fetched are bounded: a history that names more is refused, not kept.
+func TestFetcher_ReadAtWideHistory(t *testing.T) {
+	g := newHTTPGit(t)
+	r, a := g.repo(t, "octopus", map[string]string{"fns/hello/func.yaml": funcYAML("hello", "go")})
+	head := Head{Branch: "main", Ref: "refs/heads/main", Commit: r.CommitOctopus(t, "main", 9)} // 10 parents
+	url := g.srv.URL("octopus")
+	auth := anonymous(t, url)
+	// The positive control: within the bound, a is found among the merge's parents.
+	got, err := NewFetcher(t.TempDir(), 0, manifests).ReadAt(context.Background(), url, head, a, "", "fns/hello", auth, gitTimeout)
+	if err != nil || got.Commit != a || got.Metadata.Name != "hello" {
+		t.Fatalf("ReadAt %s below a merge of 10 parents: %+v, %v", short(a), got, err)
+	}
+	defer func(n int) { maxAncestorParents = n }(maxAncestorParents)
+	maxAncestorParents = 8
+	_, err = NewFetcher(t.TempDir(), 0, manifests).ReadAt(context.Background(), url, head, a, "", "fns/hello", auth, gitTimeout)
+	checkError(t, &wantError{reason: v1alpha1.ReasonCloneTooLarge, stalling: true,
+		msg: `the last 100 commits of branch "main" in repository ` + url + " name more than 8 parents in all: more history than the operator reads"}, err)
+}

@@ -3,30 +3,19 @@ package git
 import (
 	"container/list"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/plumbing/storer"
-	"github.com/go-git/go-git/v5/storage/memory"
 
-	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/rerror"
 )
 
 // DefaultCommitStoreBytes bounds, by default, what a Fetcher keeps of the commits it
 // fetched (see Fetcher.CommitStoreBytes).
 const DefaultCommitStoreBytes = 64 << 20
-
-// objectOverhead is what a kept object costs besides its content (hash, maps,
-// headers): an estimate, so that a commit of many empty files still counts.
-const objectOverhead = 128
 
 // commitKey names one object transfer: a commit of a repository, fetched with one
 // identity's credentials and trust (Auth.Identity covers the CA bundle), under one
@@ -45,137 +34,6 @@ func newCommitKey(url, commit string, auth *Auth, lim Limits) commitKey {
 func (k commitKey) String() string {
 	return fmt.Sprintf("%s\x00%s\x00%s\x00%d/%d/%d", k.url, k.commit, k.identity, k.limits.MaxBytes, k.limits.MaxFiles, k.limits.MaxObjectBytes)
 }
-
-// snapshot is what a fetch of a commit kept, in memory: the commit, every tree of
-// it, and the blobs of every func.yaml and source-middleware file (those larger
-// than a func.yaml may be are kept as their size only). Or, instead, the stalling
-// error the fetch gave (the commit is too large, has too many files, ...), which
-// holds for every path of it.
-type snapshot struct {
-	commit  string
-	objects *memory.Storage
-	err     error
-	size    int64
-}
-
-// read returns what directory fnPath of the snapshot holds: its func.yaml and the
-// directory, as readCommit does on a clone.
-func (s *snapshot) read(fnPath string) ([]byte, *object.Tree, error) {
-	if s.err != nil {
-		return nil, nil, s.err
-	}
-	c, err := object.GetCommit(s.objects, plumbing.NewHash(s.commit))
-	if err != nil {
-		return nil, nil, transient("reading commit %s of the fetched commit: %s", s.commit, err)
-	}
-	tree, err := c.Tree()
-	if err != nil {
-		return nil, nil, transient("reading the tree of commit %s: %s", s.commit, err)
-	}
-	fnDir, content, err := fileIn(tree, fnPath, s.commit)
-	return content, fnDir, err
-}
-
-// keep copies out of a fetched repository's storage what reading any directory of
-// commit hash needs (see snapshot), so that the clone can be removed.
-// kept names the files whose content it keeps, in any directory (Fetcher.kept).
-func keep(src storer.EncodedObjectStorer, hash plumbing.Hash, head Head, url string, auth *Auth, kept map[string]bool) (*snapshot, error) {
-	s := &snapshot{commit: hash.String(), objects: memory.NewStorage()}
-	c, err := object.GetCommit(src, hash)
-	if err != nil {
-		if head.fixed() {
-			return nil, repositoryStalling(v1alpha1.ReasonCommitNotFound, "%s of repository %s is not a commit", refText(head), scrub(url, auth.secrets))
-		}
-		return nil, transient("reading commit %s of the clone: %s", hash, err)
-	}
-	if err := s.copy(src, plumbing.CommitObject, hash, -1); err != nil {
-		return nil, err
-	}
-	seen := map[plumbing.Hash]bool{}
-	if err := s.keepTree(src, c.TreeHash, seen, kept); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-func (s *snapshot) keepTree(src storer.EncodedObjectStorer, hash plumbing.Hash, seen map[plumbing.Hash]bool, kept map[string]bool) error {
-	if seen[hash] {
-		return nil
-	}
-	seen[hash] = true
-	if err := s.copy(src, plumbing.TreeObject, hash, -1); err != nil {
-		return err
-	}
-	tree, err := object.GetTree(src, hash)
-	if err != nil {
-		return transient("reading tree %s of the clone: %s", hash, err)
-	}
-	for _, e := range tree.Entries {
-		switch {
-		case e.Mode == filemode.Dir:
-			if err := s.keepTree(src, e.Hash, seen, kept); err != nil {
-				return err
-			}
-		case e.Mode == filemode.Submodule || !kept[e.Name] || seen[e.Hash]:
-		default:
-			seen[e.Hash] = true
-			if err := s.copy(src, plumbing.BlobObject, e.Hash, maxFuncYAMLSize); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// copy copies object hash into the snapshot: whole, or as its size alone when it is
-// larger than max (max < 0: no bound).
-func (s *snapshot) copy(src storer.EncodedObjectStorer, t plumbing.ObjectType, hash plumbing.Hash, max int64) error {
-	o, err := src.EncodedObject(t, hash)
-	if err != nil {
-		return transient("reading %s %s of the clone: %s", t, hash, err)
-	}
-	if max >= 0 && o.Size() > max {
-		s.size += objectOverhead
-		_, err := s.objects.SetEncodedObject(&sizeOnly{hash: hash, typ: t, size: o.Size()})
-		return err
-	}
-	r, err := o.Reader()
-	if err != nil {
-		return transient("reading %s %s of the clone: %s", t, hash, err)
-	}
-	defer func() { _ = r.Close() }()
-	m := &plumbing.MemoryObject{}
-	m.SetType(t)
-	if _, err := io.Copy(m, r); err != nil {
-		return transient("reading %s %s of the clone: %s", t, hash, err)
-	}
-	if m.Hash() != hash {
-		return transient("%s %s of the clone does not match its id", t, hash)
-	}
-	s.size += objectOverhead + m.Size()
-	_, err = s.objects.SetEncodedObject(m)
-	return err
-}
-
-// sizeOnly is an object kept without its content: what is read of it is its size
-// (a func.yaml too large to read is refused by its size).
-type sizeOnly struct {
-	hash plumbing.Hash
-	typ  plumbing.ObjectType
-	size int64
-}
-
-var errNotKept = errors.New("the content of this object was not kept")
-
-func (o *sizeOnly) Hash() plumbing.Hash             { return o.hash }
-func (o *sizeOnly) Type() plumbing.ObjectType       { return o.typ }
-func (o *sizeOnly) SetType(t plumbing.ObjectType)   { o.typ = t }
-func (o *sizeOnly) Size() int64                     { return o.size }
-func (o *sizeOnly) SetSize(n int64)                 { o.size = n }
-func (o *sizeOnly) Reader() (io.ReadCloser, error)  { return nil, errNotKept }
-func (o *sizeOnly) Writer() (io.WriteCloser, error) { return nil, errNotKept }
-
-var _ plumbing.EncodedObject = (*sizeOnly)(nil)
 
 // commitStore is an LRU of snapshots bounded by their total size.
 type commitStore struct {
@@ -270,8 +128,8 @@ func (cs *commitStore) get(key commitKey) (*snapshot, bool) {
 
 // add keeps s under key, evicting the least recently used snapshots past max bytes;
 // asked is the key the transfer was made for (its commit may no longer be the one
-// fetched: a branch's tip moved on). A snapshot larger than max on its own is not
-// kept.
+// fetched: a branch's tip moved on). A partial snapshot, or one larger than max on
+// its own, is not kept.
 func (cs *commitStore) add(key, asked commitKey, s *snapshot, max int64) {
 	if cs == nil {
 		return
@@ -288,7 +146,7 @@ func (cs *commitStore) add(key, asked commitKey, s *snapshot, max int64) {
 		delete(cs.dropped, key)
 		delete(cs.dropped, asked)
 	}
-	if s.size > max {
+	if s.partial || s.size > max {
 		cs.notKept++
 		cs.trim(max) // a bound lowered since
 		return
@@ -345,10 +203,13 @@ func (f *Fetcher) commitStoreBytes() int64 {
 	return DefaultCommitStoreBytes
 }
 
-// snapshot returns the commit head names, fetched with auth's credentials: from the
-// commit store, or from one fetch shared by every concurrent caller with the same
-// key. fetched is true for the caller whose call made the transfer.
-func (f *Fetcher) snapshot(ctx context.Context, url string, head Head, auth *Auth, lim Limits, timeout time.Duration) (s *snapshot, fetched bool, err error) {
+// snapshot returns the commit head names, fetched with auth's credentials, for
+// reading directory fnPath: from the commit store, or from one fetch shared by every
+// concurrent caller with the same key. A commit whose trees are more than the store
+// may hold is kept only for the directory its fetch was made for: a caller for
+// another directory fetches it again. fetched is true for the caller whose call made
+// the transfer.
+func (f *Fetcher) snapshot(ctx context.Context, url string, head Head, fnPath string, auth *Auth, lim Limits, timeout time.Duration) (s *snapshot, fetched bool, err error) {
 	key := newCommitKey(url, head.Commit, auth, lim)
 	if head.Commit != "" {
 		if s, ok := f.commits.get(key); ok {
@@ -359,35 +220,47 @@ func (f *Fetcher) snapshot(ctx context.Context, url string, head Head, auth *Aut
 	if head.Commit == "" {
 		flightKey += "\x00" + head.Ref
 	}
-	v, err, _ := f.commitFlight.Do(flightKey, func() (interface{}, error) {
-		if head.Commit != "" {
-			if s, ok := f.commits.get(key); ok {
-				return s, nil
+	do := func(flightKey string) (*snapshot, error) {
+		v, err, _ := f.commitFlight.Do(flightKey, func() (interface{}, error) {
+			if head.Commit != "" {
+				if s, ok := f.commits.get(key); ok {
+					return s, nil
+				}
 			}
-		}
-		fetched = true
-		s, err := f.fetch(ctx, url, head, auth, timeout)
+			fetched = true
+			s, err := f.fetch(ctx, url, head, fnPath, auth, timeout)
+			if err != nil {
+				return nil, err
+			}
+			if s.commit != "" {
+				k := key
+				k.commit = s.commit
+				f.commits.add(k, key, s, f.commitStoreBytes())
+			}
+			return s, nil
+		})
 		if err != nil {
 			return nil, err
 		}
-		if s.commit != "" {
-			k := key
-			k.commit = s.commit
-			f.commits.add(k, key, s, f.commitStoreBytes())
-		}
-		return s, nil
-	})
+		return v.(*snapshot), nil
+	}
+	s, err = do(flightKey)
+	if err == nil && !s.reads(fnPath) {
+		s, err = do(flightKey + "\x00" + fnPath)
+	}
 	if err != nil {
 		return nil, fetched, err
 	}
-	return v.(*snapshot), fetched, nil
+	return s, fetched, nil
 }
 
 // fetch makes the one transfer of a commit: a shallow fetch into a temporary
 // directory that is always removed, bounded by the limits as every clone is, of
-// which a snapshot is kept. Stalling errors about what the commit holds come back
-// inside the snapshot, so they are kept too; errors reaching the repository are not.
-func (f *Fetcher) fetch(ctx context.Context, url string, head Head, auth *Auth, timeout time.Duration) (*snapshot, error) {
+// which a snapshot is kept (of directory fnPath alone, when the commit's trees are
+// more than the store may hold). Stalling errors about what the commit holds come
+// back inside the snapshot, so they are kept too; errors reaching the repository are
+// not.
+func (f *Fetcher) fetch(ctx context.Context, url string, head Head, fnPath string, auth *Auth, timeout time.Duration) (*snapshot, error) {
 	ctx, cancel := timeoutContext(ctx, timeout)
 	defer cancel()
 	dir, err := os.MkdirTemp(f.TmpDir, "clone-")
@@ -397,7 +270,14 @@ func (f *Fetcher) fetch(ctx context.Context, url string, head Head, auth *Auth, 
 	defer func() { _ = os.RemoveAll(dir) }()
 
 	f.clones.Add(1)
-	s, err := fetchSnapshot(ctx, url, head, dir, auth, f.netOptions(url, timeout, false), f.kept)
+	var s *snapshot
+	repo, err := shallowFetch(ctx, url, head, 1, dir, auth, f.netOptions(url, timeout, false))
+	if err == nil {
+		var hash plumbing.Hash
+		if hash, err = fetchedCommit(repo, head); err == nil {
+			s, err = keep(repo.Storer, hash, head, url, auth, f.kept, fnPath, f.commitStoreBytes())
+		}
+	}
 	if err != nil {
 		if rerror.IsStalling(err) && cacheable(err) {
 			return &snapshot{commit: head.Commit, err: err, size: objectOverhead}, nil
@@ -405,18 +285,4 @@ func (f *Fetcher) fetch(ctx context.Context, url string, head Head, auth *Auth, 
 		return nil, err
 	}
 	return s, nil
-}
-
-// fetchSnapshot fetches head shallowly (one commit, no tags, no work tree) into dir
-// and keeps a snapshot of the commit it got.
-func fetchSnapshot(ctx context.Context, url string, head Head, dir string, auth *Auth, opts netOptions, kept map[string]bool) (*snapshot, error) {
-	repo, err := shallowFetch(ctx, url, head, 1, dir, auth, opts)
-	if err != nil {
-		return nil, err
-	}
-	hash, err := fetchedCommit(repo, head)
-	if err != nil {
-		return nil, err
-	}
-	return keep(repo.Storer, hash, head, url, auth, kept)
 }

@@ -42,7 +42,8 @@ func readAll(t *testing.T, f *Fetcher, url string, head Head, auth *Auth, m int,
 }
 
 // TestFetcher_OneTransferPerCommit counts, at the server, the upload-packs of
-// reading every directory of a monorepo: one per commit, over HTTP and SSH.
+// reading every directory of a monorepo: one per commit, over HTTP and SSH (less the
+// transfers made again after go-git's close race, which a loaded machine sees).
 func TestFetcher_OneTransferPerCommit(t *testing.T) {
 	const m = 10
 	type server struct {
@@ -79,17 +80,17 @@ func TestFetcher_OneTransferPerCommit(t *testing.T) {
 			head := Head{Branch: "main", Ref: "refs/heads/main", Commit: c1}
 
 			readAll(t, f, s.url, head, s.auth, m, "one")
-			if diff := cmp.Diff(1, s.uploads()); diff != "" {
+			if diff := cmp.Diff(1, s.uploads()-int(f.TransferRetries())); diff != "" {
 				t.Errorf("upload-packs after reading %d directories of one commit (-want +got):\n%s", m, diff)
 			}
 			readAll(t, f, s.url, head, s.auth, m, "one")
-			if diff := cmp.Diff(1, s.uploads()); diff != "" {
+			if diff := cmp.Diff(1, s.uploads()-int(f.TransferRetries())); diff != "" {
 				t.Errorf("upload-packs after reading them again (-want +got):\n%s", diff)
 			}
 
 			c2 := s.commit(monorepo(m, "two"))
 			readAll(t, f, s.url, Head{Branch: "main", Ref: "refs/heads/main", Commit: c2}, s.auth, m, "two")
-			if diff := cmp.Diff(2, s.uploads()); diff != "" {
+			if diff := cmp.Diff(2, s.uploads()-int(f.TransferRetries())); diff != "" {
 				t.Errorf("upload-packs after a push that changes every directory (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(int64(2), f.clones.Load()); diff != "" {

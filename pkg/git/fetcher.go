@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"golang.org/x/sync/singleflight"
 	"k8s.io/utils/lru"
 
@@ -58,11 +57,17 @@ type Fetcher struct {
 	// transfer of each (url, commit, identity, limits) at a time.
 	commits      *commitStore
 	commitFlight singleflight.Group
-	// clones counts the clones made, for the tests.
-	clones atomic.Int64
+	// clones counts the clones made, for the tests; retried the transfers made again
+	// after go-git's close race (see againAfterCloseRace).
+	clones, retried atomic.Int64
 
 	listings listings
 }
+
+// TransferRetries counts the transfers made again at once because go-git v5 had failed
+// an SSH exchange the server completed (see againAfterCloseRace): each is one more
+// upload-pack at the server.
+func (f *Fetcher) TransferRetries() int64 { return f.retried.Load() }
 
 // Manifests reads the middleware version a function's own source pins, for the
 // runtimes whose middleware lives there (package.json, pom.xml, requirements.txt):
@@ -145,12 +150,12 @@ func (f *Fetcher) Read(ctx context.Context, url string, head Head, fnPath string
 		if v, ok := f.cache.Get(key); ok {
 			return read{c: v.(cached)}, nil
 		}
-		s, fetched, err := f.snapshot(ctx, url, head, auth, lim, timeout)
+		s, fetched, err := f.snapshot(ctx, url, head, fnPath, auth, lim, timeout)
 		if err != nil {
 			return nil, err
 		}
-		content, fnDir, err := s.read(fnPath)
-		c, err := f.load(s.commit, content, fnDir, err)
+		content, files, err := s.read(fnPath)
+		c, err := f.load(s.commit, content, files, err)
 		if err != nil {
 			return nil, err
 		}
@@ -186,7 +191,7 @@ func (f *Fetcher) limits() Limits {
 // netOptions are the bounds and the SSH dialer of an operation on url that may
 // take timeout: a branch listing (listing) or a clone.
 func (f *Fetcher) netOptions(url string, timeout time.Duration, listing bool) netOptions {
-	o := netOptions{limits: f.limits(), listing: listing}
+	o := netOptions{limits: f.limits(), listing: listing, retried: &f.retried}
 	if p, _ := Protocol(url); p == protocolSSH && f.Guard != nil {
 		o.proxy.URL = f.Guard.SSHProxyURL(o.readLimit(), timeout)
 	}
@@ -203,9 +208,9 @@ func (f *Fetcher) result(head Head, c cached, cloned bool) (Result, error) {
 	return r, nil
 }
 
-// load turns what a clone read of commit (func.yaml's content and its directory, or
-// err) into a cache entry.
-func (f *Fetcher) load(commit string, content []byte, fnDir *object.Tree, err error) (cached, error) {
+// load turns what was read of commit (func.yaml's content and the other files of its
+// directory, or err) into a cache entry.
+func (f *Fetcher) load(commit string, content []byte, files fileReader, err error) (cached, error) {
 	if err != nil {
 		if rerror.IsStalling(err) && cacheable(err) {
 			return cached{commit: commit, err: err}, nil
@@ -221,7 +226,7 @@ func (f *Fetcher) load(commit string, content []byte, fnDir *object.Tree, err er
 	case err != nil:
 		return cached{}, fmt.Errorf("loading func.yaml: %w", err)
 	}
-	return cached{commit: commit, metadata: md, source: f.sourceMiddleware(fnDir, md)}, nil
+	return cached{commit: commit, metadata: md, source: f.sourceMiddleware(files, md)}, nil
 }
 
 // cacheable is true for the failures that depend only on what the commit holds (and
@@ -234,7 +239,7 @@ func cacheable(err error) bool {
 
 // sourceMiddleware reads the middleware version from the function's own manifest
 // (package.json, pom.xml, requirements.txt), for runtimes whose middleware lives there.
-func (f *Fetcher) sourceMiddleware(fnDir *object.Tree, md funcyaml.Metadata) SourceMiddleware {
+func (f *Fetcher) sourceMiddleware(read fileReader, md funcyaml.Metadata) SourceMiddleware {
 	if f.manifests == nil {
 		return SourceMiddleware{}
 	}
@@ -244,7 +249,7 @@ func (f *Fetcher) sourceMiddleware(fnDir *object.Tree, md funcyaml.Metadata) Sou
 	}
 	files := map[string][]byte{}
 	for _, name := range names {
-		if content, ok := readOptional(fnDir, name); ok {
+		if content, ok := read(name); ok {
 			files[name] = content
 		}
 	}

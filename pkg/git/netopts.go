@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
@@ -17,6 +18,11 @@ import (
 // cloneObjectCache is the memory go-git may keep of decoded objects during one
 // clone (its default is 96 MiB per repository).
 const cloneObjectCache = 8 << 20
+
+// cloneStreamedObject is the size past which go-git streams an object of a clone
+// from its pack (applying a delta as it streams) rather than holding it whole: a tree
+// of a million entries is read through a buffer (see fits), and copied once (keep).
+const cloneStreamedObject = 1 << 20
 
 // maxListing caps what a branch listing may read: the references of a repository
 // with a hundred thousand branches fit in a few MiB.
@@ -30,6 +36,9 @@ type netOptions struct {
 	// proxy routes SSH dials through the operator's network guard; empty for HTTP,
 	// whose transport is installed once (see Fetcher).
 	proxy transport.ProxyOptions
+	// retried counts the fetches made again after go-git's close race (see
+	// againAfterCloseRace).
+	retried *atomic.Int64
 }
 
 // context caps what HTTP responses read with ctx may carry.

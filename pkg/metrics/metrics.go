@@ -51,6 +51,8 @@ type Metrics struct {
 	queue   func() (running, waiting int)
 	// commitStore reports the git fetcher's commit store (WithCommitStore).
 	commitStore func() CommitStore
+	// transferRetries reports the git transfers made again (WithTransferRetries).
+	transferRetries func() int64
 }
 
 // CommitStore is what the git fetcher keeps of the commits it fetched (see package
@@ -66,6 +68,13 @@ type CommitStore struct {
 // and _not_kept_total, read together at each scrape.
 func WithCommitStore(stats func() CommitStore) Option {
 	return func(m *Metrics) { m.commitStore = stats }
+}
+
+// WithTransferRetries exports func_operator_git_transfer_retries_total: the git
+// transfers made again at once because go-git had failed an SSH exchange the server
+// completed (package git's Fetcher.TransferRetries).
+func WithTransferRetries(n func() int64) Option {
+	return func(m *Metrics) { m.transferRetries = n }
 }
 
 // commitStoreCollector exports one reading of the commit store per scrape.
@@ -170,6 +179,12 @@ func (m *Metrics) Collectors() []prometheus.Collector {
 	}
 	if m.commitStore != nil {
 		cs = append(cs, commitStoreCollector{m.commitStore})
+	}
+	if m.transferRetries != nil {
+		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "git_transfer_retries_total",
+			Help: "Git transfers made again at once because go-git had failed an SSH exchange the server completed (it closed first): one more upload-pack each.",
+		}, func() float64 { return float64(m.transferRetries()) }))
 	}
 	if m.queue != nil {
 		cs = append(cs,

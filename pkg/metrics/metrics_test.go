@@ -302,3 +302,30 @@ func_operator_git_commit_store_refetches_total %d
 		t.Errorf("without WithCommitStore: %d series (%v), want none", n, err)
 	}
 }
+
+// TestMetrics_TransferRetries: with WithTransferRetries the git transfers made again
+// are exported as read at scrape time; without it, not at all.
+func TestMetrics_TransferRetries(t *testing.T) {
+	var n int64 = 2
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(New(nil, WithTransferRetries(func() int64 { return n })).Collectors()...)
+	want := func(n int64) string {
+		return fmt.Sprintf(`
+# HELP func_operator_git_transfer_retries_total Git transfers made again at once because go-git had failed an SSH exchange the server completed (it closed first): one more upload-pack each.
+# TYPE func_operator_git_transfer_retries_total counter
+func_operator_git_transfer_retries_total %d
+`, n)
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want(2)), "func_operator_git_transfer_retries_total"); err != nil {
+		t.Error(err)
+	}
+	n = 5
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want(5)), "func_operator_git_transfer_retries_total"); err != nil {
+		t.Errorf("after two more: %v", err)
+	}
+	without := prometheus.NewPedanticRegistry()
+	without.MustRegister(New(nil).Collectors()...)
+	if got, err := testutil.GatherAndCount(without, "func_operator_git_transfer_retries_total"); err != nil || got != 0 {
+		t.Errorf("without WithTransferRetries: %d series (%v), want none", got, err)
+	}
+}

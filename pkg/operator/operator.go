@@ -238,7 +238,7 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 	metricsOpts := []metrics.Option{metrics.WithCommitStore(func() metrics.CommitStore {
 		st := fetcher.CommitStoreStats()
 		return metrics.CommitStore{Bytes: st.Bytes, Commits: st.Commits, Evictions: st.Evictions, Refetches: st.Refetches, NotKept: st.NotKept}
-	})}
+	}), metrics.WithTransferRetries(fetcher.TransferRetries)}
 	if o.NoFunctionConditionMetrics {
 		metricsOpts = append(metricsOpts, metrics.WithoutFunctionConditions())
 	}

@@ -109,17 +109,20 @@ func (m *monorepo) pushToAll(t *testing.T) {
 // transfers counts the object transfers the server made of the repository: its
 // upload-packs, less, over SSH (where each listing is an upload-pack too), the
 // listings the operator made (func_operator_git_fetch_duration_seconds_count of
-// ls-remote: this operator lists no other repository).
+// ls-remote: this operator lists no other repository) and the transfers it made again
+// after go-git's close race (func_operator_git_transfer_retries_total).
 func (m *monorepo) transfers(t *testing.T) int {
 	t.Helper()
 	if !m.ssh {
 		return m.uploads()
 	}
-	listings, _ := value(scrape(t, m.metrics), "func_operator_git_fetch_duration_seconds", map[string]string{"operation": "ls-remote"})
+	scraped := scrape(t, m.metrics)
+	listings, _ := value(scraped, "func_operator_git_fetch_duration_seconds", map[string]string{"operation": "ls-remote"})
 	if listings < 1 {
 		t.Fatalf("over SSH: the operator's metrics show %g listings, want at least the first", listings)
 	}
-	return m.uploads() - int(listings)
+	retries, _ := value(scraped, "func_operator_git_transfer_retries_total", nil)
+	return m.uploads() - int(listings) - int(retries)
 }
 
 // wantTransfers waits until transfers counts want: over SSH, sshd logs a listing as

@@ -1,0 +1,401 @@
+package git
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"path"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/funclib/funcyaml"
+)
+
+// objectOverhead is what a kept object costs besides its content (its id, its
+// entries in the snapshot's maps and the walk's): an estimate, so that a commit of
+// many empty files still counts. TestSnapshot_CountsWhatItHolds holds it to the heap.
+const objectOverhead = 128
+
+// snapshot is what a fetch of a commit kept, in memory: the raw content of every
+// tree of the commit, and of every func.yaml and source-middleware file (those
+// larger than a func.yaml may be as their size only). Or, when that is more than
+// the commit store may hold, only what reading one directory needs (partial): the
+// trees on the way to it and its files. Or, instead, the stalling error the fetch
+// gave (the commit is too large, has too many files, ...), which holds for every
+// path of it.
+type snapshot struct {
+	commit string
+	root   plumbing.Hash
+	trees  map[plumbing.Hash][]byte
+	blobs  map[plumbing.Hash]keptBlob
+	// partial is set when only directory path can be read.
+	partial bool
+	path    string
+	err     error
+	// size is what the snapshot holds: its objects' content and objectOverhead each.
+	size int64
+}
+
+// keptBlob is a file kept: its content, or only its size when it is larger than a
+// func.yaml may be (content nil).
+type keptBlob struct {
+	content []byte
+	size    int64
+}
+
+func newSnapshot(commit string, root plumbing.Hash) *snapshot {
+	return &snapshot{commit: commit, root: root, trees: map[plumbing.Hash][]byte{}, blobs: map[plumbing.Hash]keptBlob{}}
+}
+
+// reads is true when the snapshot can read directory fnPath.
+func (s *snapshot) reads(fnPath string) bool { return !s.partial || s.path == fnPath }
+
+// fileReader returns the content of a regular file of a function's directory, or
+// false when there is none (or it is a link, or larger than a func.yaml may be).
+type fileReader func(name string) ([]byte, bool)
+
+// read returns what directory fnPath of the snapshot holds: its func.yaml and its
+// other files.
+func (s *snapshot) read(fnPath string) ([]byte, fileReader, error) {
+	if s.err != nil {
+		return nil, nil, s.err
+	}
+	short := s.commit
+	if len(short) > 12 {
+		short = short[:12]
+	}
+	if !s.reads(fnPath) {
+		return nil, nil, transient("commit %s was kept to read directory %q only", short, s.path)
+	}
+	dir, err := s.dir(fnPath, short)
+	if err != nil {
+		return nil, nil, err
+	}
+	where := path.Join(fnPath, funcyaml.FuncYAML)
+	entry, found, err := findEntry(dir, funcyaml.FuncYAML)
+	switch {
+	case err != nil:
+		return nil, nil, stalling(v1alpha1.ReasonPathNotFound, "path %q cannot be read at commit %s: %s", fnPath, short, err)
+	case !found:
+		return nil, nil, stalling(v1alpha1.ReasonFuncYamlNotFound, "%s does not exist at commit %s: the directory is not a function", where, short)
+	}
+	switch entry.mode {
+	case filemode.Regular, filemode.Executable, filemode.Deprecated:
+	case filemode.Symlink:
+		return nil, nil, stalling(v1alpha1.ReasonFuncYamlInvalid, "%s is a symbolic link at commit %s: it must be a regular file", where, short)
+	default:
+		return nil, nil, stalling(v1alpha1.ReasonFuncYamlNotFound, "%s is not a file at commit %s", where, short)
+	}
+	b, ok := s.blobs[entry.hash]
+	switch {
+	case !ok:
+		return nil, nil, transient("reading %s at commit %s: it was not kept", where, short)
+	case b.content == nil && b.size > maxFuncYAMLSize:
+		return nil, nil, stalling(v1alpha1.ReasonFuncYamlInvalid, "%s is %d bytes at commit %s: more than the %d a func.yaml may have",
+			where, b.size, short, maxFuncYAMLSize)
+	}
+	return bytes.Clone(b.content), s.files(dir), nil
+}
+
+// dir returns the content of the tree of directory fnPath ("" is the root).
+func (s *snapshot) dir(fnPath, short string) ([]byte, error) {
+	hash := s.root
+	if fnPath != "" {
+		parts := strings.Split(fnPath, "/")
+		for i, part := range parts {
+			raw, ok := s.trees[hash]
+			if !ok {
+				return nil, stalling(v1alpha1.ReasonPathNotFound, "path %q cannot be read at commit %s: tree %s is missing", fnPath, short, hash)
+			}
+			e, found, err := findEntry(raw, part)
+			last := i == len(parts)-1
+			switch {
+			case err != nil:
+				return nil, stalling(v1alpha1.ReasonPathNotFound, "path %q cannot be read at commit %s: %s", fnPath, short, err)
+			case !found || (!last && e.mode != filemode.Dir):
+				return nil, stalling(v1alpha1.ReasonPathNotFound, "path %q does not exist at commit %s", fnPath, short)
+			case e.mode != filemode.Dir:
+				return nil, stalling(v1alpha1.ReasonPathNotFound, "path %q is not a directory at commit %s", fnPath, short)
+			}
+			hash = e.hash
+		}
+	}
+	raw, ok := s.trees[hash]
+	if !ok {
+		return nil, stalling(v1alpha1.ReasonPathNotFound, "path %q cannot be read at commit %s: tree %s is missing", fnPath, short, hash)
+	}
+	return raw, nil
+}
+
+// files reads the regular files of the directory whose tree is dir.
+func (s *snapshot) files(dir []byte) fileReader {
+	return func(name string) ([]byte, bool) {
+		e, found, err := findEntry(dir, name)
+		if err != nil || !found || (e.mode != filemode.Regular && e.mode != filemode.Executable) {
+			return nil, false
+		}
+		b, ok := s.blobs[e.hash]
+		if !ok || (b.content == nil && b.size > maxFuncYAMLSize) {
+			return nil, false
+		}
+		return bytes.Clone(b.content), true
+	}
+}
+
+// errPartial stops a walk of every tree of a commit: past the bound, or at an object
+// it cannot read; only the asked directory is kept then.
+var errPartial = errors.New("the commit's trees cannot all be kept")
+
+// keep copies out of a fetched repository's storage what reading any directory of
+// commit hash needs, so that the clone can be removed: at most max bytes of it (see
+// snapshot.size), which fits measures first. When that is more (or max < 0), it keeps
+// only what reading fnPath needs: a partial snapshot, bounded by the depth of fnPath
+// and the clone's limit of what one object may expand to. kept names the files whose
+// content it keeps, in any directory (Fetcher.kept).
+func keep(src storer.EncodedObjectStorer, hash plumbing.Hash, head Head, url string, auth *Auth, kept map[string]bool, fnPath string, max int64) (*snapshot, error) {
+	root, err := rootTree(src, hash, head, url, auth)
+	if err != nil {
+		return nil, err
+	}
+	if max >= 0 && fits(src, root, kept, max) {
+		if s := newSnapshot(hash.String(), root); s.keepAll(src, kept, max) == nil {
+			return s, nil
+		}
+	}
+	s := newSnapshot(hash.String(), root)
+	s.partial, s.path = true, fnPath
+	s.keepDir(src, fnPath, kept)
+	return s, nil
+}
+
+// rootTree returns the id of the tree of commit hash.
+func rootTree(src storer.EncodedObjectStorer, hash plumbing.Hash, head Head, url string, auth *Auth) (plumbing.Hash, error) {
+	c, err := object.GetCommit(src, hash)
+	if err != nil {
+		if head.fixed() {
+			return plumbing.ZeroHash, repositoryStalling(v1alpha1.ReasonCommitNotFound, "%s of repository %s is not a commit", refText(head), scrub(url, auth.secrets))
+		}
+		return plumbing.ZeroHash, transient("reading commit %s of the clone: %s", hash, err)
+	}
+	return c.TreeHash, nil
+}
+
+// fits walks the trees of the commit as keepAll does, holding none of them (each is
+// read as it streams, from the clone), and reports whether keepAll would keep them
+// within max bytes: a commit that is larger costs the operator an object at a time,
+// never the bound. Every object is counted before it is read, by the size its pack
+// header gives.
+func fits(src storer.EncodedObjectStorer, root plumbing.Hash, kept map[string]bool, max int64) bool {
+	seen := map[plumbing.Hash]bool{root: true}
+	pending := []plumbing.Hash{root}
+	total := int64(objectOverhead)
+	br := bufio.NewReaderSize(nil, treeReadBuffer)
+	for len(pending) > 0 {
+		hash := pending[len(pending)-1]
+		pending = pending[:len(pending)-1]
+		size, err := src.EncodedObjectSize(hash)
+		if err != nil {
+			return false
+		}
+		if total += size; total > max {
+			return false
+		}
+		if !walkTree(src, hash, br, func(e treeEntry) bool {
+			switch {
+			case seen[e.hash] || e.mode == filemode.Submodule:
+			case e.mode == filemode.Dir:
+				seen[e.hash] = true
+				pending = append(pending, e.hash)
+				total += objectOverhead
+			case kept[string(e.name)]:
+				seen[e.hash] = true
+				n, err := src.EncodedObjectSize(e.hash)
+				if err != nil {
+					return false
+				}
+				total += objectOverhead
+				if n <= maxFuncYAMLSize {
+					total += n
+				}
+			}
+			return total <= max
+		}) || total > max {
+			return false
+		}
+	}
+	return true
+}
+
+// walkTree calls fn with the entries of tree hash of src as they stream through br,
+// and reports whether the tree was read whole and fn never returned false.
+func walkTree(src storer.EncodedObjectStorer, hash plumbing.Hash, br *bufio.Reader, fn func(treeEntry) bool) bool {
+	o, err := src.EncodedObject(plumbing.TreeObject, hash)
+	if err != nil {
+		return false
+	}
+	r, err := o.Reader()
+	if err != nil {
+		return false
+	}
+	defer func() { _ = r.Close() }()
+	br.Reset(r)
+	all := true
+	err = eachEntryFrom(br, func(e treeEntry) bool {
+		all = fn(e)
+		return all
+	})
+	return err == nil && all
+}
+
+// keepAll keeps every tree of the commit and the kept files in them, walking one
+// tree at a time (only ids wait their turn), or returns errPartial once that would
+// be more than max bytes, or at an object it cannot read. Every object is counted
+// before it is read: its size comes from the pack's header.
+func (s *snapshot) keepAll(src storer.EncodedObjectStorer, kept map[string]bool, max int64) error {
+	seen := map[plumbing.Hash]bool{s.root: true}
+	pending := []plumbing.Hash{s.root}
+	s.size += objectOverhead
+	for len(pending) > 0 {
+		if s.size > max {
+			return errPartial
+		}
+		hash := pending[len(pending)-1]
+		pending = pending[:len(pending)-1]
+		raw, err := s.keepTree(src, hash, max)
+		if err != nil {
+			return errPartial // over the bound, or a tree this walk cannot read
+		}
+		var ferr error
+		err = eachEntry(raw, func(e treeEntry) bool {
+			switch {
+			case seen[e.hash] || e.mode == filemode.Submodule:
+			case e.mode == filemode.Dir:
+				seen[e.hash] = true
+				pending = append(pending, e.hash)
+				s.size += objectOverhead
+			case kept[string(e.name)]:
+				seen[e.hash] = true
+				ferr = s.keepBlob(src, e.hash, max)
+			}
+			return ferr == nil && s.size <= max
+		})
+		if err != nil || ferr != nil {
+			return errPartial
+		}
+	}
+	if s.size > max {
+		return errPartial
+	}
+	return nil
+}
+
+// keepDir keeps the trees on the way to directory fnPath, that directory's, and its
+// kept files: what read(fnPath) needs. It stops where fnPath is not a directory or an
+// object cannot be read, for read to say why.
+func (s *snapshot) keepDir(src storer.EncodedObjectStorer, fnPath string, kept map[string]bool) {
+	hash := s.root
+	var parts []string
+	if fnPath != "" {
+		parts = strings.Split(fnPath, "/")
+	}
+	for _, part := range parts {
+		s.size += objectOverhead
+		raw, err := s.keepTree(src, hash, -1)
+		if err != nil {
+			return
+		}
+		e, found, err := findEntry(raw, part)
+		if err != nil || !found || e.mode != filemode.Dir {
+			return
+		}
+		hash = e.hash
+	}
+	s.size += objectOverhead
+	raw, err := s.keepTree(src, hash, -1)
+	if err != nil {
+		return
+	}
+	_ = eachEntry(raw, func(e treeEntry) bool {
+		if _, done := s.blobs[e.hash]; !done && kept[string(e.name)] && e.mode != filemode.Dir && e.mode != filemode.Submodule {
+			_ = s.keepBlob(src, e.hash, -1) // a file not kept reads as none
+		}
+		return true
+	})
+}
+
+// keepTree keeps tree hash and returns its content; errPartial when that would put
+// the snapshot over max bytes (max < 0: no bound). objectOverhead is counted by the
+// caller, before.
+func (s *snapshot) keepTree(src storer.EncodedObjectStorer, hash plumbing.Hash, max int64) ([]byte, error) {
+	if raw, ok := s.trees[hash]; ok {
+		return raw, nil
+	}
+	size, err := src.EncodedObjectSize(hash)
+	if err != nil {
+		return nil, transient("reading tree %s of the clone: %s", hash, err)
+	}
+	if max >= 0 && s.size+size > max {
+		return nil, errPartial
+	}
+	raw, err := readObject(src, plumbing.TreeObject, hash)
+	if err != nil {
+		return nil, err
+	}
+	s.trees[hash] = raw
+	s.size += int64(len(raw))
+	return raw, nil
+}
+
+// keepBlob keeps file hash: its content, or its size alone when that is more than a
+// func.yaml may be; errPartial when that would put the snapshot over max bytes
+// (max < 0: no bound).
+func (s *snapshot) keepBlob(src storer.EncodedObjectStorer, hash plumbing.Hash, max int64) error {
+	size, err := src.EncodedObjectSize(hash)
+	if err != nil {
+		return transient("reading blob %s of the clone: %s", hash, err)
+	}
+	s.size += objectOverhead
+	if size > maxFuncYAMLSize {
+		s.blobs[hash] = keptBlob{size: size}
+		return nil
+	}
+	if max >= 0 && s.size+size > max {
+		return errPartial
+	}
+	content, err := readObject(src, plumbing.BlobObject, hash)
+	if err != nil {
+		return err
+	}
+	s.blobs[hash] = keptBlob{content: content, size: int64(len(content))}
+	s.size += int64(len(content))
+	return nil
+}
+
+// readObject reads object hash of type t whole, into a slice of its size exactly
+// (go-git's MemoryObject grows by appending: up to twice what it holds), and checks
+// it against its id.
+func readObject(src storer.EncodedObjectStorer, t plumbing.ObjectType, hash plumbing.Hash) ([]byte, error) {
+	o, err := src.EncodedObject(t, hash)
+	if err != nil {
+		return nil, transient("reading %s %s of the clone: %s", t, hash, err)
+	}
+	r, err := o.Reader()
+	if err != nil {
+		return nil, transient("reading %s %s of the clone: %s", t, hash, err)
+	}
+	defer func() { _ = r.Close() }()
+	content := make([]byte, o.Size())
+	if _, err := io.ReadFull(r, content); err != nil {
+		return nil, transient("reading %s %s of the clone: %s", t, hash, err)
+	}
+	if plumbing.ComputeHash(t, content) != hash {
+		return nil, transient("%s %s of the clone does not match its id", t, hash)
+	}
+	return content, nil
+}
