@@ -136,7 +136,7 @@ func (cs *commitStore) add(key, asked commitKey, s *snapshot, max int64) {
 	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	if el, ok := cs.items[key]; ok {
+	if el, ok := cs.items[key]; ok && !s.partial { // a partial one never replaces a whole one
 		cs.remove(el)
 	}
 	_, again := cs.dropped[asked]

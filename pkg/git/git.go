@@ -45,10 +45,21 @@ func remoteListing(ctx context.Context, url string, auth *Auth, opts netOptions,
 // shallowFetch fetches the last depth commits of head (no tags, no work tree) into
 // dir, within opts' limits.
 func shallowFetch(ctx context.Context, url string, head Head, depth int, dir string, auth *Auth, opts netOptions) (*gogit.Repository, error) {
-	return againAfterCloseRace(ctx, dir, opts.retried, func() (*gogit.Repository, error) {
-		return shallowFetchOnce(ctx, url, head, depth, dir, auth, opts)
+	var b *budget
+	repo, err := againAfterCloseRace(ctx, dir, opts.retried, func() (*gogit.Repository, error) {
+		b = &budget{limits: opts.limits}
+		storage := filesystem.NewStorageWithOptions(limitedFS{Filesystem: osfs.New(dir), b: b, done: ctx.Done()}, cache.NewObjectLRU(cloneObjectCache),
+			filesystem.Options{LargeObjectThreshold: cloneStreamedObject})
+		return fetchHead(opts.context(ctx), storage, url, head, depth, auth, opts)
 	})
+	if err == nil {
+		return repo, nil
+	}
+	return nil, fetchError(ctx, url, head, auth, opts, b, err)
 }
+
+// errCloseRace is what go-git v5 returns for its close race (see againAfterCloseRace).
+const errCloseRace = "closing input: EOF"
 
 // againAfterCloseRace runs fetch, and once more, into dir emptied, when go-git failed
 // an SSH exchange the server had completed: go-git v5 closes its input after sending
@@ -59,7 +70,8 @@ func shallowFetch(ctx context.Context, url string, head Head, depth int, dir str
 // retried counts the second fetches.
 func againAfterCloseRace(ctx context.Context, dir string, retried *atomic.Int64, fetch func() (*gogit.Repository, error)) (*gogit.Repository, error) {
 	repo, err := fetch()
-	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "closing input: EOF") {
+	// go-git's own error, whole, before it is classified: no text a server sent makes it.
+	if err == nil || ctx.Err() != nil || err.Error() != errCloseRace {
 		return repo, err
 	}
 	if rmErr := os.RemoveAll(dir); rmErr != nil {
@@ -74,33 +86,26 @@ func againAfterCloseRace(ctx context.Context, dir string, retried *atomic.Int64,
 	return fetch()
 }
 
-// shallowFetchOnce is one try of shallowFetch.
-func shallowFetchOnce(ctx context.Context, url string, head Head, depth int, dir string, auth *Auth, opts netOptions) (*gogit.Repository, error) {
-	b := &budget{limits: opts.limits}
-	storage := filesystem.NewStorageWithOptions(limitedFS{Filesystem: osfs.New(dir), b: b, done: ctx.Done()}, cache.NewObjectLRU(cloneObjectCache),
-		filesystem.Options{LargeObjectThreshold: cloneStreamedObject})
-	repo, err := fetchHead(opts.context(ctx), storage, url, head, depth, auth, opts)
-	if err == nil {
-		return repo, nil
-	}
+// fetchError classifies err, what go-git's fetch within budget b returned.
+func fetchError(ctx context.Context, url string, head Head, auth *Auth, opts netOptions, b *budget, err error) error {
 	if over := b.exceeded(); over != nil {
 		reason := v1alpha1.ReasonCloneTooLarge
 		if b.objects > 0 && opts.limits.MaxFiles > 0 && b.objects > opts.limits.MaxFiles {
 			reason = v1alpha1.ReasonCloneTooManyFiles
 		}
-		return nil, stalling(reason, "cloning %s: %s", scrub(url, auth.secrets), over)
+		return stalling(reason, "cloning %s: %s", scrub(url, auth.secrets), over)
 	}
 	switch {
 	case head.fixed() && errors.Is(err, gogit.ErrExactSHA1NotSupported):
-		return nil, repositoryStalling(v1alpha1.ReasonCommitNotFound,
+		return repositoryStalling(v1alpha1.ReasonCommitNotFound,
 			"commit %s of repository %s is not the tip of a branch or tag, and the server does not allow fetching a commit by its id (git config uploadpack.allowReachableSHA1InWant)",
 			head.Commit, scrub(url, auth.secrets))
 	case head.fixed() && isNotOurRef(err):
-		return nil, repositoryStalling(v1alpha1.ReasonCommitNotFound, "commit %s not found in repository %s", head.Commit, scrub(url, auth.secrets))
+		return repositoryStalling(v1alpha1.ReasonCommitNotFound, "commit %s not found in repository %s", head.Commit, scrub(url, auth.secrets))
 	case errors.Is(err, plumbing.ErrReferenceNotFound) || isNoMatchingRef(err):
-		return nil, repositoryStalling(notFoundReason(head), "%s not found in repository %s", refText(head), scrub(url, auth.secrets))
+		return repositoryStalling(notFoundReason(head), "%s not found in repository %s", refText(head), scrub(url, auth.secrets))
 	}
-	return nil, remoteError(ctx, v1alpha1.ReasonGitCloneFailed, "cloning", url, auth, err)
+	return remoteError(ctx, v1alpha1.ReasonGitCloneFailed, "cloning", url, auth, err)
 }
 
 // fixedRef is where a commit fetched by its id is kept in the clone.

@@ -38,6 +38,9 @@ type snapshot struct {
 	partial bool
 	path    string
 	err     error
+	// readErr is why an object of the partial snapshot's directory could not be read
+	// from the clone (see keep): read returns it.
+	readErr error
 	// size is what the snapshot holds: its objects' content and objectOverhead each.
 	size int64
 }
@@ -72,6 +75,9 @@ func (s *snapshot) read(fnPath string) ([]byte, fileReader, error) {
 	}
 	if !s.reads(fnPath) {
 		return nil, nil, transient("commit %s was kept to read directory %q only", short, s.path)
+	}
+	if s.readErr != nil {
+		return nil, nil, s.readErr
 	}
 	dir, err := s.dir(fnPath, short)
 	if err != nil {
@@ -308,6 +314,7 @@ func (s *snapshot) keepDir(src storer.EncodedObjectStorer, fnPath string, kept m
 		s.size += objectOverhead
 		raw, err := s.keepTree(src, hash, -1)
 		if err != nil {
+			s.keep(err)
 			return
 		}
 		e, found, err := findEntry(raw, part)
@@ -319,14 +326,30 @@ func (s *snapshot) keepDir(src storer.EncodedObjectStorer, fnPath string, kept m
 	s.size += objectOverhead
 	raw, err := s.keepTree(src, hash, -1)
 	if err != nil {
+		s.keep(err)
 		return
 	}
+	// The first entry of each name, what read finds: a tree git would refuse may name a
+	// file many times, each a different 1 MiB blob.
+	found := map[string]bool{}
 	_ = eachEntry(raw, func(e treeEntry) bool {
-		if _, done := s.blobs[e.hash]; !done && kept[string(e.name)] && e.mode != filemode.Dir && e.mode != filemode.Submodule {
-			_ = s.keepBlob(src, e.hash, -1) // a file not kept reads as none
+		if !kept[string(e.name)] || found[string(e.name)] {
+			return true
+		}
+		found[string(e.name)] = true
+		if _, done := s.blobs[e.hash]; !done && e.mode != filemode.Dir && e.mode != filemode.Submodule {
+			s.keep(s.keepBlob(src, e.hash, -1)) // a file not kept reads as none
 		}
 		return true
 	})
+}
+
+// keep records the first failure to read an object of the clone that is there: read
+// then fails as that did, transiently, rather than as a path that is not there.
+func (s *snapshot) keep(err error) {
+	if err != nil && s.readErr == nil && !errors.Is(err, plumbing.ErrObjectNotFound) {
+		s.readErr = err
+	}
 }
 
 // keepTree keeps tree hash and returns its content; errPartial when that would put
@@ -338,7 +361,7 @@ func (s *snapshot) keepTree(src storer.EncodedObjectStorer, hash plumbing.Hash, 
 	}
 	size, err := src.EncodedObjectSize(hash)
 	if err != nil {
-		return nil, transient("reading tree %s of the clone: %s", hash, err)
+		return nil, transient("reading tree %s of the clone: %w", hash, err)
 	}
 	if max >= 0 && s.size+size > max {
 		return nil, errPartial
@@ -358,7 +381,7 @@ func (s *snapshot) keepTree(src storer.EncodedObjectStorer, hash plumbing.Hash, 
 func (s *snapshot) keepBlob(src storer.EncodedObjectStorer, hash plumbing.Hash, max int64) error {
 	size, err := src.EncodedObjectSize(hash)
 	if err != nil {
-		return transient("reading blob %s of the clone: %s", hash, err)
+		return transient("reading blob %s of the clone: %w", hash, err)
 	}
 	s.size += objectOverhead
 	if size > maxFuncYAMLSize {
@@ -383,7 +406,7 @@ func (s *snapshot) keepBlob(src storer.EncodedObjectStorer, hash plumbing.Hash, 
 func readObject(src storer.EncodedObjectStorer, t plumbing.ObjectType, hash plumbing.Hash) ([]byte, error) {
 	o, err := src.EncodedObject(t, hash)
 	if err != nil {
-		return nil, transient("reading %s %s of the clone: %s", t, hash, err)
+		return nil, transient("reading %s %s of the clone: %w", t, hash, err)
 	}
 	r, err := o.Reader()
 	if err != nil {

@@ -2,6 +2,7 @@ package git
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"runtime"
@@ -19,6 +20,20 @@ import (
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/test/gitserver"
 )
+
+// failingStorer fails to read the objects of fail, as a clone's storage would on a
+// file it cannot open.
+type failingStorer struct {
+	*memory.Storage
+	fail map[plumbing.Hash]bool
+}
+
+func (f failingStorer) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	if f.fail[h] {
+		return nil, errors.New("open objects/pack/pack-1.pack: too many open files")
+	}
+	return f.Storage.EncodedObject(t, h)
+}
 
 // memRepo writes objects into a go-git memory storage, the source keep copies from.
 type memRepo struct {
@@ -201,6 +216,49 @@ func TestKeep_Bound(t *testing.T) {
 		s = keepAt("fns/f0/index.js", 1<<20)
 		_, _, err = s.read("fns/f0/index.js")
 		checkError(t, &wantError{reason: v1alpha1.ReasonPathNotFound, stalling: true, msgHas: []string{`path "fns/f0/index.js" is not a directory`}}, err)
+	})
+
+	t.Run("over the bound: a name the directory gives many times is kept once", func(t *testing.T) {
+		// A tree git would refuse: package.json 40 times, each a different 100 KB blob.
+		entries := make([]object.TreeEntry, 0, 41)
+		entries = append(entries, object.TreeEntry{Name: "func.yaml", Mode: filemode.Regular, Hash: r.put(plumbing.BlobObject, []byte(funcYAML("dup", "node")))})
+		for i := range 40 {
+			content := fmt.Sprintf("1.%d.0\n%s", i, strings.Repeat("x", 100_000))
+			entries = append(entries, object.TreeEntry{Name: "package.json", Mode: filemode.Regular, Hash: r.put(plumbing.BlobObject, []byte(content))})
+		}
+		dup := r.put(plumbing.TreeObject, encodeTree(t, entries))
+		c := r.commit(r.dir(nil, object.TreeEntry{Name: "dup", Mode: filemode.Dir, Hash: dup}))
+		s, err := keep(r.st, c, Head{Commit: c.String()}, "https://git.example.invalid/r", &Auth{}, keptFiles, "dup", 1<<20)
+		if err != nil || !s.partial {
+			t.Fatalf("keep: partial %v, %v; want the directory alone", s != nil && s.partial, err)
+		}
+		if s.size > 200<<10 {
+			t.Errorf("size %d: want func.yaml and the first package.json, not all 40", s.size)
+		}
+		_, files, err := s.read("dup")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := files("package.json"); !ok || !strings.HasPrefix(string(got), "1.0.0\n") {
+			t.Errorf("package.json: %.10q, %v; want the first", got, ok)
+		}
+	})
+
+	t.Run("a failure to read the clone: transient, not a missing path", func(t *testing.T) {
+		failing := failingStorer{Storage: r.st, fail: map[plumbing.Hash]bool{}}
+		s, err := keep(failing, commit, Head{Commit: commit.String()}, "https://git.example.invalid/r", &Auth{}, keptFiles, "fns/f1", 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkReads(t, s, 1) // the control: nothing fails yet
+		c, _ := object.GetCommit(r.st, commit)
+		failing.fail[c.TreeHash] = true
+		s, err = keep(failing, commit, Head{Commit: commit.String()}, "https://git.example.invalid/r", &Auth{}, keptFiles, "fns/f1", 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = s.read("fns/f1")
+		checkError(t, &wantError{reason: v1alpha1.ReasonGitCloneFailed, msgHas: []string{"too many open files"}}, err)
 	})
 
 	t.Run("a tree the walk cannot read: the asked directory alone", func(t *testing.T) {
