@@ -392,3 +392,20 @@ func readAllOf(t *testing.T, f *Fetcher, url string, head Head, auth *Auth, n in
 		}
 	}
 }
+
+// TestCommitStore_PartialKeepsWhole: a partial snapshot of a commit the store holds
+// whole (a branch's read that found it over the bound a moment after a lower bound,
+// or a failure to read the clone) is used, not kept, and leaves the whole one.
+func TestCommitStore_PartialKeepsWhole(t *testing.T) {
+	cs := newCommitStore()
+	key := commitKey{url: "https://git.example.invalid/r", commit: "c1"}
+	whole := &snapshot{commit: "c1", size: 1000}
+	cs.add(key, key, whole, 1<<20)
+	cs.add(key, key, &snapshot{commit: "c1", partial: true, path: "fns/f0", size: 100}, 1<<20)
+	if got, ok := cs.get(key); !ok || got != whole {
+		t.Errorf("after a partial snapshot of the same commit: %+v, %v; want the whole one kept", got, ok)
+	}
+	if cs.notKept != 1 || cs.used != 1000 {
+		t.Errorf("notKept %d, used %d: want the partial one counted as not kept, the whole one's bytes", cs.notKept, cs.used)
+	}
+}
