@@ -154,13 +154,9 @@ func (s *snapshot) files(dir []byte) fileReader {
 	}
 }
 
-// errPartial stops a walk of every tree of a commit: past the bound, or at an object
-// it cannot read; only the asked directory is kept then.
-var errPartial = errors.New("the commit's trees cannot all be kept")
-
 // keep copies out of a fetched repository's storage what reading any directory of
 // commit hash needs, so that the clone can be removed: at most max bytes of it (see
-// snapshot.size), which fits measures first. When that is more (or max < 0), it keeps
+// snapshot.size), which fits measures first, walking as keepAll then does. When that is more (or max < 0), it keeps
 // only what reading fnPath needs: a partial snapshot, bounded by the depth of fnPath
 // and the clone's limit of what one object may expand to. kept names the files whose
 // content it keeps, in any directory (Fetcher.kept).
@@ -170,7 +166,7 @@ func keep(src storer.EncodedObjectStorer, hash plumbing.Hash, head Head, url str
 		return nil, err
 	}
 	if max >= 0 && fits(src, root, kept, max) {
-		if s := newSnapshot(hash.String(), root); s.keepAll(src, kept, max) == nil {
+		if s := newSnapshot(hash.String(), root); s.keepAll(src, kept, max) {
 			return s, nil
 		}
 	}
@@ -192,16 +188,17 @@ func rootTree(src storer.EncodedObjectStorer, hash plumbing.Hash, head Head, url
 	return c.TreeHash, nil
 }
 
-// fits walks the trees of the commit as keepAll does, holding none of them (each is
-// read as it streams, from the clone), and reports whether keepAll would keep them
-// within max bytes: a commit that is larger costs the operator an object at a time,
-// never the bound. Every object is counted before it is read, by the size its pack
-// header gives.
-func fits(src storer.EncodedObjectStorer, root plumbing.Hash, kept map[string]bool, max int64) bool {
+// walkAll walks what keeping a whole commit keeps: each tree under root once, depth
+// first, with only ids waiting their turn, and the kept files in them. entries gives
+// a tree's entries to fn (false when it could not read them all); file is given each
+// kept file's id and size. Every object is counted before it is read, by the size its
+// pack header gives (objectOverhead each, a tree's content, a file's when a func.yaml
+// may be that large), and the walk stops, false, once that is more than max.
+func walkAll(src storer.EncodedObjectStorer, root plumbing.Hash, kept map[string]bool, max int64,
+	entries func(hash plumbing.Hash, fn func(treeEntry) bool) bool, file func(hash plumbing.Hash, size int64) bool) bool {
 	seen := map[plumbing.Hash]bool{root: true}
 	pending := []plumbing.Hash{root}
 	total := int64(objectOverhead)
-	br := bufio.NewReaderSize(nil, treeReadBuffer)
 	for len(pending) > 0 {
 		hash := pending[len(pending)-1]
 		pending = pending[:len(pending)-1]
@@ -212,7 +209,8 @@ func fits(src storer.EncodedObjectStorer, root plumbing.Hash, kept map[string]bo
 		if total += size; total > max {
 			return false
 		}
-		if !walkTree(src, hash, br, func(e treeEntry) bool {
+		ok := true
+		if !entries(hash, func(e treeEntry) bool {
 			switch {
 			case seen[e.hash] || e.mode == filemode.Submodule:
 			case e.mode == filemode.Dir:
@@ -223,19 +221,31 @@ func fits(src storer.EncodedObjectStorer, root plumbing.Hash, kept map[string]bo
 				seen[e.hash] = true
 				n, err := src.EncodedObjectSize(e.hash)
 				if err != nil {
-					return false
+					ok = false
+					break
 				}
 				total += objectOverhead
 				if n <= maxFuncYAMLSize {
 					total += n
 				}
+				ok = total <= max && file(e.hash, n)
 			}
-			return total <= max
-		}) || total > max {
+			return ok && total <= max
+		}) || !ok || total > max {
 			return false
 		}
 	}
 	return true
+}
+
+// fits reports whether keepAll would keep the commit's trees within max bytes,
+// holding none of them: each is read as it streams from the clone, so that a commit
+// that is larger costs the operator an object at a time, never the bound.
+func fits(src storer.EncodedObjectStorer, root plumbing.Hash, kept map[string]bool, max int64) bool {
+	br := bufio.NewReaderSize(nil, treeReadBuffer)
+	return walkAll(src, root, kept, max, func(hash plumbing.Hash, fn func(treeEntry) bool) bool {
+		return walkTree(src, hash, br, fn)
+	}, func(plumbing.Hash, int64) bool { return true })
 }
 
 // walkTree calls fn with the entries of tree hash of src as they stream through br,
@@ -259,46 +269,19 @@ func walkTree(src storer.EncodedObjectStorer, hash plumbing.Hash, br *bufio.Read
 	return err == nil && all
 }
 
-// keepAll keeps every tree of the commit and the kept files in them, walking one
-// tree at a time (only ids wait their turn), or returns errPartial once that would
-// be more than max bytes, or at an object it cannot read. Every object is counted
-// before it is read: its size comes from the pack's header.
-func (s *snapshot) keepAll(src storer.EncodedObjectStorer, kept map[string]bool, max int64) error {
-	seen := map[plumbing.Hash]bool{s.root: true}
-	pending := []plumbing.Hash{s.root}
-	s.size += objectOverhead
-	for len(pending) > 0 {
-		if s.size > max {
-			return errPartial
-		}
-		hash := pending[len(pending)-1]
-		pending = pending[:len(pending)-1]
-		raw, err := s.keepTree(src, hash, max)
-		if err != nil {
-			return errPartial // over the bound, or a tree this walk cannot read
-		}
-		var ferr error
-		err = eachEntry(raw, func(e treeEntry) bool {
-			switch {
-			case seen[e.hash] || e.mode == filemode.Submodule:
-			case e.mode == filemode.Dir:
-				seen[e.hash] = true
-				pending = append(pending, e.hash)
-				s.size += objectOverhead
-			case kept[string(e.name)]:
-				seen[e.hash] = true
-				ferr = s.keepBlob(src, e.hash, max)
-			}
-			return ferr == nil && s.size <= max
-		})
-		if err != nil || ferr != nil {
-			return errPartial
-		}
-	}
-	if s.size > max {
-		return errPartial
-	}
-	return nil
+// keepAll keeps every tree of the commit and the kept files in them (walkAll), or
+// returns false once that would be more than max bytes, or at an object it cannot read.
+func (s *snapshot) keepAll(src storer.EncodedObjectStorer, kept map[string]bool, max int64) bool {
+	return walkAll(src, s.root, kept, max, func(hash plumbing.Hash, fn func(treeEntry) bool) bool {
+		raw, err := s.keepTree(src, hash)
+		all := true
+		return err == nil && eachEntry(raw, func(e treeEntry) bool {
+			all = fn(e)
+			return all
+		}) == nil && all
+	}, func(hash plumbing.Hash, size int64) bool {
+		return s.keepBlob(src, hash, size) == nil
+	})
 }
 
 // keepDir keeps the trees on the way to directory fnPath, that directory's, and its
@@ -311,10 +294,9 @@ func (s *snapshot) keepDir(src storer.EncodedObjectStorer, fnPath string, kept m
 		parts = strings.Split(fnPath, "/")
 	}
 	for _, part := range parts {
-		s.size += objectOverhead
-		raw, err := s.keepTree(src, hash, -1)
+		raw, err := s.keepTree(src, hash)
 		if err != nil {
-			s.keep(err)
+			s.noteReadErr(err)
 			return
 		}
 		e, found, err := findEntry(raw, part)
@@ -323,10 +305,9 @@ func (s *snapshot) keepDir(src storer.EncodedObjectStorer, fnPath string, kept m
 		}
 		hash = e.hash
 	}
-	s.size += objectOverhead
-	raw, err := s.keepTree(src, hash, -1)
+	raw, err := s.keepTree(src, hash)
 	if err != nil {
-		s.keep(err)
+		s.noteReadErr(err)
 		return
 	}
 	// The first entry of each name, what read finds: a tree git would refuse may name a
@@ -337,66 +318,54 @@ func (s *snapshot) keepDir(src storer.EncodedObjectStorer, fnPath string, kept m
 			return true
 		}
 		found[string(e.name)] = true
-		if _, done := s.blobs[e.hash]; !done && e.mode != filemode.Dir && e.mode != filemode.Submodule {
-			s.keep(s.keepBlob(src, e.hash, -1)) // a file not kept reads as none
+		if _, done := s.blobs[e.hash]; done || e.mode == filemode.Dir || e.mode == filemode.Submodule {
+			return true
 		}
+		size, err := src.EncodedObjectSize(e.hash)
+		if err == nil {
+			err = s.keepBlob(src, e.hash, size)
+		}
+		s.noteReadErr(err) // a file not kept reads as none
 		return true
 	})
 }
 
-// keep records the first failure to read an object of the clone that is there: read
-// then fails as that did, transiently, rather than as a path that is not there.
-func (s *snapshot) keep(err error) {
+// noteReadErr records the first failure to read an object of the clone that is there:
+// read then fails as that did, transiently, rather than as a path that is not there.
+func (s *snapshot) noteReadErr(err error) {
 	if err != nil && s.readErr == nil && !errors.Is(err, plumbing.ErrObjectNotFound) {
 		s.readErr = err
 	}
 }
 
-// keepTree keeps tree hash and returns its content; errPartial when that would put
-// the snapshot over max bytes (max < 0: no bound). objectOverhead is counted by the
-// caller, before.
-func (s *snapshot) keepTree(src storer.EncodedObjectStorer, hash plumbing.Hash, max int64) ([]byte, error) {
+// keepTree keeps tree hash, counting it, and returns its content.
+func (s *snapshot) keepTree(src storer.EncodedObjectStorer, hash plumbing.Hash) ([]byte, error) {
 	if raw, ok := s.trees[hash]; ok {
 		return raw, nil
-	}
-	size, err := src.EncodedObjectSize(hash)
-	if err != nil {
-		return nil, transient("reading tree %s of the clone: %w", hash, err)
-	}
-	if max >= 0 && s.size+size > max {
-		return nil, errPartial
 	}
 	raw, err := readObject(src, plumbing.TreeObject, hash)
 	if err != nil {
 		return nil, err
 	}
 	s.trees[hash] = raw
-	s.size += int64(len(raw))
+	s.size += objectOverhead + int64(len(raw))
 	return raw, nil
 }
 
-// keepBlob keeps file hash: its content, or its size alone when that is more than a
-// func.yaml may be; errPartial when that would put the snapshot over max bytes
-// (max < 0: no bound).
-func (s *snapshot) keepBlob(src storer.EncodedObjectStorer, hash plumbing.Hash, max int64) error {
-	size, err := src.EncodedObjectSize(hash)
-	if err != nil {
-		return transient("reading blob %s of the clone: %w", hash, err)
-	}
-	s.size += objectOverhead
+// keepBlob keeps file hash of size bytes, counting it: its content, or its size alone
+// when that is more than a func.yaml may be.
+func (s *snapshot) keepBlob(src storer.EncodedObjectStorer, hash plumbing.Hash, size int64) error {
 	if size > maxFuncYAMLSize {
 		s.blobs[hash] = keptBlob{size: size}
+		s.size += objectOverhead
 		return nil
-	}
-	if max >= 0 && s.size+size > max {
-		return errPartial
 	}
 	content, err := readObject(src, plumbing.BlobObject, hash)
 	if err != nil {
 		return err
 	}
 	s.blobs[hash] = keptBlob{content: content, size: int64(len(content))}
-	s.size += int64(len(content))
+	s.size += objectOverhead + int64(len(content))
 	return nil
 }
 
@@ -410,12 +379,12 @@ func readObject(src storer.EncodedObjectStorer, t plumbing.ObjectType, hash plum
 	}
 	r, err := o.Reader()
 	if err != nil {
-		return nil, transient("reading %s %s of the clone: %s", t, hash, err)
+		return nil, transient("reading %s %s of the clone: %w", t, hash, err)
 	}
 	defer func() { _ = r.Close() }()
 	content := make([]byte, o.Size())
 	if _, err := io.ReadFull(r, content); err != nil {
-		return nil, transient("reading %s %s of the clone: %s", t, hash, err)
+		return nil, transient("reading %s %s of the clone: %w", t, hash, err)
 	}
 	if plumbing.ComputeHash(t, content) != hash {
 		return nil, transient("%s %s of the clone does not match its id", t, hash)

@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // emptyBlob is the id of git's empty blob.
@@ -89,10 +91,10 @@ func wideTreesPack(trees, entries int) ([]byte, []string) {
 	packObject(&pack, 3, nil, nil) // the empty blob
 	baseAt := pack.Len()
 	packObject(&pack, 2, nil, first.Bytes())
-	ids := []string{objectID("tree", first.Bytes())}
+	ids := []string{plumbing.ComputeHash(plumbing.TreeObject, first.Bytes()).String()}
 	for i := 1; i < trees; i++ {
 		target := append(first.Bytes()[:common:common], last(i)...)
-		ids = append(ids, objectID("tree", target))
+		ids = append(ids, plumbing.ComputeHash(plumbing.TreeObject, target).String())
 		var delta bytes.Buffer
 		putSize(&delta, first.Len())
 		putSize(&delta, len(target))
@@ -149,14 +151,6 @@ func putSize(b *bytes.Buffer, n int) {
 		n >>= 7
 	}
 	b.WriteByte(byte(n))
-}
-
-// objectID is git's id of an object of type typ holding content.
-func objectID(typ string, content []byte) string {
-	h := sha1.New()
-	_, _ = fmt.Fprintf(h, "%s %d\x00", typ, len(content))
-	h.Write(content)
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // CommitOctopus commits onto branch n commits, each a child of its tip, and then a
