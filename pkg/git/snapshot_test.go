@@ -162,7 +162,7 @@ func TestKeep_Bound(t *testing.T) {
 	commit := r.commit(root)
 	keepAt := func(fnPath string, max int64) *snapshot {
 		t.Helper()
-		s, err := keep(r.st, commit, Head{Commit: commit.String()}, "https://git.example.invalid/r", &Auth{}, keptFiles, fnPath, max)
+		s, err := keep(r.st, commit, Head{Commit: commit.String()}, "http://127.0.0.1/r.git", &Auth{}, keptFiles, fnPath, max)
 		if err != nil {
 			t.Fatalf("keep(%q, %d): %v", fnPath, max, err)
 		}
@@ -228,7 +228,7 @@ func TestKeep_Bound(t *testing.T) {
 		}
 		dup := r.put(plumbing.TreeObject, encodeTree(t, entries))
 		c := r.commit(r.dir(nil, object.TreeEntry{Name: "dup", Mode: filemode.Dir, Hash: dup}))
-		s, err := keep(r.st, c, Head{Commit: c.String()}, "https://git.example.invalid/r", &Auth{}, keptFiles, "dup", 1<<20)
+		s, err := keep(r.st, c, Head{Commit: c.String()}, "http://127.0.0.1/r.git", &Auth{}, keptFiles, "dup", 1<<20)
 		if err != nil || !s.partial {
 			t.Fatalf("keep: partial %v, %v; want the directory alone", s != nil && s.partial, err)
 		}
@@ -246,14 +246,14 @@ func TestKeep_Bound(t *testing.T) {
 
 	t.Run("a failure to read the clone: transient, not a missing path", func(t *testing.T) {
 		failing := failingStorer{Storage: r.st, fail: map[plumbing.Hash]bool{}}
-		s, err := keep(failing, commit, Head{Commit: commit.String()}, "https://git.example.invalid/r", &Auth{}, keptFiles, "fns/f1", 1<<20)
+		s, err := keep(failing, commit, Head{Commit: commit.String()}, "http://127.0.0.1/r.git", &Auth{}, keptFiles, "fns/f1", 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
 		checkReads(t, s, 1) // the control: nothing fails yet
 		c, _ := object.GetCommit(r.st, commit)
 		failing.fail[c.TreeHash] = true
-		s, err = keep(failing, commit, Head{Commit: commit.String()}, "https://git.example.invalid/r", &Auth{}, keptFiles, "fns/f1", 1<<20)
+		s, err = keep(failing, commit, Head{Commit: commit.String()}, "http://127.0.0.1/r.git", &Auth{}, keptFiles, "fns/f1", 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -264,7 +264,7 @@ func TestKeep_Bound(t *testing.T) {
 	t.Run("a tree the walk cannot read: the asked directory alone", func(t *testing.T) {
 		blob := r.put(plumbing.BlobObject, []byte("not a tree"))
 		broken := r.commit(r.dir(functions(2), object.TreeEntry{Name: "broken", Mode: filemode.Dir, Hash: blob}))
-		s, err := keep(r.st, broken, Head{Commit: broken.String()}, "https://git.example.invalid/r", &Auth{}, keptFiles, "fns/f1", 64<<20)
+		s, err := keep(r.st, broken, Head{Commit: broken.String()}, "http://127.0.0.1/r.git", &Auth{}, keptFiles, "fns/f1", 64<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -272,7 +272,7 @@ func TestKeep_Bound(t *testing.T) {
 			t.Fatal("a commit with a directory naming a blob was kept whole")
 		}
 		checkReads(t, s, 1)
-		s, _ = keep(r.st, broken, Head{Commit: broken.String()}, "https://git.example.invalid/r", &Auth{}, keptFiles, "broken", 64<<20)
+		s, _ = keep(r.st, broken, Head{Commit: broken.String()}, "http://127.0.0.1/r.git", &Auth{}, keptFiles, "broken", 64<<20)
 		_, _, err = s.read("broken")
 		checkError(t, &wantError{reason: v1alpha1.ReasonPathNotFound, stalling: true, msgHas: []string{`path "broken" cannot be read`}}, err)
 	})
@@ -289,7 +289,7 @@ func TestSnapshot_CountsWhatItHolds(t *testing.T) {
 	var m0, m1, m2 runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&m0)
-	s, err := keep(r.st, commit, Head{Commit: commit.String()}, "https://git.example.invalid/r", &Auth{}, keptFiles, "fns/f0", 64<<20)
+	s, err := keep(r.st, commit, Head{Commit: commit.String()}, "http://127.0.0.1/r.git", &Auth{}, keptFiles, "fns/f0", 64<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +398,7 @@ func readAllOf(t *testing.T, f *Fetcher, url string, head Head, auth *Auth, n in
 // or a failure to read the clone) is used, not kept, and leaves the whole one.
 func TestCommitStore_PartialKeepsWhole(t *testing.T) {
 	cs := newCommitStore()
-	key := commitKey{url: "https://git.example.invalid/r", commit: "c1"}
+	key := commitKey{url: "http://127.0.0.1/r.git", commit: "c1"}
 	whole := &snapshot{commit: "c1", size: 1000}
 	cs.add(key, key, whole, 1<<20)
 	cs.add(key, key, &snapshot{commit: "c1", partial: true, path: "fns/f0", size: 100}, 1<<20)
