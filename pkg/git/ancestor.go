@@ -36,7 +36,7 @@ const AncestorDepth = 100
 // The head itself is read as Read reads it (from the cache when it is there). An
 // older commit costs one fetch of the last AncestorDepth commits of head, bounded by
 // the Fetcher's Limits as a clone is; what it found is cached by (url, head commit,
-// want, anchor, fnPath, limits, trust), as Read caches.
+// want, anchor, fnPath, limits, credentials identity), as Read caches.
 // Callers check access with List, using their own credentials, before every ReadAt.
 func (f *Fetcher) ReadAt(ctx context.Context, url string, head Head, want, anchor, fnPath string, auth *Auth, timeout time.Duration) (Result, error) {
 	want = strings.ToLower(want)

@@ -185,9 +185,10 @@ func TestFetcher_TransferPerIdentity(t *testing.T) {
 			{name: "anonymous, another directory", auth: anon, path: "fns/f1", uploads: 1},
 			{name: "a token", auth: token, path: "fns/f2", uploads: 2},
 			{name: "the same token, another directory", auth: token, path: "fns/f3", uploads: 2},
-			{name: "another token", auth: other, path: "fns/f3", uploads: 2}, // the path cache: callers check access with List
-			// The path cache answers fns/f0 for every identity; cleared, the store is reached.
-			{name: "another token, a directory not read yet", auth: other, path: "fns/f0", uploads: 3, clearCache: true},
+			// Neither the path cache nor the store answers for another identity.
+			{name: "another token", auth: other, path: "fns/f3", uploads: 3},
+			{name: "another token, another directory", auth: other, path: "fns/f0", uploads: 3},
+			{name: "the first token again, cache cleared", auth: token, path: "fns/f0", uploads: 3, clearCache: true},
 		})
 	})
 	t.Run("CA trust", func(t *testing.T) {

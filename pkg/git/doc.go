@@ -19,8 +19,10 @@
 // (Fetcher.CommitStoreBytes), so that the work directory's disk holds only the clones
 // in flight. Memory rather than disk: the kept part of a commit is small (no sources),
 // needs no sweep, and a process that dies leaves nothing; what it costs is a fetch
-// again after a restart. The key holds the credentials identity, as listings do, so
-// content fetched with one tenant's credentials or trust is never read with another's.
+// again after a restart. The key holds the credentials identity, as listings do, and
+// so do the keys of the path cache and of the reads in flight (cacheKey), so content
+// fetched with one tenant's credentials or trust, or an error, is never read with
+// another's.
 //
 // It must not import pkg/reconciler or pkg/operator (depguard rule top) nor
 // knative.dev/func (rule func-adapter). Of pkg/funclib it imports only funcyaml, and its

@@ -2,8 +2,6 @@ package git
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -22,11 +20,11 @@ import (
 const DefaultCacheSize = 4096
 
 // Fetcher reads func.yaml from git repositories. What it read is cached by
-// (url, commit, path): a commit never changes, so neither does what it holds.
-// Behind that cache, each commit is transferred once per credentials identity and
-// kept (its trees and function files, see commits.go), so that every directory of a
-// monorepo is read from one transfer. Callers check access with List, using their
-// own credentials, before every Read.
+// (url, commit, path, credentials identity): a commit never changes, so neither does
+// what it holds. Behind that cache, each commit is transferred once per credentials
+// identity and kept (its trees and function files, see commits.go), so that every
+// directory of a monorepo is read from one transfer. Callers list with their own
+// credentials (List) before every Read, for the heads they read.
 type Fetcher struct {
 	// TmpDir holds the temporary clones. It must be set: the operator never writes
 	// to the process temporary directory (read-only in its Deployment).
@@ -170,15 +168,14 @@ func (f *Fetcher) Read(ctx context.Context, url string, head Head, fnPath string
 }
 
 // cacheKey names a result by what it was read from and under which limits (a commit
-// refused as too large is read again when the limits grow), and whom it trusted: a
-// server only a tenant's CA vouches for never answers for anyone else.
+// refused as too large is read again when the limits grow), and with whose
+// credentials and trust (Auth.Identity: the credentials, an SSH key's known hosts, a
+// CA bundle), as the commit store and the listings are: a result, or the stalling
+// error, read with one tenant's credentials never answers another's, a concurrent
+// read with other credentials is never joined to this one, and a fixed commit is
+// read for a caller only from a transfer its own credentials made.
 func cacheKey(url, commit, fnPath string, lim Limits, auth *Auth) string {
-	trust := ""
-	if len(auth.CABundle) > 0 {
-		sum := sha256.Sum256(auth.CABundle)
-		trust = hex.EncodeToString(sum[:])
-	}
-	return fmt.Sprintf("%s\x00%s\x00%s\x00%d/%d/%d\x00%s", url, commit, fnPath, lim.MaxBytes, lim.MaxFiles, lim.MaxObjectBytes, trust)
+	return fmt.Sprintf("%s\x00%s\x00%s\x00%d/%d/%d\x00%s", url, commit, fnPath, lim.MaxBytes, lim.MaxFiles, lim.MaxObjectBytes, auth.Identity())
 }
 
 func (f *Fetcher) limits() Limits {
