@@ -110,8 +110,13 @@ const NetworkPolicyFile = "config/600-networkpolicy.yaml"
 const DeploymentFile = "config/500-controller.yaml"
 
 // PolicyFiles are the admission policies of config/: the Secrets a Function may name,
-// and the operator's ConfigMap checked when it is written (ConfigPolicyFile).
-var PolicyFiles = []string{"config/310-function-secret-policy.yaml", ConfigPolicyFile}
+// the hosts a build's HTTPScaledObject may claim (KedaHostsPolicyFile), and the
+// operator's ConfigMap checked when it is written (ConfigPolicyFile).
+var PolicyFiles = []string{"config/310-function-secret-policy.yaml", KedaHostsPolicyFile, ConfigPolicyFile}
+
+// KedaHostsPolicyFile limits the HTTPScaledObjects a build ServiceAccount
+// (func-operator-builder) writes to the hosts func's keda deployer writes.
+const KedaHostsPolicyFile = "config/320-keda-hosts-policy.yaml"
 
 // ConfigPolicyFile checks the operator's ConfigMap (config/400-config.yaml, in
 // namespace func-operator) at admission, as the operator reads it.
