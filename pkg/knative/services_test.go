@@ -57,7 +57,15 @@ func setup(env *envtest.Environment) error {
 	if k8sClient, err = client.New(env.Config, client.Options{Scheme: scheme}); err != nil {
 		return err
 	}
-	if informers, err = cache.New(env.Config, cache.Options{Scheme: scheme}); err != nil {
+	// The operator's transforms of these kinds: what the tests read survives them.
+	transform := func(o any) (any, error) {
+		o, err := Slim(o)
+		if err != nil {
+			return o, err
+		}
+		return SlimTrigger(o)
+	}
+	if informers, err = cache.New(env.Config, cache.Options{Scheme: scheme, DefaultTransform: transform}); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -138,10 +138,12 @@ func cacheTransform(o any) (any, error) {
 	if err != nil {
 		return o, err
 	}
-	if o, err = workload.Slim(o); err != nil {
-		return o, err
+	for _, slim := range []func(any) (any, error){workload.Slim, knative.Slim, knative.SlimTrigger, function.SlimFunction} {
+		if o, err = slim(o); err != nil {
+			return o, err
+		}
 	}
-	return knative.SlimTrigger(o)
+	return o, nil
 }
 
 // New builds the manager with the Function controller and the config watcher.
@@ -332,9 +334,10 @@ func cacheOptions(restConfig *rest.Config, o Options) (cache.Options, bool, labe
 	cacheOpts := cache.Options{
 		// The operator never reads managedFields: without them a cached Knative Service
 		// or Function takes about half the memory (measured by make bench-scale).
-		// Triggers are cut to what the operator reads, whatever their size: they are
-		// cached cluster-wide and anyone who may create one writes them. (A default
-		// transform, as Knative Eventing may be installed after the start.)
+		// What tenants write and the operator caches is cut to what it reads, whatever
+		// its size: Knative Services and Revisions and Triggers (cached cluster-wide,
+		// func's or not), Functions' annotations. (A default transform, as Knative may
+		// be installed after the start.)
 		DefaultTransform: cacheTransform,
 		ByObject: map[client.Object]cache.ByObject{
 			// Only the operator's own ConfigMap is cached.

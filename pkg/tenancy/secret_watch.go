@@ -2,6 +2,7 @@ package tenancy
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 )
@@ -199,9 +201,13 @@ func (w *SecretWatches) Version(namespace, name string) (version string, known b
 // tell a build's git credentials Secret (gitCredentialsOf, sweepGitCredentials).
 var keptSecretLabels = []string{funclib.LabelGitCredentials, resources.LabelFunction, resources.LabelBuildID}
 
+// maxSecretOwners bounds the Function owner references kept of a Secret: a build's
+// git credentials Secret has one; anyone who may write Secrets may add thousands.
+const maxSecretOwners = 2
+
 // slimSecretMetadata is the transform of a namespace's Secret watch: it keeps what
 // the operator reads of a Secret's metadata (its name, UID, resourceVersion,
-// deletion, owners and keptSecretLabels) and drops the rest before it is stored.
+// deletion, Function owners and keptSecretLabels) and drops the rest before it is stored.
 // Metadata can carry a Secret's values: kubectl apply copies the whole object,
 // data included, into the annotation kubectl.kubernetes.io/last-applied-configuration,
 // and managedFields name every key. Only the Secrets Functions name are ever held
@@ -213,8 +219,16 @@ func slimSecretMetadata(o any) (any, error) {
 	}
 	slim := &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
 		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-		DeletionTimestamp: m.DeletionTimestamp, OwnerReferences: m.OwnerReferences,
+		DeletionTimestamp: m.DeletionTimestamp,
 	}}
+	for _, ref := range m.OwnerReferences {
+		if len(slim.OwnerReferences) == maxSecretOwners {
+			break
+		}
+		if ref.Kind == "Function" && strings.HasPrefix(ref.APIVersion, v1alpha1.SchemeGroupVersion.Group+"/") {
+			slim.OwnerReferences = append(slim.OwnerReferences, ref)
+		}
+	}
 	for _, k := range keptSecretLabels {
 		if v, ok := m.Labels[k]; ok {
 			if slim.Labels == nil {

@@ -2,6 +2,7 @@ package tenancy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/metadata"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fnops/func-operator/pkg/funclib"
@@ -101,5 +103,34 @@ func TestSecretWatches_KeepNoValues(t *testing.T) {
 	}
 	if dump := fmt.Sprintf("%#v", got); strings.Contains(dump, value) {
 		t.Errorf("the watch's store holds the Secret's value: %s", dump)
+	}
+}
+
+// TestSlimSecretMetadata_Owners: anyone who may write a Secret may give it thousands of
+// owner references; the watch keeps the Functions' (ownedBy reads them), at most
+// maxSecretOwners, so a cached Secret costs a few hundred bytes.
+func TestSlimSecretMetadata_Owners(t *testing.T) {
+	fn := metav1.OwnerReference{APIVersion: "functions.dev/v1alpha1", Kind: "Function", Name: "fn", UID: "f1", Controller: ptr.To(true)}
+	m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "git-credentials", Namespace: "team-a", UID: "s1"}}
+	for i := 0; i < 2000; i++ {
+		m.OwnerReferences = append(m.OwnerReferences, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: strings.Repeat("c", 253), UID: "c"})
+	}
+	m.OwnerReferences = append(m.OwnerReferences, fn)
+	for i := 0; i < 2000; i++ {
+		m.OwnerReferences = append(m.OwnerReferences, metav1.OwnerReference{APIVersion: "functions.dev/v1alpha1", Kind: "Function", Name: "other", UID: "o"})
+	}
+	got, err := slimSecretMetadata(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := got.(*metav1.PartialObjectMetadata).OwnerReferences
+	want := []metav1.OwnerReference{fn, {APIVersion: "functions.dev/v1alpha1", Kind: "Function", Name: "other", UID: "o"}}
+	if diff := cmp.Diff(want, refs); diff != "" {
+		t.Errorf("owner references kept (-want +got):\n%s", diff)
+	}
+	before, _ := json.Marshal(m)
+	after, _ := json.Marshal(got)
+	if len(before) < 500<<10 || len(after) > 1<<10 {
+		t.Errorf("%d bytes stored, %d kept; want more than 500 KiB stored (the control), at most 1 KiB kept", len(before), len(after))
 	}
 }

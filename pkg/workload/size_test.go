@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/knative"
 )
 
 // This file measures what the operator's caches keep of a raw or keda function: the
@@ -65,7 +66,7 @@ var cachedKinds = []cachedKind{
 	// as it is).
 	{name: "Service (typed, not cached)", file: "raw-service.yaml", decode: decodeAs[corev1.Service]()},
 	// For comparison, what a Knative function costs the caches: its Knative Service,
-	// which the operator caches without managedFields (Slim leaves it as it is).
+	// which the operator caches cut by knative.Slim.
 	{name: "Knative Service (knative)", file: "knative-service.yaml", decode: decodeAs[servingv1.Service]()},
 }
 
@@ -79,6 +80,9 @@ var levels = []struct {
 	{"slim", func(o any) (any, error) {
 		o, err := cache.TransformStripManagedFields()(o)
 		if err != nil {
+			return nil, err
+		}
+		if o, err = knative.Slim(o); err != nil { // the operator's transform of Knative Services
 			return nil, err
 		}
 		return Slim(o)

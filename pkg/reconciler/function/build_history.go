@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -97,29 +96,23 @@ func (r *Reconciler) sweepGitCredentials(ctx context.Context, fn *v1alpha1.Funct
 // others only together with a build ID the status recorded.
 func controlledBy(o metav1.Object, fn *v1alpha1.Function) bool {
 	ref := metav1.GetControllerOfNoCopy(o)
-	return fn.UID != "" && ref != nil && ref.UID == fn.UID && ref.Kind == "Function" &&
-		strings.HasPrefix(ref.APIVersion, v1alpha1.SchemeGroupVersion.Group+"/")
+	return fn.UID != "" && ref != nil && ref.UID == fn.UID && isFunctionRef(*ref)
 }
 
 // ownedBy reports whether fn owns o.
 func ownedBy(o metav1.Object, fn *v1alpha1.Function) bool {
 	for _, ref := range o.GetOwnerReferences() {
-		if ref.UID == fn.UID && ref.Kind == "Function" {
+		if ref.UID == fn.UID && ref.Kind == functionKind {
 			return true
 		}
 	}
 	return false
 }
 
-// SlimPipelineRun is the cache's transform of a PipelineRun: Tekton copies the whole
-// Pipeline into its status (status.pipelineSpec, some 20 KiB for func's) and its
-// provenance, which the operator never reads; without them each of the
-// buildHistoryLimit runs kept per Function costs a few KiB of memory.
-func SlimPipelineRun(o any) (any, error) {
-	o, err := cache.TransformStripManagedFields()(o)
-	if pr, ok := o.(*pipelinev1.PipelineRun); ok {
-		pr.Status.PipelineSpec = nil
-		pr.Status.Provenance = nil
-	}
-	return o, err
+// functionKind is the kind of a Function, as owner references name it.
+const functionKind = "Function"
+
+// isFunctionRef reports whether ref names a Function, of any version of its group.
+func isFunctionRef(ref metav1.OwnerReference) bool {
+	return ref.Kind == functionKind && strings.HasPrefix(ref.APIVersion, v1alpha1.SchemeGroupVersion.Group+"/")
 }
