@@ -35,6 +35,8 @@ func main() {
 	flag.StringVar(&o.PprofAddr, "pprof-bind-address", "0", "address Go's profiles are served on (/debug/pprof/, plain HTTP, unauthenticated: bind it to 127.0.0.1 "+
 		"and port-forward), e.g. 127.0.0.1:6060; 0 disables them")
 	flag.StringVar(&o.WebhookAddr, "webhook-bind-address", "0", "address the push webhook receivers are served on (/hook/<namespace>/<secret>), e.g. :9292; 0 disables them")
+	flag.BoolVar(&o.AllowLoopback, "host-allow-loopback", false, "let Functions name git hosts and registries on the operator's own host (127.0.0.0/8, ::1), "+
+		"refused otherwise: for tests and a developer's machine; the operator's own listeners and the func library's API proxy stay refused")
 	flag.StringVar(&o.WatchLabelSelector, "watch-label-selector", "", "reconcile only the Functions this label selector selects (one shard of several, e.g. functions.dev/shard=a); empty: all")
 	flag.StringVar(&o.LeaderElectionID, "leader-election-id", operator.LeaderElectionID, "name of the leader election Lease; give each shard its own")
 	flag.BoolVar(&o.LeaderElection, "leader-elect", false, "elect a leader so that only one replica reconciles")

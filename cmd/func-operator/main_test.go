@@ -72,7 +72,9 @@ func TestBinary(t *testing.T) {
 	metrics, probes := freeAddr(t), freeAddr(t)
 	// Plain HTTP metrics, to read them here without a token: pkg/operator's
 	// TestOperator_MetricsSecure scrapes the HTTPS endpoint, the binary's default.
-	cmd := exec.Command(bin, "--metrics-bind-address="+metrics, "--metrics-secure=false", "--health-probe-bind-address="+probes, "--leader-elect")
+	// The git server is on loopback, which the binary refuses unless told.
+	cmd := exec.Command(bin, "--metrics-bind-address="+metrics, "--metrics-secure=false", "--health-probe-bind-address="+probes, "--leader-elect",
+		"--host-allow-loopback")
 	// The binary's default --work-dir is a new directory under $TMPDIR: a folder of
 	// this test's, to look into.
 	tmp := t.TempDir()

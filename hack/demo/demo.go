@@ -355,6 +355,7 @@ func (d *demo) operator(ctx context.Context) error {
 		WatchNamespaces: []string{namespace}, SystemNamespace: systemNamespace,
 		MetricsAddr: "0", ProbeAddr: "0", WorkDir: filepath.Join(d.dir, "work"), Config: store,
 		SkipControllerNameValidation: true, // the test runs the demo in its process
+		AllowLoopback:                true, // the demo's repository and registry are on loopback
 	})
 	if err != nil {
 		return err

@@ -55,6 +55,9 @@ func run() error {
 		// The installed operator's Lease: config/ runs it with the default one; an
 		// install with --leader-election-id of its own needs LEADER_ELECTION_ID.
 		LeaderElectionID: envOr("LEADER_ELECTION_ID", operator.LeaderElectionID),
+		// The embedded plane's sample repository is on loopback; on a cluster,
+		// loopback is refused as by the installed operator.
+		AllowLoopback: embeddedPlane,
 	}
 	if err := ensureNamespace(ctx, cfg, o.SystemNamespace); err != nil {
 		return err

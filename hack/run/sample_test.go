@@ -41,6 +41,7 @@ func TestSample(t *testing.T) {
 	mgr, err := operator.New(ctx, env.Config, operator.Options{
 		SystemNamespace: "func-operator", MetricsAddr: "0", ProbeAddr: "0", WorkDir: t.TempDir(),
 		SkipControllerNameValidation: true, // go test -count=N runs it N times in one process
+		AllowLoopback:                true, // the sample repository is on loopback
 	})
 	if err != nil {
 		t.Fatal(err)

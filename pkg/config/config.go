@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -46,6 +47,11 @@ const (
 	// KeyMaxConcurrentBuilds is how many rebuilds may run at once, cluster-wide; the
 	// others wait in a fair queue. 0 pauses rebuilds.
 	KeyMaxConcurrentBuilds = "maxConcurrentBuilds"
+	// KeyMaxConcurrentBuildsPerNamespace is how many of those one namespace may run:
+	// a whole number of 1 or more, or a percentage of maxConcurrentBuilds (rounded
+	// up, at least 1), so that namespaces whose builds hang until buildTimeout cannot
+	// hold every slot.
+	KeyMaxConcurrentBuildsPerNamespace = "maxConcurrentBuildsPerNamespace"
 	// KeyBuildBackoff is how long a failed rebuild waits before its first retry; the
 	// wait doubles with every further failure.
 	KeyBuildBackoff = "buildBackoff"
@@ -71,6 +77,12 @@ const (
 	// KeyGitCloneImage is the image of the pipeline's clone step (the git-clone task
 	// the operator embeds). It is read when the operator starts.
 	KeyGitCloneImage = "gitCloneImage"
+	// KeyBashImage is the image of the pack task's prepare and results steps, which
+	// func names by tag (docker.io/library/bash:5.1); empty keeps it. Read at each build.
+	KeyBashImage = "bashImage"
+	// KeyBuildahImage is the image of the s2i task's build step, which func names by
+	// tag (quay.io/buildah/stable:v1.31.0); empty keeps it. Read at each build.
+	KeyBuildahImage = "buildahImage"
 	// KeyBuilderImagePrefix prefixes the keys builderImage.<builder>.<runtime> (builder
 	// pack or s2i) that pin the builder image of a runtime. A builder image that the
 	// function's func.yaml names (build.builderImages) wins.
@@ -131,12 +143,14 @@ const (
 	// MinCheckInterval keeps a typo from hammering every git server.
 	MinCheckInterval = 10 * time.Second
 
-	DefaultMaxConcurrentBuilds    = 2
-	DefaultBuildBackoff           = time.Minute
-	DefaultBuildBackoffMax        = time.Hour
-	DefaultBuildTimeout           = time.Hour
-	DefaultOutageGrace            = 30 * time.Minute
-	DefaultPipelineServiceAccount = "func-operator-builder"
+	DefaultMaxConcurrentBuilds = 2
+	// DefaultMaxConcurrentBuildsPerNamespace is half the slots: of the default two, one.
+	DefaultMaxConcurrentBuildsPerNamespace = "50%"
+	DefaultBuildBackoff                    = time.Minute
+	DefaultBuildBackoffMax                 = time.Hour
+	DefaultBuildTimeout                    = time.Hour
+	DefaultOutageGrace                     = 30 * time.Minute
+	DefaultPipelineServiceAccount          = "func-operator-builder"
 
 	DefaultCloneMaxBytes            = 100 << 20
 	DefaultCloneMaxFiles            = 100000
@@ -167,6 +181,9 @@ type Config struct {
 	RebuildCommit string
 	// MaxConcurrentBuilds is how many rebuilds may run at once, cluster-wide.
 	MaxConcurrentBuilds int
+	// MaxConcurrentBuildsPerNamespace is how many of them one namespace may run: a
+	// number, or a percentage of MaxConcurrentBuilds (BuildsPerNamespace).
+	MaxConcurrentBuildsPerNamespace intstr.IntOrString
 	// BuildBackoff is the wait before the first retry of a failed rebuild.
 	BuildBackoff time.Duration
 	// BuildBackoffMax caps the wait between retries.
@@ -184,6 +201,9 @@ type Config struct {
 	// GitCloneImage overrides the image of the clone step; empty keeps the embedded
 	// git-clone task's.
 	GitCloneImage string
+	// BashImage and BuildahImage override the images func's tasks name by tag (the
+	// pack task's bash steps, the s2i task's buildah step); empty keeps func's.
+	BashImage, BuildahImage string
 	// BuilderImages pins builder images by "<builder>/<runtime>"; a runtime without an
 	// entry keeps the func library's default.
 	BuilderImages map[string]string
@@ -217,21 +237,68 @@ func (c Config) BuildRetryDelay(failures int32) time.Duration {
 	return min(d, c.BuildBackoffMax)
 }
 
+// BuildsPerNamespace is how many rebuilds one namespace may run at once:
+// MaxConcurrentBuildsPerNamespace, a percentage of MaxConcurrentBuilds rounded up;
+// at least 1 and at most MaxConcurrentBuilds.
+func (c Config) BuildsPerNamespace() int {
+	v := c.MaxConcurrentBuildsPerNamespace
+	n, err := intstr.GetScaledValueFromIntOrPercent(&v, c.MaxConcurrentBuilds, true)
+	if err != nil || n < 1 {
+		n = 1 // parsePerNamespace lets no such value through
+	}
+	return min(n, max(c.MaxConcurrentBuilds, 1))
+}
+
+// parseBuildBudget reads maxConcurrentBuilds and maxConcurrentBuildsPerNamespace.
+func parseBuildBudget(cm *corev1.ConfigMap, c *Config, fail func(k string, err error)) {
+	if v, ok := cm.Data[KeyMaxConcurrentBuilds]; ok {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 0 {
+			fail(KeyMaxConcurrentBuilds, fmt.Errorf("key %s: %q is not a whole number of 0 or more", KeyMaxConcurrentBuilds, v))
+		} else {
+			c.MaxConcurrentBuilds = n
+		}
+	}
+	if v, ok := cm.Data[KeyMaxConcurrentBuildsPerNamespace]; ok {
+		if n, err := parsePerNamespace(v); err != nil {
+			fail(KeyMaxConcurrentBuildsPerNamespace, err)
+		} else {
+			c.MaxConcurrentBuildsPerNamespace = n
+		}
+	}
+}
+
+// parsePerNamespace reads maxConcurrentBuildsPerNamespace: a whole number of 1 or
+// more, or a percentage from 1% to 100%.
+func parsePerNamespace(v string) (intstr.IntOrString, error) {
+	t := strings.TrimSpace(v)
+	if p, ok := strings.CutSuffix(t, "%"); ok {
+		if n, err := strconv.Atoi(p); err == nil && n >= 1 && n <= 100 && !strings.HasPrefix(p, "+") && !strings.HasPrefix(p, "-") {
+			return intstr.FromString(strconv.Itoa(n) + "%"), nil
+		}
+	} else if n, err := strconv.Atoi(t); err == nil && n >= 1 {
+		return intstr.FromInt32(int32(min(n, math.MaxInt32))), nil
+	}
+	return intstr.IntOrString{}, fmt.Errorf("key %s: %q is not a whole number of 1 or more, nor a percentage from 1%% to 100%%",
+		KeyMaxConcurrentBuildsPerNamespace, v)
+}
+
 // Defaults returns the configuration used when the ConfigMap is absent.
 func Defaults() Config {
 	return Config{
-		CheckInterval:           DefaultCheckInterval,
-		GitTimeout:              DefaultGitTimeout,
-		RegistryTimeout:         DefaultRegistryTimeout,
-		AutoUpdateMiddleware:    true,
-		UnknownMiddlewarePolicy: UnknownMiddlewareOutdated,
-		RebuildCommit:           v1alpha1.RebuildCommitDeployed,
-		MaxConcurrentBuilds:     DefaultMaxConcurrentBuilds,
-		BuildBackoff:            DefaultBuildBackoff,
-		BuildBackoffMax:         DefaultBuildBackoffMax,
-		BuildTimeout:            DefaultBuildTimeout,
-		OutageGrace:             DefaultOutageGrace,
-		PipelineServiceAccount:  DefaultPipelineServiceAccount,
+		CheckInterval:                   DefaultCheckInterval,
+		GitTimeout:                      DefaultGitTimeout,
+		RegistryTimeout:                 DefaultRegistryTimeout,
+		AutoUpdateMiddleware:            true,
+		UnknownMiddlewarePolicy:         UnknownMiddlewareOutdated,
+		RebuildCommit:                   v1alpha1.RebuildCommitDeployed,
+		MaxConcurrentBuilds:             DefaultMaxConcurrentBuilds,
+		MaxConcurrentBuildsPerNamespace: intstr.FromString(DefaultMaxConcurrentBuildsPerNamespace),
+		BuildBackoff:                    DefaultBuildBackoff,
+		BuildBackoffMax:                 DefaultBuildBackoffMax,
+		BuildTimeout:                    DefaultBuildTimeout,
+		OutageGrace:                     DefaultOutageGrace,
+		PipelineServiceAccount:          DefaultPipelineServiceAccount,
 
 		CloneMaxBytes:            DefaultCloneMaxBytes,
 		CloneMaxFiles:            DefaultCloneMaxFiles,
@@ -292,13 +359,18 @@ var keepers = map[string]func(c *Config, last Config){
 	KeyUnknownMiddlewarePolicy: func(c *Config, last Config) { c.UnknownMiddlewarePolicy = last.UnknownMiddlewarePolicy },
 	KeyRebuildCommit:           func(c *Config, last Config) { c.RebuildCommit = last.RebuildCommit },
 	KeyMaxConcurrentBuilds:     func(c *Config, last Config) { c.MaxConcurrentBuilds = last.MaxConcurrentBuilds },
-	KeyBuildBackoff:            func(c *Config, last Config) { c.BuildBackoff = last.BuildBackoff },
-	KeyBuildBackoffMax:         func(c *Config, last Config) { c.BuildBackoffMax = last.BuildBackoffMax },
-	KeyBuildTimeout:            func(c *Config, last Config) { c.BuildTimeout = last.BuildTimeout },
-	KeyOutageGrace:             func(c *Config, last Config) { c.OutageGrace = last.OutageGrace },
-	KeyPipelineServiceAccount:  func(c *Config, last Config) { c.PipelineServiceAccount = last.PipelineServiceAccount },
-	KeyDeployerImage:           func(c *Config, last Config) { c.DeployerImage = last.DeployerImage },
-	KeyGitCloneImage:           func(c *Config, last Config) { c.GitCloneImage = last.GitCloneImage },
+	KeyMaxConcurrentBuildsPerNamespace: func(c *Config, last Config) {
+		c.MaxConcurrentBuildsPerNamespace = last.MaxConcurrentBuildsPerNamespace
+	},
+	KeyBuildBackoff:           func(c *Config, last Config) { c.BuildBackoff = last.BuildBackoff },
+	KeyBuildBackoffMax:        func(c *Config, last Config) { c.BuildBackoffMax = last.BuildBackoffMax },
+	KeyBuildTimeout:           func(c *Config, last Config) { c.BuildTimeout = last.BuildTimeout },
+	KeyOutageGrace:            func(c *Config, last Config) { c.OutageGrace = last.OutageGrace },
+	KeyPipelineServiceAccount: func(c *Config, last Config) { c.PipelineServiceAccount = last.PipelineServiceAccount },
+	KeyDeployerImage:          func(c *Config, last Config) { c.DeployerImage = last.DeployerImage },
+	KeyGitCloneImage:          func(c *Config, last Config) { c.GitCloneImage = last.GitCloneImage },
+	KeyBashImage:              func(c *Config, last Config) { c.BashImage = last.BashImage },
+	KeyBuildahImage:           func(c *Config, last Config) { c.BuildahImage = last.BuildahImage },
 
 	KeyCloneMaxBytes:            func(c *Config, last Config) { c.CloneMaxBytes = last.CloneMaxBytes },
 	KeyCloneMaxFiles:            func(c *Config, last Config) { c.CloneMaxFiles = last.CloneMaxFiles },
@@ -417,14 +489,7 @@ func parse(cm *corev1.ConfigMap) (c Config, bad []string, invalid []error, unkno
 				v1alpha1.RebuildCommitDeployed, v1alpha1.RebuildCommitDeployedOnly, v1alpha1.RebuildCommitFollowed))
 		}
 	}
-	if v, ok := cm.Data[KeyMaxConcurrentBuilds]; ok {
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || n < 0 {
-			fail(KeyMaxConcurrentBuilds, fmt.Errorf("key %s: %q is not a whole number of 0 or more", KeyMaxConcurrentBuilds, v))
-		} else {
-			c.MaxConcurrentBuilds = n
-		}
-	}
+	parseBuildBudget(cm, &c, fail)
 	if v, ok := cm.Data[KeyPipelineServiceAccount]; ok {
 		switch sa := strings.TrimSpace(v); {
 		case sa == "default":
@@ -442,11 +507,19 @@ func parse(cm *corev1.ConfigMap) (c Config, bad []string, invalid []error, unkno
 			fail(KeyDeployerImage, fmt.Errorf("key %s: %q is not an image reference", KeyDeployerImage, v))
 		}
 	}
-	if v, ok := cm.Data[KeyGitCloneImage]; ok {
-		if img := strings.TrimSpace(v); img == "" || validImage(img) { // "": the embedded task's
-			c.GitCloneImage = img
+	// Step images that may be empty: the embedded task's, or func's.
+	for _, k := range []struct {
+		key  string
+		into *string
+	}{{KeyGitCloneImage, &c.GitCloneImage}, {KeyBashImage, &c.BashImage}, {KeyBuildahImage, &c.BuildahImage}} {
+		v, ok := cm.Data[k.key]
+		if !ok {
+			continue
+		}
+		if img := strings.TrimSpace(v); img == "" || validImage(img) {
+			*k.into = img
 		} else {
-			fail(KeyGitCloneImage, fmt.Errorf("key %s: %q is not an image reference", KeyGitCloneImage, v))
+			fail(k.key, fmt.Errorf("key %s: %q is not an image reference", k.key, v))
 		}
 	}
 	parseBounds(cm, &c, fail)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -37,7 +39,7 @@ func durations(check, git time.Duration) Config {
 func TestDefaults(t *testing.T) {
 	want := Config{CheckInterval: 5 * time.Minute, GitTimeout: 60 * time.Second, RegistryTimeout: 60 * time.Second,
 		AutoUpdateMiddleware: true, UnknownMiddlewarePolicy: "Outdated", RebuildCommit: "Deployed",
-		MaxConcurrentBuilds: 2, BuildBackoff: time.Minute, BuildBackoffMax: time.Hour, BuildTimeout: time.Hour, OutageGrace: 30 * time.Minute, PipelineServiceAccount: "func-operator-builder",
+		MaxConcurrentBuilds: 2, MaxConcurrentBuildsPerNamespace: intstr.FromString("50%"), BuildBackoff: time.Minute, BuildBackoffMax: time.Hour, BuildTimeout: time.Hour, OutageGrace: 30 * time.Minute, PipelineServiceAccount: "func-operator-builder",
 		CloneMaxBytes: 100 << 20, CloneMaxFiles: 100000, CloneMaxObjectBytes: 32 << 20, CommitStoreMaxBytes: 64 << 20, InspectMaxMemory: 16 << 20, InspectMaxBytes: 4 << 30,
 		ConditionMessageMaxBytes: 1024, EventMessageMaxBytes: 1024, BuildLogLines: 20}
 	if diff := cmp.Diff(want, Defaults()); diff != "" {
@@ -488,6 +490,58 @@ func TestUpdate(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.wantUnknown, unknown); diff != "" {
 				t.Errorf("unknown (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestBuildsPerNamespace: maxConcurrentBuildsPerNamespace as a number or a share of
+// maxConcurrentBuilds, rounded up, at least 1, at most the budget; and what the key
+// refuses, keeping the last good value.
+func TestBuildsPerNamespace(t *testing.T) {
+	for _, tt := range []struct {
+		value       string
+		builds      int
+		want        int
+		wantRefused bool
+	}{
+		{value: "", builds: 2, want: 1},     // the default, 50%
+		{value: "", builds: 3, want: 2},     // rounded up
+		{value: "", builds: 0, want: 1},     // rebuilds paused: no namespace runs one anyway
+		{value: "1", builds: 4, want: 1},    //
+		{value: " 3 ", builds: 4, want: 3},  //
+		{value: "9", builds: 4, want: 4},    // at most the budget
+		{value: "100%", builds: 4, want: 4}, // one namespace may use every slot
+		{value: "1%", builds: 4, want: 1},   // at least 1
+		{value: "25%", builds: 10, want: 3}, //
+		{value: "0", builds: 4, wantRefused: true},
+		{value: "0%", builds: 4, wantRefused: true},
+		{value: "101%", builds: 4, wantRefused: true},
+		{value: "-1", builds: 4, wantRefused: true},
+		{value: "+5%", builds: 4, wantRefused: true},
+		{value: "half", builds: 4, wantRefused: true},
+		{value: "1.5", builds: 4, wantRefused: true},
+	} {
+		t.Run(tt.value, func(t *testing.T) {
+			data := map[string]string{KeyMaxConcurrentBuilds: strconv.Itoa(tt.builds)}
+			if tt.value != "" {
+				data[KeyMaxConcurrentBuildsPerNamespace] = tt.value
+			}
+			c, err := FromConfigMap(configMap(data))
+			if tt.wantRefused {
+				if err == nil || !strings.Contains(err.Error(), "key maxConcurrentBuildsPerNamespace: "+strconv.Quote(tt.value)+" is not a whole number of 1 or more, nor a percentage from 1% to 100%") {
+					t.Fatalf("err = %v, want the key refused", err)
+				}
+				if got := c.BuildsPerNamespace(); got != max(tt.builds/2+tt.builds%2, 1) {
+					t.Errorf("BuildsPerNamespace() = %d after a refused value, want the default's %d", got, max(tt.builds/2+tt.builds%2, 1))
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.BuildsPerNamespace(); got != tt.want {
+				t.Errorf("BuildsPerNamespace() = %d, want %d", got, tt.want)
 			}
 		})
 	}

@@ -63,8 +63,9 @@ func (w *Watcher) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile
 	w.Store.Set(c)
 	log.FromContext(ctx).Info("operator configuration loaded", "checkInterval", c.CheckInterval, "gitTimeout", c.GitTimeout,
 		"autoUpdateMiddleware", c.AutoUpdateMiddleware, "unknownMiddlewarePolicy", c.UnknownMiddlewarePolicy, "rebuildCommit", c.RebuildCommit,
-		"maxConcurrentBuilds", c.MaxConcurrentBuilds, "buildBackoff", c.BuildBackoff, "buildBackoffMax", c.BuildBackoffMax,
+		"maxConcurrentBuilds", c.MaxConcurrentBuilds, "maxConcurrentBuildsPerNamespace", c.MaxConcurrentBuildsPerNamespace.String(), "buildBackoff", c.BuildBackoff, "buildBackoffMax", c.BuildBackoffMax,
 		"pipelineServiceAccount", c.PipelineServiceAccount, "deployerImage", c.DeployerImage, "builderImages", c.BuilderImages,
+		"bashImage", c.BashImage, "buildahImage", c.BuildahImage,
 		"commitStoreMaxBytes", c.CommitStoreMaxBytes)
 	if w.OnChange != nil && !reflect.DeepEqual(old, c) {
 		w.OnChange(ctx, old, c)

@@ -28,6 +28,13 @@ type registration struct {
 	// revision is the commit the build clones: the run's commit parameter, which
 	// func's build labels the image with (org.opencontainers.image.revision).
 	revision string
+	// stepImages are the pins of the images func's tasks name by tag (StepImages).
+	stepImages map[string]string
+}
+
+// newRegistration is what the proxy knows of req's build before its credentials.
+func newRegistration(req BuildRequest) *registration {
+	return &registration{owner: req.Owner, revision: req.Revision, stepImages: req.StepImages.replacements()}
 }
 
 // builds are the builds being run, by namespace and build ID.
@@ -145,7 +152,8 @@ func decodeV1(kind, version string, body []byte, out any) error {
 // rewritePipeline returns the Pipeline func writes, owned by its Function, with the
 // clone step of func's build task moved into a pipeline task of its own that runs
 // the embedded git-clone task bound to the optional credential workspaces (see
-// splitClone), and fails on anything else Tekton would resolve from outside the
+// splitClone), the images func's tasks name by tag replaced by the build's pins
+// (StepImages), and fails on anything else Tekton would resolve from outside the
 // cluster.
 func rewritePipeline(namespace, version string, body []byte) ([]byte, error) {
 	p := &pipelinev1.Pipeline{}
@@ -161,6 +169,7 @@ func rewritePipeline(namespace, version string, body []byte) ([]byte, error) {
 	if err := splitClone(&p.Spec); err != nil {
 		return nil, err
 	}
+	pinStepImages(&p.Spec, reg.stepImages)
 	return json.Marshal(p)
 }
 

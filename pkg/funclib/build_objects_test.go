@@ -45,6 +45,11 @@ func TestRunPipeline_BuildObjects(t *testing.T) {
 	const utils = "127.0.0.1:5000/func-utils@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	defer SetDeployerImage(DeployerImage())
 	SetDeployerImage(utils)
+	// Every other pin too, by digest: the applied Pipeline runs no image by tag.
+	defer SetGitCloneImage("")
+	SetGitCloneImage(digestOf(GitCloneImage()))
+	req.BuilderImage = digestOf("ghcr.io/knative/builder-jammy-tiny:v2")
+	req.StepImages = StepImages{Bash: digestOf(FuncBashImage), Buildah: digestOf(FuncBuildahImage)}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
@@ -156,6 +161,15 @@ func TestRunPipeline_BuildObjects(t *testing.T) {
 	}
 	if utilsSteps != 2 {
 		t.Errorf("%d func-scaffold and func-deploy steps seen, want 2", utilsSteps)
+	}
+	images, err := pipelineImages(&p, &run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantImages := []string{digestOf(FuncBashImage), req.BuilderImage, utils, digestOf("ghcr.io/tektoncd-catalog/git-clone:v1.1.0")}
+	slices.Sort(wantImages)
+	if diff := cmp.Diff(wantImages, images); diff != "" {
+		t.Errorf("the images of the applied Pipeline and run, every one pinned (-want +got):\n%s", diff)
 	}
 	if names := taskNames(p.Spec.Tasks); !slices.Equal(names, []string{cloneTaskName, "build"}) {
 		t.Errorf("pipeline tasks = %v, want [%s build]", names, cloneTaskName)

@@ -40,6 +40,8 @@ type BuildRequest struct {
 	Labels map[string]string
 	// BuilderImage is used when func.yaml pins no builder image; empty keeps func's default.
 	BuilderImage string
+	// StepImages replace the images func's task templates name by tag.
+	StepImages StepImages
 	// Credentials returns the registry credentials for an image, for the pipeline's
 	// push Secret. Empty credentials push anonymously.
 	Credentials func(ctx context.Context, image string) (username, password string, err error)
@@ -79,7 +81,7 @@ func RunPipeline(ctx context.Context, req BuildRequest) error {
 		req.Labels = map[string]string{}
 	}
 	req.Labels[LabelBuildID] = req.ID
-	reg := &registration{owner: req.Owner, revision: req.Revision}
+	reg := newRegistration(req)
 	if req.GitCredentials != nil {
 		auth, err := newGitAuth(req.GitURL, req.GitCredentials)
 		if err != nil {

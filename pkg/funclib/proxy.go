@@ -170,6 +170,10 @@ func startProxy(cfg *rest.Config, serviceAccount func() string) (*apiProxy, erro
 // url is where the func library reaches the proxy.
 func (p *apiProxy) url() string { return "https://" + p.listener.Addr().String() }
 
+// ProxyAddress is where the func library's API proxy listens (127.0.0.1:port): one
+// of the operator's own listeners, which the network guard refuses to Functions.
+func (c *Cluster) ProxyAddress() string { return c.proxy.listener.Addr().String() }
+
 // loopbackCertificate makes a self-signed certificate for 127.0.0.1, valid for ten years.
 func loopbackCertificate() (tls.Certificate, []byte, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)

@@ -19,9 +19,11 @@ import (
 // Lanes keeps one remote host, and one namespace (tenant), from holding every
 // worker: a repository or registry is read by at most half the workers at once; the
 // Functions of one namespace hold at most half the workers in remote reads,
-// whatever hosts they name; and a namespace whose read of a host was slow (ran into
-// its timeout) reads that host one at a time until it answers that namespace in
-// time again. A Function without a free lane is checked again shortly, without
+// whatever hosts they name; namespaces that already read hold all but one worker
+// between them, the last kept for a namespace that reads nothing yet (so that two
+// namespaces of hanging hosts, half the workers each, cannot hold every worker); and
+// a namespace whose read of a host was slow (ran into its timeout) reads that host
+// one at a time until it answers that namespace in time again. A Function without a free lane is checked again shortly, without
 // holding a worker: a tenant's slow or hanging hosts delay its own Functions, not
 // everyone's checks.
 //
@@ -49,6 +51,10 @@ type Lanes struct {
 // by up to half): soon, as lanes of hosts that answer free in moments.
 const laneWait = 500 * time.Millisecond
 
+// allReads is the inFlight key that counts every remote read in flight: hosts have
+// no spaces, and the other keys do not read so.
+const allReads = "every read"
+
 // slowKey names the reads of host by namespace's Functions.
 func slowKey(host, namespace string) string { return host + " for namespace " + namespace }
 
@@ -72,10 +78,10 @@ func (l *Lanes) Enter(host, namespace string) (leave func(timedOut bool), ok boo
 			return nil, false
 		}
 	}
-	if l.inFlight[tenant] >= half {
+	if n := l.inFlight[tenant]; n >= half || (n > 0 && l.inFlight[allReads] >= l.Workers-1) {
 		return nil, false
 	}
-	for _, k := range []string{host, hk, tenant} {
+	for _, k := range []string{host, hk, tenant, allReads} {
 		if k != "" {
 			l.inFlight[k]++
 		}
@@ -89,7 +95,7 @@ func (l *Lanes) Enter(host, namespace string) (leave func(timedOut bool), ok boo
 func (l *Lanes) leave(host, hk, tenant string, timedOut bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, k := range []string{host, hk, tenant} {
+	for _, k := range []string{host, hk, tenant, allReads} {
 		if k == "" {
 			continue
 		}

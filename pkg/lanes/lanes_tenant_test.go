@@ -53,3 +53,54 @@ func TestLanes_SlowLaneIsPerTenant(t *testing.T) {
 		leave[0](false)
 	}
 }
+
+// TestLanes_LastWorkerForANewNamespace: two namespaces whose reads hang hold half the
+// workers each while alone, but between them all but one: the last goes to a
+// namespace that reads nothing yet. Counted in lanes let in, not timed. The positive
+// controls: a namespace alone still gets half the workers, and the reserved worker
+// is refused to a namespace that already reads.
+func TestLanes_LastWorkerForANewNamespace(t *testing.T) {
+	l := &Lanes{Workers: 4}
+	enter := func(host, ns string) (func(bool), bool) { return l.Enter(host, ns) }
+	// a, alone, gets half the workers (the control of the cap).
+	held := make([]func(bool), 0, 4)
+	for i := range 2 {
+		leave, ok := enter("registry-"+string(rune('1'+i)), "a")
+		if !ok {
+			t.Fatalf("namespace a's read %d refused, want half the workers", i+1)
+		}
+		held = append(held, leave)
+	}
+	if _, ok := enter("registry-3", "a"); ok {
+		t.Fatal("namespace a got a third worker, want half (2)")
+	}
+	// b gets one: the fourth is kept for a namespace that reads nothing yet.
+	leave, ok := enter("registry-3", "b")
+	if !ok {
+		t.Fatal("namespace b's first read refused")
+	}
+	held = append(held, leave)
+	if _, ok := enter("registry-4", "b"); ok {
+		t.Fatal("namespace b got a second worker beside a's two: none left for another namespace")
+	}
+	// c, reading nothing yet, gets the last one; then no one gets more.
+	leave, ok = enter("git-host", "c")
+	if !ok {
+		t.Fatal("namespace c's first read refused beside a's and b's hanging ones")
+	}
+	held = append(held, leave)
+	for _, ns := range []string{"a", "b", "c"} {
+		if _, ok := enter("registry-5", ns); ok {
+			t.Errorf("namespace %s got a fifth read", ns)
+		}
+	}
+	for _, leave := range held {
+		leave(true)
+	}
+	// b alone again gets half.
+	for i := range 2 {
+		if _, ok := enter("registry-6", "b"); !ok {
+			t.Fatalf("namespace b alone: read %d refused, want half the workers", i+1)
+		}
+	}
+}

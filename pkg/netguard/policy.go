@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -91,35 +92,56 @@ var Builtin = []string{
 	"metadata.google.internal", // GCP metadata by name
 }
 
-// NewPolicy returns the policy made of the built-in ranges, the API server's own
-// addresses (host:port, each refused on its port only), and the configured deny
-// and allow entries (see ParseEntry).
-func NewPolicy(apiServers []netip.AddrPort, deny, allow []string) (*Policy, error) {
-	return NewPolicyWithOwn(apiServers, nil, deny, allow)
+// Loopback are the addresses of the operator's own pod: its listeners, the func
+// library's API proxy, and whatever runs beside it (a sidecar's admin port). Refused
+// unless Own.AllowLoopback.
+var Loopback = []string{"127.0.0.0/8", "::1/128"}
+
+// Own is what the operator refuses of its own, whatever the configuration says.
+type Own struct {
+	// Listeners are the operator's own listeners (metrics, probes, push receiver,
+	// profiles, the func library's API proxy), each refused on its port, on every
+	// address of the operator's host, even with AllowLoopback.
+	Listeners []netip.AddrPort
+	// AllowLoopback lets Loopback through: for git and registry servers on the
+	// operator's own host, which only tests and a developer's machine have.
+	AllowLoopback bool
 }
 
-// NewPolicyWithOwn is NewPolicy that also refuses own: the operator's own
-// listeners (metrics, probes, the func library's API proxy), each on its port, on
-// every address of the operator's host.
-func NewPolicyWithOwn(apiServers, own []netip.AddrPort, deny, allow []string) (*Policy, error) {
+// NewPolicy returns the policy made of the built-in ranges, the API server's own
+// addresses (host:port, each refused on its port only), and the configured deny
+// and allow entries (see ParseEntry). It lets loopback through, as the git and
+// registry clients' tests need: the operator's policy is NewPolicyWithOwn's.
+func NewPolicy(apiServers []netip.AddrPort, deny, allow []string) (*Policy, error) {
+	return NewPolicyWithOwn(apiServers, Own{AllowLoopback: true}, deny, allow)
+}
+
+// NewPolicyWithOwn is NewPolicy that also refuses own's listeners and, unless
+// own.AllowLoopback, loopback.
+func NewPolicyWithOwn(apiServers []netip.AddrPort, own Own, deny, allow []string) (*Policy, error) {
 	p := &Policy{}
-	for _, ap := range own {
+	for _, ap := range own.Listeners {
 		a := ap.Addr().WithZone("").Unmap()
 		p.builtin = append(p.builtin, rule{prefix: netip.PrefixFrom(a, a.BitLen()), port: ap.Port(),
 			text: "the operator's own listener " + netip.AddrPortFrom(a, ap.Port()).String()})
 	}
-	for _, e := range Builtin {
+	// Before the ranges: a refusal names the API server rather than loopback.
+	for _, ap := range apiServers {
+		a := ap.Addr().Unmap()
+		p.builtin = append(p.builtin, rule{prefix: netip.PrefixFrom(a, a.BitLen()), port: ap.Port(),
+			text: "the Kubernetes API server " + netip.AddrPortFrom(a, ap.Port()).String()})
+	}
+	builtin := Builtin
+	if !own.AllowLoopback {
+		builtin = append(slices.Clip(Builtin), Loopback...)
+	}
+	for _, e := range builtin {
 		r, err := ParseEntry(e)
 		if err != nil {
 			return nil, fmt.Errorf("built-in entry %q: %w", e, err)
 		}
 		r.text = "built-in " + e
 		p.builtin = append(p.builtin, r)
-	}
-	for _, ap := range apiServers {
-		a := ap.Addr().Unmap()
-		p.builtin = append(p.builtin, rule{prefix: netip.PrefixFrom(a, a.BitLen()), port: ap.Port(),
-			text: "the Kubernetes API server " + netip.AddrPortFrom(a, ap.Port()).String()})
 	}
 	var errs []error
 	for _, e := range deny {

@@ -120,7 +120,7 @@ func TestResolveAPIServer(t *testing.T) {
 
 func TestPolicy_AddressForms(t *testing.T) {
 	own := []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:8081")}
-	p, err := NewPolicyWithOwn(nil, own, []string{"10.0.0.0/8", "fd00::1%eth0"}, nil)
+	p, err := NewPolicyWithOwn(nil, Own{Listeners: own, AllowLoopback: true}, []string{"10.0.0.0/8", "fd00::1%eth0"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,5 +144,56 @@ func TestPolicy_AddressForms(t *testing.T) {
 		if err := p.checkAddr("x", netip.MustParseAddrPort(a)); err != nil {
 			t.Errorf("%s: refused: %v", a, err)
 		}
+	}
+}
+
+// TestPolicy_Loopback: the operator's policy refuses loopback in every form that
+// reaches it, and its own listeners even where loopback is let through (as the tests
+// let it). Positive control: the same addresses pass with AllowLoopback, but for the
+// listener, and an address beside loopback passes either way.
+func TestPolicy_Loopback(t *testing.T) {
+	own := []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:40000"), netip.MustParseAddrPort("[::1]:8443")}
+	tests := []struct {
+		addr               string
+		refused, refusedIf bool // refused: whatever AllowLoopback; refusedIf: unless it
+		wantRule           string
+	}{
+		{addr: "127.0.0.1:3000", refusedIf: true, wantRule: "built-in 127.0.0.0/8"},
+		{addr: "127.1.2.3:3000", refusedIf: true, wantRule: "built-in 127.0.0.0/8"},
+		{addr: "[::1]:3000", refusedIf: true, wantRule: "built-in ::1/128"},
+		{addr: "[::ffff:127.0.0.1]:3000", refusedIf: true, wantRule: "built-in 127.0.0.0/8"}, // mapped
+		{addr: "[::7f00:1]:3000", refusedIf: true, wantRule: "built-in 127.0.0.0/8"},         // IPv4-compatible
+		{addr: "127.0.0.1:40000", refused: true, wantRule: "the operator's own listener 127.0.0.1:40000"},
+		{addr: "[::ffff:127.0.0.1]:40000", refused: true, wantRule: "the operator's own listener 127.0.0.1:40000"},
+		{addr: "[::1]:8443", refused: true, wantRule: "the operator's own listener [::1]:8443"},
+		{addr: "128.0.0.1:3000"},
+		{addr: "[::2]:3000"},
+	}
+	for _, allowLoopback := range []bool{false, true} {
+		p, err := NewPolicyWithOwn(nil, Own{Listeners: own, AllowLoopback: allowLoopback}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tt := range tests {
+			err := p.checkAddr("x", netip.MustParseAddrPort(tt.addr))
+			want := tt.refused || (tt.refusedIf && !allowLoopback)
+			var d *DeniedError
+			switch {
+			case !want && err != nil:
+				t.Errorf("AllowLoopback %t, %s: refused: %v", allowLoopback, tt.addr, err)
+			case want && !errors.As(err, &d):
+				t.Errorf("AllowLoopback %t, %s: got %v, want a refusal", allowLoopback, tt.addr, err)
+			case want && d.Rule != tt.wantRule:
+				t.Errorf("AllowLoopback %t, %s: refused by %q, want %q", allowLoopback, tt.addr, d.Rule, tt.wantRule)
+			}
+		}
+	}
+	// NewPolicy, the git and registry clients' tests' policy, lets loopback through.
+	p, err := NewPolicy(nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.checkAddr("x", netip.MustParseAddrPort("127.0.0.1:3000")); err != nil {
+		t.Errorf("NewPolicy refuses loopback: %v", err)
 	}
 }

@@ -20,7 +20,7 @@ import (
 
 // remotes returns what reads Functions' repositories and images, every connection
 // through the network guard and every read within the ConfigMap's bounds.
-func remotes(restConfig *rest.Config, store *config.Store, workDir string, own []netip.AddrPort) (*netguard.Guard, *git.Fetcher, *registry.Inspector, error) {
+func remotes(restConfig *rest.Config, store *config.Store, workDir string, own netguard.Own) (*netguard.Guard, *git.Fetcher, *registry.Inspector, error) {
 	guard, err := newGuard(restConfig, own, store.Load())
 	if err != nil {
 		return nil, nil, nil, err
@@ -43,9 +43,9 @@ func remotes(restConfig *rest.Config, store *config.Store, workDir string, own [
 }
 
 // newGuard returns the network guard of the git and registry clients: the
-// built-in refusals, the API server the operator talks to, and the ConfigMap's
-// lists.
-func newGuard(restConfig *rest.Config, own []netip.AddrPort, c config.Config) (*netguard.Guard, error) {
+// built-in refusals, the API server the operator talks to, its own listeners and,
+// unless own.AllowLoopback, loopback, and the ConfigMap's lists.
+func newGuard(restConfig *rest.Config, own netguard.Own, c config.Config) (*netguard.Guard, error) {
 	p, err := policy(restConfig, own, c)
 	if err != nil {
 		return nil, err
@@ -57,7 +57,7 @@ func newGuard(restConfig *rest.Config, own []netip.AddrPort, c config.Config) (*
 }
 
 // updateGuard puts the lists of c in force.
-func updateGuard(g *netguard.Guard, restConfig *rest.Config, own []netip.AddrPort, c config.Config) error {
+func updateGuard(g *netguard.Guard, restConfig *rest.Config, own netguard.Own, c config.Config) error {
 	p, err := policy(restConfig, own, c)
 	if err != nil {
 		return err
@@ -66,7 +66,7 @@ func updateGuard(g *netguard.Guard, restConfig *rest.Config, own []netip.AddrPor
 	return nil
 }
 
-func policy(restConfig *rest.Config, own []netip.AddrPort, c config.Config) (*netguard.Policy, error) {
+func policy(restConfig *rest.Config, own netguard.Own, c config.Config) (*netguard.Policy, error) {
 	apiServers, err := netguard.ResolveAPIServer(lookup, restConfig.Host,
 		os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT"))
 	if err != nil {
@@ -84,8 +84,9 @@ func lookup(host string) ([]netip.Addr, error) {
 }
 
 // ownListeners are the addresses of the operator's own listeners (metrics,
-// probes) that a Function must not make it connect to: on every address of the
-// host when a listener binds them all.
+// probes, push receiver, profiles, the func library's API proxy) that a Function
+// must not make it connect to: on every address of the host when a listener binds
+// them all.
 func ownListeners(binds ...string) []netip.AddrPort {
 	var local []netip.Addr
 	if addrs, err := net.InterfaceAddrs(); err == nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -96,6 +95,10 @@ type Options struct {
 	Concurrency int
 	// WorkDir holds temporary clones; the OS default when empty.
 	WorkDir string
+	// AllowLoopback lets Functions name git and registry servers on the operator's
+	// own host (127.0.0.0/8, ::1), which are refused otherwise: for tests and a
+	// developer's machine. The operator's own listeners stay refused.
+	AllowLoopback bool
 	// Config is the store the ConfigMap watcher keeps current; a new one holding the
 	// defaults when nil.
 	Config *config.Store
@@ -211,7 +214,7 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 	}()
 	o.WorkDir = workDir
 	o.Config = store
-	closeFuncLibrary, err := setUpFuncLibrary(ctx, mgr, restConfig, kubeconfigDir, o)
+	closeFuncLibrary, funcProxy, err := setUpFuncLibrary(ctx, mgr, restConfig, kubeconfigDir, o)
 	if err != nil {
 		return nil, err
 	}
@@ -227,12 +230,14 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 	launcher := rebuild.NewLauncher(funclib.RunPipeline, wakeups.Enqueue, mgr.GetLogger().WithName("builds"))
 	launcher.LogLines = func() int { return store.Load().BuildLogLines }
 	builds := &rebuild.Builds{
-		Queue:    rebuild.NewQueue(func() int { return store.Load().MaxConcurrentBuilds }, wakeups.Enqueue),
+		Queue: rebuild.NewQueue(func() int { return store.Load().MaxConcurrentBuilds }, wakeups.Enqueue).
+			WithNamespaceLimit(func() int { return store.Load().BuildsPerNamespace() }),
 		Launcher: launcher,
 		WorkDir:  o.WorkDir,
 		Tekton:   tekton,
 	}
-	own := ownListeners(o.MetricsAddr, o.ProbeAddr, o.WebhookAddr, o.PprofAddr)
+	own := netguard.Own{AllowLoopback: o.AllowLoopback,
+		Listeners: ownListeners(o.MetricsAddr, o.ProbeAddr, o.WebhookAddr, o.PprofAddr, funcProxy)}
 	guard, fetcher, inspector, err := remotes(restConfig, store, o.WorkDir, own)
 	if err != nil {
 		return nil, err
@@ -422,11 +427,12 @@ func apiServed(cfg *rest.Config, groupVersion, resource string) (bool, error) {
 
 // setUpFuncLibrary points the func library at the operator's cluster, through a
 // proxy that the manager stops (close stops it sooner), and pins the image its
-// pipelines run, from the ConfigMap as it is when the operator starts.
-func setUpFuncLibrary(ctx context.Context, mgr manager.Manager, restConfig *rest.Config, kubeconfigDir string, o Options) (close func() error, retErr error) {
+// pipelines run, from the ConfigMap as it is when the operator starts. It returns
+// the proxy's address, which the network guard refuses to Functions.
+func setUpFuncLibrary(ctx context.Context, mgr manager.Manager, restConfig *rest.Config, kubeconfigDir string, o Options) (close func() error, proxy string, retErr error) {
 	cluster, err := funclib.UseCluster(ctx, restConfig, kubeconfigDir, func() string { return o.Config.Load().PipelineServiceAccount })
 	if err != nil {
-		return nil, fmt.Errorf("pointing the func library at the operator's cluster: %w", err)
+		return nil, "", fmt.Errorf("pointing the func library at the operator's cluster: %w", err)
 	}
 	defer func() {
 		if retErr != nil {
@@ -434,7 +440,7 @@ func setUpFuncLibrary(ctx context.Context, mgr manager.Manager, restConfig *rest
 		}
 	}()
 	if err := mgr.Add(cleanup(cluster.Close)); err != nil {
-		return nil, fmt.Errorf("adding the func library's clean-up: %w", err)
+		return nil, "", fmt.Errorf("adding the func library's clean-up: %w", err)
 	}
 	path := cluster.Kubeconfig
 	cm := &corev1.ConfigMap{}
@@ -443,7 +449,7 @@ func setUpFuncLibrary(ctx context.Context, mgr manager.Manager, restConfig *rest
 	case apierrors.IsNotFound(err):
 		cm = nil
 	case err != nil:
-		return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", o.SystemNamespace, config.ConfigMapName, err)
+		return nil, "", fmt.Errorf("reading ConfigMap %s/%s: %w", o.SystemNamespace, config.ConfigMapName, err)
 	}
 	c, _ := config.FromConfigMap(cm) // the watcher reports invalid keys
 	if c.DeployerImage != "" {
@@ -452,7 +458,7 @@ func setUpFuncLibrary(ctx context.Context, mgr manager.Manager, restConfig *rest
 	funclib.SetGitCloneImage(c.GitCloneImage)
 	log.FromContext(ctx).Info("func library ready", "version", funclib.Version(), "kubeconfig", path,
 		"deployerImage", funclib.DeployerImage(), "gitCloneImage", funclib.GitCloneImage(), "gitCloneTask", funclib.GitCloneTaskVersion)
-	return cluster.Close, nil
+	return cluster.Close, cluster.ProxyAddress(), nil
 }
 
 // lastMetrics are the collectors of package metrics the last operator of this
@@ -582,7 +588,7 @@ func privateDirs(mgr manager.Manager, workDir string) (work, kubeconfig string, 
 
 // onConfigChange applies a new configuration to what does not read the store at
 // each use.
-func onConfigChange(r *function.Reconciler, queue *rebuild.Queue, guard *netguard.Guard, restConfig *rest.Config, own []netip.AddrPort) func(ctx context.Context, old, new config.Config) {
+func onConfigChange(r *function.Reconciler, queue *rebuild.Queue, guard *netguard.Guard, restConfig *rest.Config, own netguard.Own) func(ctx context.Context, old, new config.Config) {
 	return func(ctx context.Context, old, new config.Config) {
 		if old.AutoUpdateMiddleware != new.AutoUpdateMiddleware || old.UnknownMiddlewarePolicy != new.UnknownMiddlewarePolicy {
 			r.OperatorPolicyChanged(ctx)
@@ -590,7 +596,7 @@ func onConfigChange(r *function.Reconciler, queue *rebuild.Queue, guard *netguar
 		if old.RebuildCommit != new.RebuildCommit {
 			r.OperatorRebuildCommitChanged(ctx)
 		}
-		if new.MaxConcurrentBuilds > old.MaxConcurrentBuilds {
+		if new.MaxConcurrentBuilds > old.MaxConcurrentBuilds || new.BuildsPerNamespace() > old.BuildsPerNamespace() {
 			queue.Kick()
 		}
 		if new.CommitStoreMaxBytes < old.CommitStoreMaxBytes {

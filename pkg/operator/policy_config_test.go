@@ -49,6 +49,8 @@ var configPolicyCases = func() []configPolicyCase {
 		config.KeyRebuildCommit:           {"Deployed", "DeployedOnly", "Followed", " Followed ", "deployed", "Latest", ""},
 		config.KeyMaxConcurrentBuilds: {"2", "0", "+3", "-0", " 7 ", "100000", "9223372036854775807",
 			"-1", "1.5", "two", "", "1_000", "0x10", "2 3"},
+		config.KeyMaxConcurrentBuildsPerNamespace: {"50%", "1", "+3", " 2 ", "100%", "1%", "050%", "100", "9223372036854775807",
+			"0", "-0", "-1", "0%", "101%", "+5%", "-5%", "5 %", "%", "half", "1.5", "", "1_000", "50%%"},
 		config.KeyCloneMaxFiles:            {"100000", "100", "10000000", "99", "10000001", "1e3", "+100", "100k", ""},
 		config.KeyConditionMessageMaxBytes: {"1024", "128", "32768", "127", "32769", "-128", "1Ki"},
 		config.KeyEventMessageMaxBytes:     {"1024", "128", "32768", "127", "32769"},
@@ -80,6 +82,10 @@ var configPolicyCases = func() []configPolicyCase {
 			"example.com/path", "host:80", "10.0.0.1:99999", "10.0.0.1:65536", "[10.0.0.1]:80", "[fd00::1]",
 			"gggg::1", "[::g]:80", "::1/129", "fe80::1%eth0/64", "ok.example, bad host", "a*b", "[a]"},
 		config.KeyHostDeny: {"", "10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, fc00::/7", "*.internal", "10.0.0.0/33, ok.example"},
+		config.KeyBashImage: {"", " ", "docker.io/library/bash:5.1", "docker.io/library/bash@sha256:" + sha256Hex,
+			"docker.io/library/bash@sha256:abc", "bash 5.1"},
+		config.KeyBuildahImage: {"", "quay.io/buildah/stable:v1.31.0", "quay.io/buildah/stable:v1.31.0@sha256:" + sha256Hex,
+			"quay.io/buildah/stable@sha512:" + sha256Hex, "quay.io/buildah/stable:"},
 	}
 	var cases []configPolicyCase
 	for k, vs := range values {
@@ -92,6 +98,8 @@ var configPolicyCases = func() []configPolicyCase {
 		configPolicyCase{data: map[string]string{config.KeyCheckInterval: "2562048h"}, evalError: true},
 		configPolicyCase{data: map[string]string{config.KeyMaxConcurrentBuilds: "9223372036854775808"}, evalError: true},
 		configPolicyCase{data: map[string]string{config.KeyCloneMaxFiles: "99999999999999999999"}, evalError: true},
+		configPolicyCase{data: map[string]string{config.KeyMaxConcurrentBuildsPerNamespace: "9223372036854775808"}, evalError: true},
+		configPolicyCase{data: map[string]string{config.KeyMaxConcurrentBuildsPerNamespace: "9223372036854775808%"}, evalError: true},
 		// Not an IPv6 address, which CEL cannot tell: left to the Event.
 		configPolicyCase{data: map[string]string{config.KeyHostAllow: "1:2:3"}, laxer: true},
 		configPolicyCase{data: map[string]string{config.KeyHostDeny: "::1::2/64"}, laxer: true},

@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
@@ -134,6 +135,9 @@ func rebuildConfig(budget int) config.Config {
 	cfg := config.Defaults()
 	cfg.CheckInterval, cfg.GitTimeout = time.Hour, 10*time.Second
 	cfg.MaxConcurrentBuilds = budget
+	// These tests' Functions share a namespace: the budget is what they test
+	// (TestOperator_NamespaceBuildLimit tests the namespace's share).
+	cfg.MaxConcurrentBuildsPerNamespace = intstr.FromString("100%")
 	cfg.BuildBackoff, cfg.BuildBackoffMax = 2*time.Second, time.Minute
 	cfg.BuilderImages = map[string]string{"pack/go": pinnedBuilder}
 	return cfg
@@ -595,6 +599,7 @@ func TestOperator_FunctionDeletedMidBuild(t *testing.T) {
 func TestOperator_RebuildWithPrivateRegistry(t *testing.T) {
 	user, password := registryUser, registryPassword
 	pinnedDeployer := "registry.example/knative/func-utils@sha256:" + strings.Repeat("ab", 32)
+	pinnedBash := "registry.example/library/bash@sha256:" + strings.Repeat("cd", 32)
 	ns := newNamespace(t)
 	// Simulated: the ServiceAccount controller (kube-controller-manager, which envtest
 	// has not) creates every namespace's "default" ServiceAccount.
@@ -611,8 +616,9 @@ func TestOperator_RebuildWithPrivateRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	tekton.StartKubelet(t, restConfig, tekton.Options{Namespaces: []string{ns}, Registry: reg, Decide: succeed(t)})
-	// The deployer image is read from the ConfigMap when the operator starts.
-	startOperatorWithConfigMap(t, rebuildConfig(2), map[string]string{config.KeyDeployerImage: pinnedDeployer}, ns)
+	// The deployer image is read from the ConfigMap when the operator starts; the
+	// bash image at each build.
+	startOperatorWithConfigMap(t, rebuildConfig(2), map[string]string{config.KeyDeployerImage: pinnedDeployer, config.KeyBashImage: pinnedBash}, ns)
 	f.createFunctionWith(t, "hello", nil, "registry")
 	eventually(t, 60*time.Second, rebuilt(t, ns, "hello"))
 
@@ -630,7 +636,7 @@ func TestOperator_RebuildWithPrivateRegistry(t *testing.T) {
 	if len(sa.ImagePullSecrets) != 1 || sa.ImagePullSecrets[0].Name != "registry" {
 		t.Errorf("imagePullSecrets of the function's ServiceAccount = %v, want the registry Secret", sa.ImagePullSecrets)
 	}
-	// ...and the pipeline's steps run the pinned func-utils image.
+	// ...and the pipeline's steps run the pinned func-utils and bash images.
 	pipeline := buildPipeline(t, ns, "hello")
 	deployImages := map[string]string{}
 	for _, task := range pipeline.Spec.Tasks {
@@ -642,6 +648,11 @@ func TestOperator_RebuildWithPrivateRegistry(t *testing.T) {
 	}
 	if got := deployImages["build/func-deploy"]; got != pinnedDeployer {
 		t.Errorf("the deploy step runs %q, want the pinned %q (steps: %v)", got, pinnedDeployer, deployImages)
+	}
+	for _, step := range []string{"build/prepare", "build/results"} {
+		if got := deployImages[step]; got != pinnedBash {
+			t.Errorf("step %s runs %q, want the pinned %q (steps: %v)", step, got, pinnedBash, deployImages)
+		}
 	}
 
 	// No Secret value in the Function's status or events.

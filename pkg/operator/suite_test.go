@@ -227,8 +227,15 @@ func ownNamespaceRBAC(t *testing.T, ns string) {
 
 // runManager builds the operator's manager with New on cfg, with o, and runs it until
 // the test ends (or the stop it returns is called), failing the test when it stopped
-// with an error.
+// with an error. Loopback is allowed: every test's git and registry servers are there.
 func runManager(t *testing.T, cfg *rest.Config, o Options) (_ manager.Manager, stop func()) {
+	t.Helper()
+	o.AllowLoopback = true
+	return runManagerAsIs(t, cfg, o)
+}
+
+// runManagerAsIs is runManager with o as given.
+func runManagerAsIs(t *testing.T, cfg *rest.Config, o Options) (_ manager.Manager, stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	mgr, err := New(ctx, cfg, o)

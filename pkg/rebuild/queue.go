@@ -12,10 +12,12 @@ import (
 type Key = types.NamespacedName
 
 // Queue holds the running rebuilds and the ones that wait for a slot. At most
-// limit() run at once; a freed slot goes to the waiting Function whose namespace runs
-// the fewest rebuilds (counting those ahead of it in the queue), then to the one that
+// limit() run at once, and at most the namespace limit (WithNamespaceLimit) of one
+// namespace; a freed slot goes to the waiting Function whose namespace runs the
+// fewest rebuilds (counting those ahead of it in the queue), then to the one that
 // waits longest. So one namespace with a hundred outdated functions cannot starve
-// another with one. Queue is safe for concurrent use.
+// another with one, nor can one whose builds hang until buildTimeout hold more than
+// its share of the slots. Queue is safe for concurrent use.
 //
 // Until Seed is called the Queue does not know the builds that already run, so it
 // admits nothing and wakes nobody.
@@ -24,7 +26,9 @@ type Key = types.NamespacedName
 // one step per namespace, not a sort of the whole queue.
 type Queue struct {
 	limit func() int
-	wake  func(Key)
+	// perNamespace is the namespace limit; nil or a result of 0 or less: none.
+	perNamespace func() int
+	wake         func(Key)
 
 	mu      sync.Mutex
 	seeded  bool
@@ -57,6 +61,34 @@ func NewQueue(limit func() int, wake func(Key)) *Queue {
 	}
 }
 
+// WithNamespaceLimit makes q run at most perNamespace() rebuilds of one namespace at
+// once (0 or less: no limit but limit()), and returns q. A Key whose namespace runs
+// as many waits, whatever slots are free; the Keys of other namespaces are admitted
+// past it. perNamespace is called without the lock held. Call it before q is used.
+func (q *Queue) WithNamespaceLimit(perNamespace func() int) *Queue {
+	q.perNamespace = perNamespace
+	return q
+}
+
+// limits returns limit() and the namespace limit (0: none). Call it without the lock.
+func (q *Queue) limits() (limit, perNamespace int) {
+	limit = q.limit()
+	if q.perNamespace != nil {
+		perNamespace = max(q.perNamespace(), 0)
+	}
+	return limit, perNamespace
+}
+
+// NamespaceFull reports whether namespace ns runs as many rebuilds as the namespace
+// limit lets it, or more (running), and that limit; never without one.
+func (q *Queue) NamespaceFull(ns string) (full bool, running, limit int) {
+	_, limit = q.limits()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	running = q.runningIn[ns]
+	return limit > 0 && running >= limit, running, limit
+}
+
 // Seed records what the cluster says of builds after an operator restart: running,
 // the Keys whose builds already run, and waiting, the Keys that already wait with
 // their queuedAt. The caller does the I/O and calls Seed once it succeeded; until then
@@ -72,7 +104,7 @@ func NewQueue(limit func() int, wake func(Key)) *Queue {
 // merges again and only adds: the same data changes nothing (Seed then only wakes, as
 // Kick) unless one of its Keys was released or forgotten in between.
 func (q *Queue) Seed(running []Key, waiting map[Key]time.Time) {
-	limit := q.limit()
+	limit, perNS := q.limits()
 	q.mu.Lock()
 	q.seeded = true
 	for _, k := range running {
@@ -93,7 +125,7 @@ func (q *Queue) Seed(running []Key, waiting map[Key]time.Time) {
 		}
 	}
 	q.settled = nil // recorded only until the first Seed
-	next := q.admissible(limit)
+	next := q.admissible(limit, perNS)
 	q.mu.Unlock()
 	q.wakeAll(next)
 }
@@ -107,9 +139,10 @@ func (q *Queue) isSeeded() bool {
 
 // Admit asks a slot for key, which needs a rebuild since queuedAt. When admitted, key
 // holds a slot until Release or Forget. Otherwise it waits in the queue, at position
-// (1 is next) of length. Before Seed, key is admitted only when it already holds a slot.
+// (1 is next) of length; past the namespace limit it waits for its namespace, at the
+// place it would have. Before Seed, key is admitted only when it already holds a slot.
 func (q *Queue) Admit(key Key, queuedAt time.Time) (admitted bool, position, length int) {
-	limit := q.limit()
+	limit, perNS := q.limits()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if _, ok := q.running[key]; ok {
@@ -121,7 +154,7 @@ func (q *Queue) Admit(key Key, queuedAt time.Time) (admitted bool, position, len
 	}
 	pos := q.position(key)
 	// Until the running builds are known, nothing is admitted: the budget could be spent.
-	if q.seeded && pos <= limit-len(q.running) {
+	if q.seeded && pos <= limit-len(q.running) && !q.overNamespaceLimit(key, perNS) {
 		q.removeWaiting(key)
 		q.addRunning(key)
 		return true, 0, len(q.waiting)
@@ -153,9 +186,9 @@ func (q *Queue) Forget(key Key) {
 
 // Kick wakes the Keys the free slots admit, as after the limit grew (none before Seed).
 func (q *Queue) Kick() {
-	limit := q.limit()
+	limit, perNS := q.limits()
 	q.mu.Lock()
-	next := q.admissible(limit)
+	next := q.admissible(limit, perNS)
 	q.mu.Unlock()
 	q.wakeAll(next)
 }
@@ -184,7 +217,7 @@ func (q *Queue) IsRunning(key Key) bool {
 }
 
 func (q *Queue) remove(key Key, fromWaiting bool) {
-	limit := q.limit()
+	limit, perNS := q.limits()
 	q.mu.Lock()
 	if !q.seeded {
 		q.settled[key] = struct{}{}
@@ -198,7 +231,7 @@ func (q *Queue) remove(key Key, fromWaiting bool) {
 	if fromWaiting {
 		q.removeWaiting(key)
 	}
-	next := q.admissible(limit)
+	next := q.admissible(limit, perNS)
 	q.mu.Unlock()
 	q.wakeAll(next)
 }
@@ -252,6 +285,19 @@ func (q *Queue) removeWaiting(key Key) {
 // rank of the i-th waiting Key of namespace ns: the rebuilds of ns running or ahead of it.
 func (q *Queue) rank(ns string, i int) int { return q.runningIn[ns] + i }
 
+// overNamespaceLimit reports whether waiting key's namespace runs perNS rebuilds or
+// more, counting those of it ahead of key (0: no limit). Keys are admitted in rank
+// order, so no Key past the limit is ever counted ahead of one under it (position).
+// Call with the lock held.
+func (q *Queue) overNamespaceLimit(key Key, perNS int) bool {
+	if perNS <= 0 {
+		return false
+	}
+	list := q.byNS[key.Namespace]
+	idx := sort.Search(len(list), func(i int) bool { return !q.less(list[i], key) })
+	return q.rank(key.Namespace, idx) >= perNS
+}
+
 // before orders two waiting Keys in the admission order: rank, then queuedAt, then name.
 func (q *Queue) before(a Key, ra int, b Key, rb int) bool {
 	if ra != rb {
@@ -288,9 +334,9 @@ func (q *Queue) position(key Key) int {
 	return pos
 }
 
-// admissible returns the waiting Keys the free slots under limit admit, in order;
-// none before Seed. Call with the lock held.
-func (q *Queue) admissible(limit int) []Key {
+// admissible returns the waiting Keys the free slots under limit, and the namespace
+// limit perNS (0: none), admit, in order; none before Seed. Call with the lock held.
+func (q *Queue) admissible(limit, perNS int) []Key {
 	free := limit - len(q.running)
 	if !q.seeded || free <= 0 || len(q.waiting) == 0 {
 		return nil
@@ -303,7 +349,7 @@ func (q *Queue) admissible(limit int) []Key {
 		bestRank, found := 0, false
 		for ns, keys := range q.byNS {
 			i := next[ns]
-			if i >= len(keys) {
+			if i >= len(keys) || (perNS > 0 && q.rank(ns, i) >= perNS) {
 				continue
 			}
 			if r := q.rank(ns, i); !found || q.before(keys[i], r, best, bestRank) {

@@ -40,15 +40,15 @@ func (w *wakes) take() []Key {
 
 // fixture is a Queue whose limit reads a variable and whose wakes are recorded.
 type fixture struct {
-	limit int
-	wakes wakes
-	q     *Queue
+	limit, perNS int
+	wakes        wakes
+	q            *Queue
 }
 
 // newFixture returns a fixture whose Queue is not seeded yet.
 func newFixture(limit int) *fixture {
 	f := &fixture{limit: limit}
-	f.q = NewQueue(func() int { return f.limit }, f.wakes.wake)
+	f.q = NewQueue(func() int { return f.limit }, f.wakes.wake).WithNamespaceLimit(func() int { return f.perNS })
 	return f
 }
 
@@ -174,6 +174,8 @@ func (f *fixture) run(t *testing.T, steps []step) {
 type scenario struct {
 	name  string
 	limit int
+	// perNS is the namespace limit (0: none).
+	perNS int
 	// unseeded leaves the Queue unseeded before the steps, which seed it with a
 	// seedStep; otherwise it is seeded with nothing.
 	unseeded bool
@@ -185,6 +187,7 @@ func runScenarios(t *testing.T, scenarios []scenario) {
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			f := newFixture(sc.limit)
+			f.perNS = sc.perNS
 			if !sc.unseeded {
 				f.q.Seed(nil, nil)
 			}
@@ -334,6 +337,63 @@ func TestQueue_Fairness(t *testing.T) {
 			admitStep(c1, 6, false, 1, 3), // rank 0
 			releaseStep(a1, c1),
 			admitStep(c1, 6, true, 0, 2),
+		},
+	}})
+}
+
+// TestQueue_NamespaceLimit: a namespace runs at most the namespace limit, whatever
+// slots are free, so that namespaces whose builds hang until buildTimeout cannot hold
+// every slot; the Keys of other namespaces are admitted past its waiting ones. The
+// positive controls: without the limit the same steps fill every slot from one
+// namespace, and a freed slot of the namespace admits its next Key.
+func TestQueue_NamespaceLimit(t *testing.T) {
+	runScenarios(t, []scenario{{
+		name:  "two hanging namespaces hold one slot each, a third is admitted",
+		limit: 3, perNS: 1,
+		steps: []step{
+			admitStep(a1, 1, true, 0, 0),
+			admitStep(a2, 2, false, 1, 1), // a slot is free, but a runs its one
+			admitStep(b1, 3, true, 0, 1),
+			admitStep(b2, 4, false, 2, 2),
+			admitStep(c1, 5, true, 0, 2),
+			lenStep(3, 2),
+			// a's build ends: its next is woken, a's slot admits only it.
+			releaseStep(a1, a2),
+			admitStep(b2, 4, false, 2, 2), // still over b's limit: a2 is ahead (rank 0)
+			admitStep(a2, 2, true, 0, 1),
+			releaseStep(c1), // b2 is over b's limit: nobody is woken
+			isWaitingStep(b2, true),
+			{name: "NamespaceFull(b)", do: func(f *fixture) any { full, n, l := f.q.NamespaceFull("b"); return []any{full, n, l} }, want: []any{true, 1, 1}},
+			{name: "NamespaceFull(c)", do: func(f *fixture) any { full, n, l := f.q.NamespaceFull("c"); return []any{full, n, l} }, want: []any{false, 0, 1}},
+		},
+	}, {
+		name:  "the control: no namespace limit, one namespace fills every slot",
+		limit: 3,
+		steps: []step{
+			admitStep(a1, 1, true, 0, 0),
+			admitStep(a2, 2, true, 0, 0),
+			admitStep(b1, 3, true, 0, 0),
+			admitStep(c1, 5, false, 1, 1),
+			{name: "NamespaceFull(a)", do: func(f *fixture) any { full, n, l := f.q.NamespaceFull("a"); return []any{full, n, l} }, want: []any{false, 2, 0}},
+		},
+	}, {
+		name:  "a raised namespace limit admits on Kick",
+		limit: 3, perNS: 1,
+		steps: []step{
+			admitStep(a1, 1, true, 0, 0),
+			admitStep(a2, 2, false, 1, 1),
+			kickStep(),
+			{name: "perNS=2", do: func(f *fixture) any { f.perNS = 2; return nil }},
+			kickStep(a2),
+			admitStep(a2, 2, true, 0, 0),
+		},
+	}, {
+		name:  "a namespace limit over the limit changes nothing",
+		limit: 2, perNS: 5,
+		steps: []step{
+			admitStep(a1, 1, true, 0, 0),
+			admitStep(a2, 2, true, 0, 0),
+			admitStep(a3, 3, false, 1, 1),
 		},
 	}})
 }

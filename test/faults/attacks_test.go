@@ -175,6 +175,38 @@ func TestAttacks(t *testing.T) {
 	waited := until(t, 15*time.Second, "a Function of another namespace Ready beside the hanging ones", func() string { return s.ready(late.ns, late.healthy[0]) })
 	t.Logf("a Function of another namespace was Ready %s after it was created, beside 12 Functions of one namespace hanging 20s on 3 registries", waited.Round(100*time.Millisecond))
 
+	// A second namespace hanging on the same registries: the two hold all but one
+	// worker between them (pkg/lanes), the last kept for a namespace that reads
+	// nothing yet, so a third namespace's Function is checked at once. (Before, the
+	// two held every worker, half each, and it was not Ready within 35s.)
+	slow2 := envtest.NewNamespace(t, s.env.Config, "attacks-slow2-", true)
+	s.createSecrets(t, slow2)
+	gitserver.CreateRepo(t, s.gitRoot, slow2).Commit(t, "main", files, "hanging images")
+	for i, name := range slowNames {
+		s.createService(t, slow2, name, imgs[i%len(imgs)])
+		s.createFunction(t, slow2, name, s.git.URL(slow2), "fns/"+name, "")
+	}
+	var before int64
+	for _, h := range hanging {
+		before += h.Requests()
+	}
+	until(t, time.Minute, "the second namespace's hanging reads under way", func() string {
+		var n int64
+		for _, h := range hanging {
+			n += h.Requests()
+		}
+		if n < before+2 {
+			return fmt.Sprintf("%d requests to the hanging registries, want %d", n, before+2)
+		}
+		return ""
+	})
+	late2 := s.newFleet(t, "late2", 1, 0, false)
+	s.fleets = append(s.fleets, late2)
+	waited2 := until(t, 15*time.Second, "a Function of a third namespace Ready beside two namespaces' hanging ones",
+		func() string { return s.ready(late2.ns, late2.healthy[0]) })
+	t.Logf("a Function of a third namespace was Ready %s after it was created, beside 12 Functions each of two namespaces hanging 20s on 3 registries",
+		waited2.Round(100*time.Millisecond))
+
 	if n := s.kubelet.Starts(); n != 1 {
 		t.Errorf("the operator was started %d times, want 1: an attack crashed it", n)
 	}
@@ -184,7 +216,7 @@ func TestAttacks(t *testing.T) {
 		t.Errorf("operator peak RSS %d MiB, over the bound of %d MiB", hwm>>20, rssBound>>20)
 	}
 	if f := os.Getenv("FUNC_OPERATOR_ATTACKS_TABLE"); f != "" {
-		writeAttackTable(t, f, attacks, hwm, waited)
+		writeAttackTable(t, f, attacks, hwm, waited, waited2)
 	}
 	s.checkCounters(t)
 }
@@ -372,7 +404,7 @@ func peakRSS(t *testing.T, pid int) int64 {
 
 // writeAttackTable writes the table of attacks of docs/hostile-input.md: what each ended in, and
 // the figures.
-func writeAttackTable(t *testing.T, path string, attacks []attack, hwm int64, waited time.Duration) {
+func writeAttackTable(t *testing.T, path string, attacks []attack, hwm int64, waited, waited2 time.Duration) {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString("| Attack (Function) | Condition | Reason |\n|---|---|---|\n")
@@ -380,8 +412,9 @@ func writeAttackTable(t *testing.T, path string, attacks []attack, hwm int64, wa
 		fmt.Fprintf(&b, "| %s | %s | `%s` |\n", a.name, a.cond, a.reason)
 	}
 	fmt.Fprintf(&b, "\nOperator peak RSS through every attack: %d MiB (bound %d MiB; Deployment limit 1 GiB). "+
-		"A Function of another namespace Ready %s after creation beside 12 Functions of one namespace hanging on 3 registries.\n",
-		hwm>>20, rssBound>>20, waited.Round(100*time.Millisecond))
+		"A Function of another namespace Ready %s after creation beside 12 Functions of one namespace hanging on 3 registries; "+
+		"%s beside two such namespaces (registryTimeout 20s).\n",
+		hwm>>20, rssBound>>20, waited.Round(100*time.Millisecond), waited2.Round(100*time.Millisecond))
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -79,15 +79,17 @@ type counted struct{ flaps, duplicates int }
 // config are the ConfigMap values of the suite: the shipped keys, with intervals a
 // test can wait for.
 var suiteConfig = map[string]string{
-	config.KeyCheckInterval:                  "10s",
-	config.KeyGitTimeout:                     "2s",
-	config.KeyRegistryTimeout:                "2s",
-	config.KeyBuildBackoff:                   "2s",
-	config.KeyBuildBackoffMax:                "10s",
-	config.KeyBuildTimeout:                   "5m",
-	config.KeyOutageGrace:                    "1h",
-	config.KeyMaxConcurrentBuilds:            "2",
-	config.KeyBuilderImagePrefix + "pack.go": "registry.example/knative/builder-jammy-tiny:pinned",
+	config.KeyCheckInterval:       "10s",
+	config.KeyGitTimeout:          "2s",
+	config.KeyRegistryTimeout:     "2s",
+	config.KeyBuildBackoff:        "2s",
+	config.KeyBuildBackoffMax:     "10s",
+	config.KeyBuildTimeout:        "5m",
+	config.KeyOutageGrace:         "1h",
+	config.KeyMaxConcurrentBuilds: "2",
+	// A fleet is a namespace, whose builds the faults run two at a time.
+	config.KeyMaxConcurrentBuildsPerNamespace: "100%",
+	config.KeyBuilderImagePrefix + "pack.go":  "registry.example/knative/builder-jammy-tiny:pinned",
 }
 
 // TestFaults injects each fault of a fleet operator's worst day into the operator

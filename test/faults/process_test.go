@@ -76,6 +76,8 @@ func readDeployment(t *testing.T, root shippedRoot, kubeconfig string) deploymen
 		}
 		out.args = append(out.args, a)
 	}
+	// Every server of the suite is on loopback, which the Deployment's binary refuses.
+	out.args = append(out.args, "--host-allow-loopback")
 	for _, e := range c.Env {
 		v, err := envtest.EnvValue(d, c, e)
 		if err != nil {

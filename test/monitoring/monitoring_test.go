@@ -172,6 +172,11 @@ func TestServiceMonitor_Strict(t *testing.T) {
 			if e.Port != "metrics" || e.Scheme != "https" || e.BearerTokenFile == "" || e.TLSConfig == nil {
 				t.Errorf("endpoint %+v: want port metrics, scheme https, a bearer token and a tlsConfig", e)
 			}
+			// The token goes only to a server whose certificate is verified
+			// (TestServiceMonitor_VerifiesTheCertificate: against what).
+			if tc := e.TLSConfig; tc != nil && (tc.InsecureSkipVerify || tc.CA == nil || tc.ServerName == "") {
+				t.Errorf("tlsConfig %+v: want the certificate verified (a ca and a serverName), no insecureSkipVerify", tc)
+			}
 			// Without honorLabels, Prometheus Operator renames the series' namespace
 			// label (the Function's) exported_namespace and sets the target's.
 			if !e.HonorLabels {

@@ -124,6 +124,8 @@ func readDeployment(t *testing.T, root shippedRoot, kubeconfig string) deploymen
 		}
 		out.args = append(out.args, a)
 	}
+	// Every server of the benchmark is on loopback, which the Deployment's binary refuses.
+	out.args = append(out.args, "--host-allow-loopback")
 	for _, e := range c.Env {
 		v, err := envtest.EnvValue(d, c, e)
 		if err != nil {
@@ -137,14 +139,15 @@ func readDeployment(t *testing.T, root shippedRoot, kubeconfig string) deploymen
 }
 
 // plainRun is how a user runs the binary by hand: no flags but the addresses of the
-// listeners the benchmark reads (metrics, probes), and only KUBECONFIG,
+// listeners the benchmark reads (metrics, probes) and the loopback its servers are
+// on, and only KUBECONFIG,
 // SYSTEM_NAMESPACE, an empty WATCH_NAMESPACE, HOME and PATH in the environment; its
 // default work directory under a writable TMPDIR. FUNC_OPERATOR_SCALE_PLAIN=1 measures
 // it against the Deployment's run.
 func plainRun(t *testing.T, root shippedRoot, kubeconfig string) deployment {
 	t.Helper()
 	out := deployment{systemNamespace: "func-operator", metrics: freeAddr(t), probes: freeAddr(t), kubeconfigForPod: kubeconfig}
-	out.args = []string{"--metrics-bind-address=" + out.metrics, "--health-probe-bind-address=" + out.probes}
+	out.args = []string{"--metrics-bind-address=" + out.metrics, "--health-probe-bind-address=" + out.probes, "--host-allow-loopback"}
 	home := root.mkdir(t, "home", 0o700, true)
 	out.workDir = root.mkdir(t, "tmp", 0o700, true)
 	out.env = []string{"KUBECONFIG=" + kubeconfig, "SYSTEM_NAMESPACE=" + out.systemNamespace, "WATCH_NAMESPACE=",

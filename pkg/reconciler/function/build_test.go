@@ -155,6 +155,7 @@ func TestReconcile_Rebuild(t *testing.T) {
 			cfg := config.Defaults()
 			cfg.MaxConcurrentBuilds = tt.budget
 			cfg.BuilderImages = map[string]string{"pack/go": "builder:pinned"}
+			cfg.BashImage, cfg.BuildahImage = "bash@sha256:"+strings.Repeat("1", 64), "buildah@sha256:"+strings.Repeat("2", 64)
 			r.Config.Set(cfg)
 			rec := &recordingRun{}
 			r.Builds = &rebuild.Builds{
@@ -206,6 +207,7 @@ func TestReconcile_Rebuild(t *testing.T) {
 				ID: b.ID, Owner: resources.Owner(got),
 				Labels:       map[string]string{resources.LabelFunction: "hello", resources.LabelBuildID: b.ID, resources.LabelManagedBy: resources.ManagedBy},
 				BuilderImage: "builder:pinned",
+				StepImages:   funclib.StepImages{Bash: "bash@sha256:" + strings.Repeat("1", 64), Buildah: "buildah@sha256:" + strings.Repeat("2", 64)},
 				WorkDir:      r.Builds.WorkDir,
 			}
 			if tt.repo.AuthSecretRef != nil {

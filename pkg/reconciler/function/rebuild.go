@@ -135,8 +135,13 @@ func (r *Reconciler) rebuild(ctx context.Context, fn *v1alpha1.Function, obs *ob
 	admitted, position, length := r.Builds.Queue.Admit(key, due.QueuedAt)
 	if !admitted {
 		r.apply(fn, m.Next(b, rebuild.Event{Kind: rebuild.NoSlot, At: now, QueuedAt: due.QueuedAt, Position: int32(position)}))
-		fn.Status.MarkRebuildQueued("%s is available (running: %s): the rebuild of commit %s waits in the queue at position %d of %d; at most %d rebuilds run at once (ConfigMap %s, key %s)",
-			mw.available, running, v1alpha1.ShortCommit(commit), position, length, cfg.MaxConcurrentBuilds, config.ConfigMapName, config.KeyMaxConcurrentBuilds)
+		limit := fmt.Sprintf("at most %d rebuilds run at once (ConfigMap %s, key %s)", cfg.MaxConcurrentBuilds, config.ConfigMapName, config.KeyMaxConcurrentBuilds)
+		if full, n, perNS := r.Builds.Queue.NamespaceFull(fn.Namespace); full {
+			limit = fmt.Sprintf("namespace %s runs %d, and at most %d of a namespace run at once (ConfigMap %s, key %s)",
+				fn.Namespace, n, perNS, config.ConfigMapName, config.KeyMaxConcurrentBuildsPerNamespace)
+		}
+		fn.Status.MarkRebuildQueued("%s is available (running: %s): the rebuild of commit %s waits in the queue at position %d of %d; %s",
+			mw.available, running, v1alpha1.ShortCommit(commit), position, length, limit)
 		return Result{}, mayBuild, nil
 	}
 	if err := r.ensurePullSecret(ctx, fn, meta); err != nil {
@@ -152,6 +157,7 @@ func (r *Reconciler) rebuild(ctx context.Context, fn *v1alpha1.Function, obs *ob
 	fn.Status.MarkRebuilding("build %s starting: rebuilding commit %s to bring %s (running: %s)",
 		id, v1alpha1.ShortCommit(commit), mw.available, running)
 	req := resources.BuildRequest(fn, id, commit, meta, cfg.BuilderImages)
+	req.StepImages = funclib.StepImages{Bash: cfg.BashImage, Buildah: cfg.BuildahImage}
 	req.Labels[resources.LabelServiceUID] = string(obs.deployment.uid)
 	req.Credentials = r.registryCredentials(fn)
 	req.GitCredentials = gitCredentials(cloneCreds)
