@@ -8,13 +8,17 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/util/retry"
 	"knative.dev/func/pkg/k8s"
 )
 
@@ -153,7 +157,14 @@ func whoAmI(ctx context.Context, cfg *rest.Config) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	var r *authenticationv1.SelfSubjectReview
+	err = retry.OnError(whoAmIBackoff, func(err error) bool {
+		return ctx.Err() == nil && !apierrors.IsUnauthorized(err) && !apierrors.IsForbidden(err)
+	},
+		func() (err error) {
+			r, err = cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+			return err
+		})
 	if err != nil {
 		return "", err
 	}
@@ -162,3 +173,8 @@ func whoAmI(ctx context.Context, cfg *rest.Config) (string, error) {
 	}
 	return fmt.Sprintf("%q (UID %q)", r.Status.UserInfo.Username, r.Status.UserInfo.UID), nil
 }
+
+// whoAmIBackoff retries a review that failed for another reason than the
+// credentials (a connection lost mid-answer, as a loaded API server's at start: seen
+// once in CI), for about 1.5 s: the operator does not start when it fails.
+var whoAmIBackoff = wait.Backoff{Steps: 5, Duration: 100 * time.Millisecond, Factor: 2}
