@@ -20,8 +20,9 @@ import (
 // worker: a repository or registry is read by at most half the workers at once; the
 // Functions of one namespace hold at most half the workers in remote reads,
 // whatever hosts they name; namespaces that already read hold all but one worker
-// between them, the last kept for a namespace that reads nothing yet (so that two
-// namespaces of hanging hosts, half the workers each, cannot hold every worker); and
+// between them, the last kept for a namespace that reads nothing yet (so that, with
+// 3 workers or more, two namespaces of hanging hosts cannot hold every worker: each
+// namespace that reads nothing yet is let in, so with 2 workers two can); and
 // a namespace whose read of a host was slow (ran into its timeout) reads that host
 // one at a time until it answers that namespace in time again. A Function without a free lane is checked again shortly, without
 // holding a worker: a tenant's slow or hanging hosts delay its own Functions, not

@@ -122,7 +122,13 @@ func NewPolicyWithOwn(apiServers []netip.AddrPort, own Own, deny, allow []string
 	p := &Policy{}
 	for _, ap := range own.Listeners {
 		a := ap.Addr().WithZone("").Unmap()
-		p.builtin = append(p.builtin, rule{prefix: netip.PrefixFrom(a, a.BitLen()), port: ap.Port(),
+		prefix := netip.PrefixFrom(a, a.BitLen())
+		if a.Is4() && a.IsLoopback() {
+			// Every address of 127.0.0.0/8 reaches a listener of 127.0.0.1 or of all
+			// addresses (Linux routes the whole range to lo).
+			prefix = netip.MustParsePrefix("127.0.0.0/8")
+		}
+		p.builtin = append(p.builtin, rule{prefix: prefix, port: ap.Port(),
 			text: "the operator's own listener " + netip.AddrPortFrom(a, ap.Port()).String()})
 	}
 	// Before the ranges: a refusal names the API server rather than loopback.

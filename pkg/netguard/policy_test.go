@@ -166,6 +166,10 @@ func TestPolicy_Loopback(t *testing.T) {
 		{addr: "127.0.0.1:40000", refused: true, wantRule: "the operator's own listener 127.0.0.1:40000"},
 		{addr: "[::ffff:127.0.0.1]:40000", refused: true, wantRule: "the operator's own listener 127.0.0.1:40000"},
 		{addr: "[::1]:8443", refused: true, wantRule: "the operator's own listener [::1]:8443"},
+		// Another address of 127.0.0.0/8 reaches the same listener on Linux.
+		{addr: "127.0.0.2:40000", refused: true, wantRule: "the operator's own listener 127.0.0.1:40000"},
+		{addr: "127.9.9.9:40000", refused: true, wantRule: "the operator's own listener 127.0.0.1:40000"},
+		{addr: "127.0.0.2:40001", refusedIf: true, wantRule: "built-in 127.0.0.0/8"}, // another port
 		{addr: "128.0.0.1:3000"},
 		{addr: "[::2]:3000"},
 	}

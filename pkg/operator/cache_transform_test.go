@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,5 +48,15 @@ func TestCacheTransform(t *testing.T) {
 	d := o.(*appsv1.Deployment)
 	if c := d.Spec.Template.Spec.Containers; d.ManagedFields != nil || len(d.Annotations) != 0 || len(c) != 1 || c[0].Image != "img" || len(c[0].Env) != 0 {
 		t.Errorf("cached Deployment: managedFields %v, annotations %d, containers %+v; want none, none, the image alone", d.ManagedFields, len(d.Annotations), c)
+	}
+	// A PipelineRun (cached whole, every one of the cluster, when Tekton was installed
+	// after the start) keeps no params.
+	o, err = cacheTransform(&pipelinev1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: "lookalike", ManagedFields: managed},
+		Spec: pipelinev1.PipelineRunSpec{Params: pipelinev1.Params{{Name: "big", Value: *pipelinev1.NewStructuredValues(big)}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr := o.(*pipelinev1.PipelineRun); pr.ManagedFields != nil || len(pr.Spec.Params) != 0 || pr.Name != "lookalike" {
+		t.Errorf("cached PipelineRun: managedFields %v, params %d, name %q; want none, none, lookalike", pr.ManagedFields, len(pr.Spec.Params), pr.Name)
 	}
 }

@@ -3,7 +3,9 @@ package operator
 import (
 	"crypto/sha256"
 	"crypto/tls"
+	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -53,24 +55,31 @@ func metricsOptions(o Options) metricsserver.Options {
 // issue, sent again and again or a new one each time, is a TokenReview each time, sent
 // with the operator's own client (and so its QPS) by whoever reaches the port.
 const (
-	// metricsReviewRate and metricsReviewBurst bound the requests whose credentials
-	// did not authenticate lately: far above what Prometheus needs (a token is
-	// reviewed once, then known).
+	// metricsReviewRate and metricsReviewBurst bound, per source address, the
+	// requests whose token did not authorize lately: far above what Prometheus needs
+	// (a token is reviewed once, then known), and a flood from one source leaves
+	// Prometheus's own allowance whole.
 	metricsReviewRate  = rate.Limit(1)
 	metricsReviewBurst = 10
-	// metricsKnownTTL is how long credentials that authenticated go through without
-	// the limiter; each request they authenticate renews it.
+	// metricsReviewTotalRate and metricsReviewTotalBurst bound them from all sources.
+	metricsReviewTotalRate  = rate.Limit(5)
+	metricsReviewTotalBurst = 20
+	// metricsSourcesMax bounds the source addresses whose limiters are kept.
+	metricsSourcesMax = 1024
+	// metricsKnownTTL is how long a token that was authorized goes through without
+	// the limiters; each request it is authorized renews it.
 	metricsKnownTTL = 5 * time.Minute
-	// metricsKnownMax bounds the credentials known: each is reviewed at most once a
+	// metricsKnownMax bounds the tokens known: each is reviewed at most once a
 	// minute (the filter's cache), so this bounds their reviews too.
 	metricsKnownMax = 256
 )
 
 // boundReviews wraps an authentication filter of the metrics server so that requests
-// with credentials (a bearer token: Authorization, or WebSocket's protocol header)
-// not seen to authenticate within metricsKnownTTL reach it at most
-// metricsReviewRate a second (burst metricsReviewBurst); past it, 429. Requests
-// without credentials go through: the filter refuses them without a review.
+// with a token (a bearer token: Authorization, or WebSocket's protocol header) not
+// authorized within metricsKnownTTL reach it at most metricsReviewRate a second per
+// source address (burst metricsReviewBurst) and metricsReviewTotalRate in all; past
+// either, 429. Requests without a token go through: the filter refuses them without
+// a review.
 func boundReviews(provider func(*rest.Config, *http.Client) (metricsserver.Filter, error)) func(*rest.Config, *http.Client) (metricsserver.Filter, error) {
 	return func(c *rest.Config, hc *http.Client) (metricsserver.Filter, error) {
 		filter, err := provider(c, hc)
@@ -88,61 +97,82 @@ func boundReviews(provider func(*rest.Config, *http.Client) (metricsserver.Filte
 	}
 }
 
-// reviewGate lets requests with credentials through to the authentication filter
-// within the bounds above.
+// reviewGate lets requests with a token through to the authentication filter within
+// the bounds above. Its caches are k8s.io/utils/lru's, safe for concurrent use.
 type reviewGate struct {
-	limiter *rate.Limiter
-	now     func() time.Time
-	// known are the credentials that authenticated, by their SHA-256 (never the
-	// credentials themselves), and when they last did: at most metricsKnownMax, the
-	// least recently used dropped first.
+	total *rate.Limiter
+	now   func() time.Time
+	// sources are the per-source limiters, by remote address (without its port).
+	sources *lru.Cache
+	// known are the tokens that were authorized, by their SHA-256 (never the tokens
+	// themselves), and when they last were: at most metricsKnownMax, the least
+	// recently used dropped first.
 	known *lru.Cache
 }
 
 func newReviewGate(now func() time.Time) *reviewGate {
-	return &reviewGate{limiter: rate.NewLimiter(metricsReviewRate, metricsReviewBurst), now: now, known: lru.New(metricsKnownMax)}
+	return &reviewGate{total: rate.NewLimiter(metricsReviewTotalRate, metricsReviewTotalBurst), now: now,
+		sources: lru.New(metricsSourcesMax), known: lru.New(metricsKnownMax)}
 }
 
 func (g *reviewGate) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key, ok := credentialsKey(r)
+		key, ok := tokenKey(r)
 		if !ok {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if !g.isKnown(key) && !g.limiter.AllowN(g.now(), 1) {
+		if !g.isKnown(key) && !g.allow(r.RemoteAddr) {
 			w.Header().Set("Retry-After", "1")
 			http.Error(w, "Too many requests with credentials not yet reviewed", http.StatusTooManyRequests)
 			return
 		}
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
-		g.record(key, authenticated(sw.status))
+		g.record(key, sw.status >= 200 && sw.status < 300)
 	})
 }
 
-// credentialsKey is the SHA-256 of what the filter's authenticators read a token
-// from, if r carries any.
-func credentialsKey(r *http.Request) ([sha256.Size]byte, bool) {
-	h := sha256.New()
-	found := false
-	for _, name := range []string{"Authorization", "Sec-Websocket-Protocol"} {
-		for _, v := range r.Header.Values(name) {
-			found = true
-			_, _ = h.Write([]byte(name + ":" + v + "\n"))
-		}
+// allow takes a review from the limiter of remote's address, then from the total.
+func (g *reviewGate) allow(remote string) bool {
+	source := remote
+	if host, _, err := net.SplitHostPort(remote); err == nil {
+		source = host
 	}
-	var key [sha256.Size]byte
-	h.Sum(key[:0])
-	return key, found
+	l, ok := g.sources.Get(source)
+	if !ok {
+		l = rate.NewLimiter(metricsReviewRate, metricsReviewBurst)
+		g.sources.Add(source, l)
+	}
+	now := g.now()
+	return l.(*rate.Limiter).AllowN(now, 1) && g.total.AllowN(now, 1)
 }
 
-// authenticated tells, from the status the filter (or the handler behind it)
-// answered, whether the credentials authenticated: the filter answers 401 to a
-// request it could not authenticate and 500 when the review failed (also a
-// token the API server did not issue). 403 is a user the API server knows.
-func authenticated(status int) bool {
-	return status != http.StatusUnauthorized && status != http.StatusInternalServerError
+// websocketTokenPrefix is how a WebSocket client names its bearer token among its
+// protocols (k8s.io/apiserver's websocket authenticator).
+const websocketTokenPrefix = "base64url.bearer.authorization.k8s.io."
+
+// tokenKey is the SHA-256 of the token the filter's authenticators would review, read
+// as they read it (k8s.io/apiserver's bearertoken and websocket authenticators), so
+// that one token written several ways (text after it, other protocols beside it) is
+// one key; false when r carries none.
+func tokenKey(r *http.Request) ([sha256.Size]byte, bool) {
+	token := ""
+	if parts := strings.SplitN(strings.TrimSpace(r.Header.Get("Authorization")), " ", 3); len(parts) >= 2 && strings.EqualFold(parts[0], "bearer") {
+		token = "bearer:" + parts[1]
+	} else {
+		for _, v := range r.Header.Values("Sec-Websocket-Protocol") {
+			for _, p := range strings.Split(v, ",") {
+				if t, ok := strings.CutPrefix(strings.TrimSpace(p), websocketTokenPrefix); ok && token == "" {
+					token = "websocket:" + t
+				}
+			}
+		}
+	}
+	if token == "" {
+		return [sha256.Size]byte{}, false
+	}
+	return sha256.Sum256([]byte(token)), true
 }
 
 func (g *reviewGate) isKnown(key [sha256.Size]byte) bool {
@@ -150,8 +180,9 @@ func (g *reviewGate) isKnown(key [sha256.Size]byte) bool {
 	return ok && g.now().Sub(at.(time.Time)) < metricsKnownTTL
 }
 
-// record remembers credentials that authenticated, and forgets those that did not
-// (a token revoked since).
+// record remembers a token that was authorized (2xx: a 403 is a user the API server
+// knows but the operator does not let scrape, any number of which an attacker may
+// hold), and forgets one that was not (a token revoked since).
 func (g *reviewGate) record(key [sha256.Size]byte, ok bool) {
 	if !ok {
 		g.known.Remove(key)

@@ -124,20 +124,97 @@ func TestReviewGate(t *testing.T) {
 	if diff := cmp.Diff(map[int]int{500: 1, 429: 1}, count("good-prometheus", "good-prometheus")); diff != "" {
 		t.Errorf("answers to a revoked token, the limiter empty (-want +got):\n%s", diff)
 	}
-	// 403 is a user the API server knows: known.
+	// 403 is a user the API server knows but the operator does not let scrape: not
+	// known, so limited (an attacker may hold any number of such tokens).
 	now = now.Add(time.Minute)
 	if got := get("forbidden"); got != http.StatusForbidden {
 		t.Fatalf("forbidden: %d", got)
 	}
 	count(bad(metricsReviewBurst)...)
-	if got := get("forbidden"); got != http.StatusForbidden {
-		t.Errorf("a known token denied access, the limiter empty: %d, want 403", got)
+	if got := get("forbidden"); got != http.StatusTooManyRequests {
+		t.Errorf("a token denied access, the limiter empty: %d, want 429", got)
 	}
-	// Known for metricsKnownTTL since it last authenticated.
+	// Known for metricsKnownTTL since it was last authorized.
+	now = now.Add(time.Minute)
+	if got := get("good-ttl"); got != http.StatusOK {
+		t.Fatalf("good-ttl: %d", got)
+	}
 	now = now.Add(metricsKnownTTL)
 	count(bad(metricsReviewBurst)...)
-	if got := get("forbidden"); got != http.StatusTooManyRequests {
+	if got := get("good-ttl"); got != http.StatusTooManyRequests {
 		t.Errorf("a token not seen for %s, the limiter empty: %d, want 429", metricsKnownTTL, got)
+	}
+}
+
+// TestReviewGate_PerSource: a flood from one source address takes that source's
+// allowance, not Prometheus's: a scrape from another address with a token it has
+// not sent before (after a restart, a token rotation) is reviewed at once. All
+// sources together are held to metricsReviewTotalRate. The positive control: the
+// flooding source is refused.
+func TestReviewGate_PerSource(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	gate := newReviewGate(func() time.Time { return now })
+	authn := &fakeAuthn{}
+	h := gate.wrap(authn)
+	get := func(from, token string) int {
+		r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		r.RemoteAddr = from + ":40000"
+		r.Header.Set("Authorization", "Bearer "+token)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	for i := range 1000 {
+		get("10.0.0.66", fmt.Sprintf("bad-%d", i))
+	}
+	if got := get("10.0.0.66", "bad-more"); got != http.StatusTooManyRequests {
+		t.Fatalf("the flooding source: %d, want 429", got)
+	}
+	if got := get("10.0.0.9", "good-rotated"); got != http.StatusOK {
+		t.Errorf("Prometheus's new token from its own address during the flood: %d, want 200", got)
+	}
+	// Many sources: the total bounds the reviews.
+	reviews := authn.reviews
+	for i := range 500 {
+		get(fmt.Sprintf("10.1.%d.%d", i/250, i%250), "bad-x")
+	}
+	if got := authn.reviews - reviews; got > metricsReviewTotalBurst {
+		t.Errorf("%d reviews from 500 sources at once, want at most %d (the total burst)", got, metricsReviewTotalBurst)
+	}
+}
+
+// TestTokenKey: a token is one key however it is written around (text after it,
+// another protocol beside a WebSocket's), as the API server's authenticators read it;
+// a request without one has none.
+func TestTokenKey(t *testing.T) {
+	key := func(h http.Header) string {
+		k, ok := tokenKey(&http.Request{Header: h})
+		if !ok {
+			return "none"
+		}
+		return fmt.Sprintf("%x", k[:4])
+	}
+	one := key(http.Header{"Authorization": {"Bearer tok"}})
+	for _, h := range []http.Header{
+		{"Authorization": {"Bearer tok extra"}},
+		{"Authorization": {"bearer tok"}},
+		{"Authorization": {"  Bearer tok   "}},
+	} {
+		if got := key(h); got != one {
+			t.Errorf("%v: key %s, want %s (Bearer tok)", h, got, one)
+		}
+	}
+	ws := key(http.Header{"Sec-Websocket-Protocol": {"base64url.bearer.authorization.k8s.io.tok, other"}})
+	if ws2 := key(http.Header{"Sec-Websocket-Protocol": {"junk, base64url.bearer.authorization.k8s.io.tok"}}); ws == "none" || ws2 != ws {
+		t.Errorf("WebSocket keys %s and %s, want one", ws, ws2)
+	}
+	for _, h := range []http.Header{{}, {"Authorization": {"Basic dXNlcjpwYXNz"}}, {"Authorization": {"Bearer"}}, {"Sec-Websocket-Protocol": {"chat"}}} {
+		if got := key(h); got != "none" {
+			t.Errorf("%v: key %s, want none", h, got)
+		}
+	}
+	if other := key(http.Header{"Authorization": {"Bearer tok2"}}); other == one {
+		t.Errorf("two tokens share key %s", one)
 	}
 }
 
@@ -146,7 +223,9 @@ func TestReviewGate(t *testing.T) {
 func TestReviewGate_KnownBounded(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	gate := newReviewGate(func() time.Time { return now })
-	gate.limiter = rate.NewLimiter(rate.Inf, 0) // the cap, not the rate, under test
+	// The cap, not the rate, under test (httptest's requests come from 192.0.2.1).
+	gate.total = rate.NewLimiter(rate.Inf, 0)
+	gate.sources.Add("192.0.2.1", rate.NewLimiter(rate.Inf, 0))
 	h := gate.wrap(&fakeAuthn{})
 	for i := range 2 * metricsKnownMax {
 		now = now.Add(time.Millisecond) // within metricsKnownTTL: none expires
@@ -161,8 +240,8 @@ func TestReviewGate_KnownBounded(t *testing.T) {
 	if n := gate.known.Len(); n != metricsKnownMax {
 		t.Errorf("%d credentials known, want %d", n, metricsKnownMax)
 	}
-	first, _ := credentialsKey(&http.Request{Header: http.Header{"Authorization": {"Bearer good-0"}}})
-	last, _ := credentialsKey(&http.Request{Header: http.Header{"Authorization": {fmt.Sprintf("Bearer good-%d", 2*metricsKnownMax-1)}}})
+	first, _ := tokenKey(&http.Request{Header: http.Header{"Authorization": {"Bearer good-0"}}})
+	last, _ := tokenKey(&http.Request{Header: http.Header{"Authorization": {fmt.Sprintf("Bearer good-%d", 2*metricsKnownMax-1)}}})
 	if gate.isKnown(first) || !gate.isKnown(last) {
 		t.Errorf("known: the first %t, the last %t; want only the last", gate.isKnown(first), gate.isKnown(last))
 	}

@@ -141,7 +141,9 @@ func cacheTransform(o any) (any, error) {
 	if err != nil {
 		return o, err
 	}
-	for _, slim := range []func(any) (any, error){workload.Slim, knative.Slim, knative.SlimTrigger, function.SlimFunction} {
+	// SlimPipelineRun too: with Tekton installed after the start, every PipelineRun of
+	// the cluster is cached, with no selector (cacheOptions).
+	for _, slim := range []func(any) (any, error){workload.Slim, knative.Slim, knative.SlimTrigger, function.SlimFunction, function.SlimPipelineRun} {
 		if o, err = slim(o); err != nil {
 			return o, err
 		}

@@ -19,7 +19,6 @@ import (
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/operator"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
-	"github.com/fnops/func-operator/test/envtest"
 )
 
 // tenantUser is the attacker: a user of one namespace, with what Kubernetes' edit
@@ -36,14 +35,7 @@ const tenantUser = "tenant-of-slots"
 // the legitimate build that runs across the kill (the other positive control: with it,
 // one more build is admitted and a second waits).
 func TestAttack_BuildSlots(t *testing.T) {
-	s := setUp(t, map[string]string{config.KeyMaxConcurrentBuilds: "2"}, nil)
-	if err := s.env.InstallCRDs(envtest.KnativeServingCRDs, envtest.TektonCRDs); err != nil {
-		t.Fatal(err)
-	}
-	s.knative = true
-	s.startTekton()
-	s.simulateKnative(t)
-	s.obs.watchBuilds(t)
+	s := setUpWithBuilds(t, map[string]string{config.KeyMaxConcurrentBuilds: "2"}, nil)
 	ctx := context.Background()
 
 	// The tenant's namespace: two up-to-date Functions, then two look-alike runs.

@@ -8,7 +8,6 @@ import (
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
-	"github.com/fnops/func-operator/test/envtest"
 )
 
 // TestAttack_HangingBuilds: two namespaces whose builds never end (a build step that
@@ -20,14 +19,7 @@ import (
 // once. Without the namespace limit the hanging namespaces took all three slots and
 // the third waited for buildTimeout (1h by default).
 func TestAttack_HangingBuilds(t *testing.T) {
-	s := setUp(t, map[string]string{config.KeyMaxConcurrentBuilds: "3", config.KeyMaxConcurrentBuildsPerNamespace: "1"}, nil)
-	if err := s.env.InstallCRDs(envtest.KnativeServingCRDs, envtest.TektonCRDs); err != nil {
-		t.Fatal(err)
-	}
-	s.knative = true
-	s.startTekton()
-	s.simulateKnative(t)
-	s.obs.watchBuilds(t)
+	s := setUpWithBuilds(t, map[string]string{config.KeyMaxConcurrentBuilds: "3", config.KeyMaxConcurrentBuildsPerNamespace: "1"}, nil)
 
 	// Builds held running: they end only when the test lets them.
 	hanging := []*fleet{s.newFleet(t, "hang-a", 0, 2, true), s.newFleet(t, "hang-b", 0, 2, true)}

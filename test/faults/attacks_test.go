@@ -64,14 +64,7 @@ func TestAttacks(t *testing.T) {
 	if err := os.WriteFile(caFile, https.CertificatePEM(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := setUp(t, attackConfig, []string{"SSL_CERT_FILE=" + caFile})
-	if err := s.env.InstallCRDs(envtest.KnativeServingCRDs, envtest.TektonCRDs); err != nil {
-		t.Fatal(err)
-	}
-	s.knative = true
-	s.startTekton()
-	s.simulateKnative(t)
-	s.obs.watchBuilds(t)
+	s := setUpWithBuilds(t, attackConfig, []string{"SSL_CERT_FILE=" + caFile})
 
 	// Positive controls: a private repository and registry, a build, HTTPS, SSH.
 	ctl := s.newFleet(t, "ctl", 1, 1, false)

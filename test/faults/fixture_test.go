@@ -205,6 +205,22 @@ func (s *suite) simulateTekton(t *testing.T, f *fleet) {
 	})
 }
 
+// setUpWithBuilds is setUp on a cluster that serves Knative Serving and Tekton: the
+// real Tekton controller runs, Knative Serving is played (simulateKnative), and the
+// observer follows the builds.
+func setUpWithBuilds(t *testing.T, values map[string]string, env []string) *suite {
+	t.Helper()
+	s := setUp(t, values, env)
+	if err := s.env.InstallCRDs(envtest.KnativeServingCRDs, envtest.TektonCRDs); err != nil {
+		t.Fatal(err)
+	}
+	s.knative = true
+	s.startTekton()
+	s.simulateKnative(t)
+	s.obs.watchBuilds(t)
+	return s
+}
+
 // startTekton starts the real Tekton controller, once Tekton's CRDs are installed,
 // for the rest of the suite.
 func (s *suite) startTekton() {

@@ -8,7 +8,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/fnops/func-operator/test/envtest"
@@ -21,18 +20,7 @@ import (
 // metrics port in the rule that admits any source, and a peer of a namespace
 // selector alone, are reported.
 func TestNetworkPolicy_MetricsFromPrometheusOnly(t *testing.T) {
-	d, err := envtest.ShippedDeployment()
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := envtest.Read(envtest.NetworkPolicyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	np := &networkingv1.NetworkPolicy{}
-	if len(objs) != 1 || runtime.DefaultUnstructuredConverter.FromUnstructured(objs[0].Object, np) != nil {
-		t.Fatalf("%s: want one NetworkPolicy", envtest.NetworkPolicyFile)
-	}
+	d, np := shippedNetworkPolicy(t)
 	if problems := metricsSourceProblems(d, np); len(problems) > 0 {
 		t.Errorf("%s: %v", envtest.NetworkPolicyFile, problems)
 	}

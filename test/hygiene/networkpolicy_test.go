@@ -23,21 +23,7 @@ import (
 // (metrics, probes, the push webhook receiver), each by a name or number that resolves
 // to one of them, and nothing else (no rule without ports, no port range).
 func TestNetworkPolicy_OpensTheDeploymentsPorts(t *testing.T) {
-	d, err := envtest.ShippedDeployment()
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := envtest.Read(envtest.NetworkPolicyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(objs) != 1 || objs[0].GetKind() != "NetworkPolicy" {
-		t.Fatalf("%s holds %d objects, want one NetworkPolicy", envtest.NetworkPolicyFile, len(objs))
-	}
-	np := &networkingv1.NetworkPolicy{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(objs[0].Object, np); err != nil {
-		t.Fatal(err)
-	}
+	d, np := shippedNetworkPolicy(t)
 	if problems := policyProblems(d, np); len(problems) > 0 {
 		t.Errorf("%s against %s:\n%v", envtest.NetworkPolicyFile, envtest.DeploymentFile, problems)
 	}
@@ -192,4 +178,25 @@ func orTCP(p corev1.Protocol) corev1.Protocol {
 		return corev1.ProtocolTCP
 	}
 	return p
+}
+
+// shippedNetworkPolicy reads config/'s Deployment and its one NetworkPolicy.
+func shippedNetworkPolicy(t *testing.T) (*appsv1.Deployment, *networkingv1.NetworkPolicy) {
+	t.Helper()
+	d, err := envtest.ShippedDeployment()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := envtest.Read(envtest.NetworkPolicyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 1 || objs[0].GetKind() != "NetworkPolicy" {
+		t.Fatalf("%s holds %d objects, want one NetworkPolicy", envtest.NetworkPolicyFile, len(objs))
+	}
+	np := &networkingv1.NetworkPolicy{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(objs[0].Object, np); err != nil {
+		t.Fatal(err)
+	}
+	return d, np
 }
