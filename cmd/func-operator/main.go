@@ -45,9 +45,10 @@ func main() {
 		"filesystem is read-only); what a killed process left there is removed at start. Default: a new directory under $TMPDIR")
 	var qps float64
 	var burst int
+	// How the default was chosen, with its measurement: docs/scale.md#cold-start.
 	flag.Float64Var(&qps, "kube-api-qps", 200, "requests a second the operator sends the API server at most (client-go's QPS), a cap on a runaway loop; "+
-		"it bounds how soon a new fleet or a push to a monorepo is written, as each Function's first check writes its status once (at 50, 10,000 Functions "+
-		"took 3 min 39 s). A negative value: no cap, the API server's priority and fairness alone (controller-runtime's default); 0: client-go's 5")
+		"it bounds how soon a new fleet or a push to a monorepo is written, as each Function's first check writes its status once. "+
+		"A negative value: no cap, the API server's priority and fairness alone (controller-runtime's default); 0: client-go's 5")
 	flag.IntVar(&burst, "kube-api-burst", 500, "requests the operator may send the API server in a burst above kube-api-qps")
 	printVersion := flag.Bool("version", false, "print the version, git revision, Go version and func library version, and exit")
 	zapOpts := zap.Options{}

@@ -93,6 +93,22 @@ func TestDocs_ListedInTheREADME(t *testing.T) {
 	}
 }
 
+// readmeMaxLines bounds the README: a front door (what it is, the demo, the two
+// commands, installing, where to read on); reference material lives in docs/.
+const readmeMaxLines = 150
+
+// TestDocs_READMEIsAFrontDoor fails when the README grows past readmeMaxLines.
+func TestDocs_READMEIsAFrontDoor(t *testing.T) {
+	readme := strings.TrimRight(string(mustRead(t, filepath.Join(envtest.RepoRoot(), "README.md"))), "\n")
+	lines := strings.Count(readme, "\n") + 1
+	if lines > readmeMaxLines {
+		t.Errorf("README.md has %d lines, want at most %d: move reference material to docs/", lines, readmeMaxLines)
+	}
+	if lines < 20 {
+		t.Errorf("README.md has %d lines: not the README (the control)", lines)
+	}
+}
+
 // TestDocs_Parsers checks the helpers above on small inputs.
 func TestDocs_Parsers(t *testing.T) {
 	doc := "# Title\n\n## What `config/` holds\n\n```sh\n# not a heading\n```\n\n## Tests: tiers and names\n## Tests: tiers and names\n" +
