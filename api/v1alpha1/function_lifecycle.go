@@ -407,6 +407,18 @@ func (fs *FunctionStatus) MarkSourceManagedUnknown(messageFormat string, message
 	fs.markInfo(FunctionConditionMiddlewareUpToDate, corev1.ConditionUnknown, ReasonSourceManagedMiddleware, messageFormat, messageA...)
 }
 
+// Queued reports whether the build waits for a slot of the fleet budget (nil: no build).
+func (b *BuildStatus) Queued() bool { return b != nil && b.Phase == BuildPhaseQueued }
+
+// InFlight reports whether the build runs: its objects are being created (Starting) or
+// its PipelineRun runs (Running).
+func (b *BuildStatus) InFlight() bool {
+	return b != nil && (b.Phase == BuildPhaseStarting || b.Phase == BuildPhaseRunning)
+}
+
+// Pending reports whether the build has not ended: queued or in flight.
+func (b *BuildStatus) Pending() bool { return b.Queued() || b.InFlight() }
+
 // MarkRebuildQueued records an outdated function whose rebuild waits for a slot.
 func (fs *FunctionStatus) MarkRebuildQueued(messageFormat string, messageA ...interface{}) {
 	fs.markFalse(FunctionConditionMiddlewareUpToDate, ReasonRebuildQueued, messageFormat, messageA...)

@@ -874,3 +874,26 @@ func TestMarkSuspended(t *testing.T) {
 		t.Errorf("Suspended kept after ClearSuspended")
 	}
 }
+
+// TestBuildStatus_Phases: which phases are queued, in flight and pending; no build
+// is none of them.
+func TestBuildStatus_Phases(t *testing.T) {
+	type is struct{ Queued, InFlight, Pending bool }
+	for _, tt := range []struct {
+		build *BuildStatus
+		want  is
+	}{
+		{build: nil, want: is{}},
+		{build: &BuildStatus{Phase: BuildPhaseQueued}, want: is{Queued: true, Pending: true}},
+		{build: &BuildStatus{Phase: BuildPhaseStarting}, want: is{InFlight: true, Pending: true}},
+		{build: &BuildStatus{Phase: BuildPhaseRunning}, want: is{InFlight: true, Pending: true}},
+		{build: &BuildStatus{Phase: BuildPhaseSucceeded}, want: is{}},
+		{build: &BuildStatus{Phase: BuildPhaseFailed}, want: is{}},
+		{build: &BuildStatus{}, want: is{}},
+	} {
+		got := is{Queued: tt.build.Queued(), InFlight: tt.build.InFlight(), Pending: tt.build.Pending()}
+		if got != tt.want {
+			t.Errorf("%+v: %+v, want %+v", tt.build, got, tt.want)
+		}
+	}
+}

@@ -204,7 +204,7 @@ type Machine struct {
 
 // InFlight reports whether b is a build in flight: Starting or Running.
 func InFlight(b *v1alpha1.BuildStatus) bool {
-	return b != nil && (b.Phase == v1alpha1.BuildPhaseStarting || b.Phase == v1alpha1.BuildPhaseRunning)
+	return b.InFlight()
 }
 
 // inFlightOnly are the events of a build in flight: for any other build they change

@@ -66,12 +66,12 @@ func (s *QueueSeeder) list(ctx context.Context) (running []Key, waiting map[Key]
 		b := fn.Status.Build
 		switch {
 		case b == nil:
-		case b.Phase == v1alpha1.BuildPhaseStarting || b.Phase == v1alpha1.BuildPhaseRunning:
+		case b.InFlight():
 			// Without Tekton no step follows a build to its end, which would free the slot.
 			if s.Tekton {
 				running = append(running, client.ObjectKeyFromObject(&fn))
 			}
-		case b.Phase == v1alpha1.BuildPhaseQueued && b.QueuedAt != nil:
+		case b.Queued() && b.QueuedAt != nil:
 			waiting[client.ObjectKeyFromObject(&fn)] = b.QueuedAt.Time
 		}
 	}

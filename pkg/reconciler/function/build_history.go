@@ -73,7 +73,7 @@ func (r *Reconciler) sweepGitCredentials(ctx context.Context, fn *v1alpha1.Funct
 		return // a launch of this process may be creating one
 	}
 	inFlight := ""
-	if b := fn.Status.Build; b != nil && (b.Phase == v1alpha1.BuildPhaseStarting || b.Phase == v1alpha1.BuildPhaseRunning) {
+	if b := fn.Status.Build; b.InFlight() {
 		inFlight = b.ID
 	}
 	for _, m := range r.Secrets.GitCredentials(fn.Namespace, fn.Name) {

@@ -84,10 +84,7 @@ func failureTold(orig, fn *v1alpha1.Function, c *apis.Condition) bool {
 // rebuildOnItsWay is true while a rebuild is pending, queued or running: what holds
 // Ready back then is the operator's own work.
 func rebuildOnItsWay(fn *v1alpha1.Function) bool {
-	if b := fn.Status.Build; b != nil && (b.Phase == v1alpha1.BuildPhaseQueued || b.Phase == v1alpha1.BuildPhaseStarting || b.Phase == v1alpha1.BuildPhaseRunning) {
-		return true
-	}
-	return fn.Status.Middleware != nil && fn.Status.Middleware.PendingRebuild
+	return fn.Status.Build.Pending() || (fn.Status.Middleware != nil && fn.Status.Middleware.PendingRebuild)
 }
 
 // tellingRecorder is an EventRecorder that remembers the reasons it was given.

@@ -141,7 +141,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 	if settings.Suspend {
 		// No check and no rebuild: a queued one gives its place up. Nothing brings
 		// the Function back but a change (spec.suspend or its annotation set to false).
-		if b := fn.Status.Build; b != nil && b.Phase == v1alpha1.BuildPhaseQueued {
+		if fn.Status.Build.Queued() {
 			fn.Status.MarkMiddlewareOutdated("a rebuild was queued; it gave its place up as %s is true", settings.SuspendFrom)
 		}
 		r.giveUpPlace(fn)
@@ -151,7 +151,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 		// A build under way is still followed to its end, or its timeout: until then
 		// it holds a slot of the fleet's budget (and a restart seeds it from the
 		// status), so a suspend must not keep it.
-		if b := fn.Status.Build; b != nil && (b.Phase == v1alpha1.BuildPhaseStarting || b.Phase == v1alpha1.BuildPhaseRunning) {
+		if fn.Status.Build.InFlight() {
 			res, stepErr = r.observeBuild(ctx, fn, &observation{})
 			if stepErr != nil {
 				return reconcile.Result{}, stepErr
@@ -245,7 +245,7 @@ func summarize(fn *v1alpha1.Function, err error) {
 		fn.Status.MarkStalled(rerror.Reason(err), "%s", err)
 	case ready != nil && ready.IsTrue():
 		fn.Status.ClearProgress()
-	case b != nil && (b.Phase == v1alpha1.BuildPhaseQueued || b.Phase == v1alpha1.BuildPhaseStarting || b.Phase == v1alpha1.BuildPhaseRunning):
+	case b.Pending():
 		fn.Status.MarkReconciling(ready.Reason, "%s", ready.Message)
 	case ready == nil || ready.IsUnknown():
 		reason, msg := v1alpha1.ReasonReconciling, "the Function is being checked"
