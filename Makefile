@@ -246,7 +246,8 @@ FUZZ_TARGETS ?= \
 	./pkg/git:FuzzTreeEntries \
 	./pkg/registry:FuzzKeychain \
 	./pkg/registry:FuzzBuildInfo \
-	./pkg/repourl:FuzzNormalizeURL
+	./pkg/repourl:FuzzNormalizeURL \
+	./pkg/text:FuzzCut
 FUZZTIME ?= 5m
 # Minimizing each new interesting input for go's default 60s would leave a short run idle.
 FUZZ_FLAGS ?= -fuzzminimizetime=10s

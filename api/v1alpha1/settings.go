@@ -5,10 +5,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"knative.dev/pkg/apis"
+
+	"github.com/fnops/func-operator/pkg/text"
 )
 
 // Annotations that keep a Function's settings across `func deploy`. Every `func deploy`
@@ -220,11 +221,7 @@ func quoteValue(v string) string {
 	if len(v) <= maxQuotedValue {
 		return strconv.Quote(v)
 	}
-	cut := maxQuotedValue
-	for cut > 0 && !utf8.RuneStart(v[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(v[:cut]), len(v))
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(text.Prefix(v, maxQuotedValue)), len(v))
 }
 
 // parseBoolSetting parses a boolean setting as the operator's ConfigMap does.

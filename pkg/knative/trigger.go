@@ -1,12 +1,12 @@
 package knative
 
 import (
-	"unicode/utf8"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	eventingv1 "knative.dev/eventing/pkg/apis/eventing/v1"
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
+
+	"github.com/fnops/func-operator/pkg/text"
 )
 
 // MaxAttributeBytes bounds a Trigger's broker name and filter attribute values as
@@ -57,13 +57,4 @@ func SlimTrigger(o any) (any, error) {
 
 // Cut returns s if it has at most max bytes, else its longest prefix of whole
 // characters that fits in max bytes with "..." after it.
-func Cut(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	end := max - len("...")
-	for end > 0 && !utf8.RuneStart(s[end]) {
-		end--
-	}
-	return s[:end] + "..."
-}
+func Cut(s string, max int) string { return text.Cut(s, max, "...") }

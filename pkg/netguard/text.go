@@ -4,7 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/fnops/func-operator/pkg/text"
 )
 
 // MaxServerText caps what of a server's own text (an error page, a git message)
@@ -17,11 +18,7 @@ func ServerText(s string) string {
 	if len(s) <= MaxServerText {
 		return s
 	}
-	n := MaxServerText
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return text.Prefix(s, MaxServerText) + "…"
 }
 
 // CapText returns s when it has at most max bytes; otherwise its start, cut on a
@@ -32,14 +29,7 @@ func CapText(s string, max int) string {
 		return s
 	}
 	note := fmt.Sprintf(" … (%d bytes cut)", len(s))
-	keep := max - len(note)
-	if keep < 0 {
-		keep = 0
-	}
-	for keep > 0 && !utf8.RuneStart(s[keep]) {
-		keep--
-	}
-	return s[:keep] + note
+	return text.Prefix(s, max-len(note)) + note
 }
 
 // IsTooLarge is true when err is, wraps, or quotes a read past a limit of

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/text"
 )
 
 // Timings of a build's life that are not configurable.
@@ -407,7 +408,7 @@ func orUnknown(s string) string {
 
 func bound(s string) string {
 	if len(s) > maxMessage {
-		return s[:maxMessage] + "…"
+		return text.Prefix(s, maxMessage) + "…" // never half a character
 	}
 	return s
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -240,5 +241,19 @@ func TestMachine_Next(t *testing.T) {
 				t.Errorf("Next() changed the build it was given (-before +after):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestBound_NeverSplitsACharacter: a build message cut to maxMessage bytes ends on a
+// character boundary (it used to cut inside one, and the status then held invalid
+// UTF-8); one that fits is kept.
+func TestBound_NeverSplitsACharacter(t *testing.T) {
+	msg := strings.Repeat("é", maxMessage) // two bytes each: maxMessage bytes fall mid-text
+	got := bound("x" + msg)
+	if !utf8.ValidString(got) || len(got) > maxMessage+len("…") || !strings.HasSuffix(got, "é…") {
+		t.Errorf("bound of %d bytes: %d bytes, valid UTF-8 %t, ends %q", 1+len(msg), len(got), utf8.ValidString(got), got[len(got)-6:])
+	}
+	if ok := strings.Repeat("é", maxMessage/2); bound(ok) != ok {
+		t.Errorf("a message of maxMessage bytes was cut")
 	}
 }

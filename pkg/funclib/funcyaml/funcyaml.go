@@ -9,11 +9,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	yamlv2 "gopkg.in/yaml.v2"
 	"gopkg.in/yaml.v3"
 	fn "knative.dev/func/pkg/functions"
+
+	"github.com/fnops/func-operator/pkg/text"
 )
 
 // FuncYAML is the name of the file that describes a function.
@@ -425,16 +426,7 @@ func invalidf(format string, args ...any) *InvalidError {
 }
 
 // shorten returns s cut to at most n bytes (on a rune boundary), with "..." when cut.
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n - len("...")
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "..."
-}
+func shorten(s string, n int) string { return text.Cut(s, n, "...") }
 
 // oneLine folds the func library's multi-line, tab-indented messages into one line.
 func oneLine(s string) string {
@@ -463,9 +455,5 @@ func Excerpt(s string) string {
 	if len(s) <= MaxExcerpt {
 		return s
 	}
-	i := MaxExcerpt
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "..."
+	return text.Prefix(s, MaxExcerpt) + "..."
 }
