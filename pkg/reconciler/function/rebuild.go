@@ -74,22 +74,17 @@ func (r *Reconciler) rebuild(ctx context.Context, fn *v1alpha1.Function, obs *ob
 		return Result{}, mayBuild, nil
 	}
 	running := orDefault(mw.current, "unknown")
+	notPossible := withReason(fn.Status.MarkRebuildNotPossible)
 	if !r.Builds.TektonServed() {
-		err := rerror.NewStalling(v1alpha1.ReasonRebuildNotPossible, "%s is available (running: %s) but the cluster has no Tekton Pipelines API (tekton.dev/v1 PipelineRun): "+
-			"install Tekton Pipelines: the operator picks it up within a minute, without a restart",
-			mw.available, running)
-		fn.Status.MarkRebuildNotPossible("%s", err)
-		return Result{}, cannotBuildNow, err
+		return Result{}, cannotBuildNow, rebuildBlocked(notPossible, mw, v1alpha1.ReasonRebuildNotPossible,
+			"the cluster has no Tekton Pipelines API (tekton.dev/v1 PipelineRun): install Tekton Pipelines: the operator picks it up within a minute, without a restart")
 	}
 	commit, meta, verdict, err := r.buildSource(ctx, fn, obs)
 	if err != nil {
 		return Result{}, verdict, err
 	}
 	if err := funclib.CheckBuildable(meta); err != nil {
-		err := rerror.NewStalling(v1alpha1.ReasonRebuildNotPossible, "%s is available (running: %s) but func's pipeline cannot build the function: %w",
-			mw.available, running, err)
-		fn.Status.MarkRebuildNotPossible("%s", err)
-		return Result{}, cannotBuildNow, err
+		return Result{}, cannotBuildNow, rebuildBlocked(notPossible, mw, v1alpha1.ReasonRebuildNotPossible, "func's pipeline cannot build the function: %w", err)
 	}
 
 	// func's pipeline deploys with the deployer func.yaml names at the commit it builds:
@@ -106,10 +101,8 @@ func (r *Reconciler) rebuild(ctx context.Context, fn *v1alpha1.Function, obs *ob
 			err = funclib.CheckGitCredentials(fn.Spec.Repository.URL, gitCredentials(cloneCreds))
 		}
 		if err != nil {
-			err := rerror.NewStalling(v1alpha1.ReasonRebuildNotPossible, "%s is available (running: %s) but the repository's credentials cannot be handed to the build's clone step: %w",
-				mw.available, running, err)
-			fn.Status.MarkRebuildNotPossible("%s", err)
-			return Result{}, cannotBuildNow, err
+			return Result{}, cannotBuildNow, rebuildBlocked(notPossible, mw, v1alpha1.ReasonRebuildNotPossible,
+				"the repository's credentials cannot be handed to the build's clone step: %w", err)
 		}
 	}
 
@@ -181,29 +174,27 @@ func (r *Reconciler) rebuild(ctx context.Context, fn *v1alpha1.Function, obs *ob
 // recorded (func's deploy refuses that itself, in every build); a keda deploy needs
 // the KEDA HTTP add-on.
 func (r *Reconciler) checkDeployer(fn *v1alpha1.Function, obs *observation, built string, meta funclib.Metadata) error {
-	mw, running := obs.middleware, orDefault(obs.middleware.current, "unknown")
+	mw := obs.middleware
 	commit := v1alpha1.ShortCommit(built)
+	mismatch := withReason(fn.Status.MarkDeployerMismatch)
 	want, have := funclib.DeployerOf(meta), obs.deployment.found.deployer
 	if have != "" {
 		if err := funclib.CheckDeployerSwitch(have, want); err != nil {
-			err := rerror.NewStalling(v1alpha1.ReasonDeployerMismatch, "%s is available (running: %s) but func's pipeline would deploy commit %s with func's %s deployer "+
+			return rebuildBlocked(mismatch, mw, v1alpha1.ReasonDeployerMismatch, "func's pipeline would deploy commit %s with func's %s deployer "+
 				"(func.yaml's deployer, else deploy.deployer, else func's default), while func's %s deployer deployed the function: the operator does not rebuild it (%w). "+
 				"Set func.yaml's deployer to %s, or func delete the function and deploy it again",
-				mw.available, running, commit, want, have, err, have)
-			return markedBy(withReason(fn.Status.MarkDeployerMismatch), err)
+				commit, want, have, err, have)
 		}
 	}
 	if err := funclib.CheckRecordedSwitch(meta); err != nil {
-		err := rerror.NewStalling(v1alpha1.ReasonDeployerMismatch, "%s is available (running: %s) but func's deploy would refuse commit %s: its func.yaml asks for func's %s deployer "+
+		return rebuildBlocked(mismatch, mw, v1alpha1.ReasonDeployerMismatch, "func's deploy would refuse commit %s: its func.yaml asks for func's %s deployer "+
 			"and records a deploy with %s (deploy.deployer) (%w). Make the two agree in func.yaml",
-			mw.available, running, commit, meta.Deployer, meta.DeployedWith, err)
-		return markedBy(withReason(fn.Status.MarkDeployerMismatch), err)
+			commit, meta.Deployer, meta.DeployedWith, err)
 	}
 	if want == funclib.DeployerKeda && (r.Workloads == nil || !r.Workloads.KEDAServed()) {
-		err := rerror.NewStalling(v1alpha1.ReasonRebuildNotPossible, "%s is available (running: %s) but func's pipeline would deploy commit %s with func's keda deployer, "+
-			"and the cluster serves no HTTPScaledObjects (http.keda.sh/v1alpha1): install the KEDA HTTP add-on: the operator picks it up within a minute, without a restart",
-			mw.available, running, commit)
-		return markedBy(withReason(fn.Status.MarkRebuildNotPossible), err)
+		return rebuildBlocked(withReason(fn.Status.MarkRebuildNotPossible), mw, v1alpha1.ReasonRebuildNotPossible,
+			"func's pipeline would deploy commit %s with func's keda deployer, and the cluster serves no HTTPScaledObjects (http.keda.sh/v1alpha1): "+
+				"install the KEDA HTTP add-on: the operator picks it up within a minute, without a restart", commit)
 	}
 	return nil
 }
@@ -283,12 +274,10 @@ func gitCredentials(c *git.CloneCredentials) *funclib.GitCredentials {
 // credentials the check read the repository with.
 func (r *Reconciler) buildSource(ctx context.Context, fn *v1alpha1.Function, obs *observation) (string, funclib.Metadata, rebuildVerdict, error) {
 	mw, from, followed := obs.middleware, obs.middleware.from, obs.source.head.Commit
-	running := orDefault(mw.current, "unknown")
+	notPossible := withReason(fn.Status.MarkRebuildNotPossible)
 	if from.problem != "" {
-		err := rerror.NewStalling(v1alpha1.ReasonRebuildNotPossible, "%s is available (running: %s) but %s: %s",
-			mw.available, running, from.problem, from.remedy(followed))
-		fn.Status.MarkRebuildNotPossible("%s", err)
-		return "", funclib.Metadata{}, cannotBuildNow, err
+		return "", funclib.Metadata{}, cannotBuildNow, rebuildBlocked(notPossible, mw, v1alpha1.ReasonRebuildNotPossible,
+			"%s: %s", from.problem, from.remedy(followed))
 	}
 	if from.commit == followed || from.source != v1alpha1.RebuildFromDeployed {
 		meta, err := r.buildMetadata(ctx, fn, obs.source)
@@ -300,10 +289,8 @@ func (r *Reconciler) buildSource(ctx context.Context, fn *v1alpha1.Function, obs
 	}
 	res, err := r.Fetcher.ReadAt(ctx, fn.Spec.Repository.URL, obs.source.head, from.commit, anchor, fn.Spec.Repository.CleanPath(), obs.source.auth, r.Config.Load().GitTimeout)
 	if rerror.IsStalling(err) {
-		err := rerror.NewStalling(v1alpha1.ReasonRebuildNotPossible, "%s is available (running: %s) but commit %s, the one the running image was built from, cannot be rebuilt: %w; %s",
-			mw.available, running, v1alpha1.ShortCommit(from.commit), err, from.remedy(followed))
-		fn.Status.MarkRebuildNotPossible("%s", err)
-		return "", funclib.Metadata{}, cannotBuildNow, err
+		return "", funclib.Metadata{}, cannotBuildNow, rebuildBlocked(notPossible, mw, v1alpha1.ReasonRebuildNotPossible,
+			"commit %s, the one the running image was built from, cannot be rebuilt: %w; %s", v1alpha1.ShortCommit(from.commit), err, from.remedy(followed))
 	}
 	if err != nil {
 		return "", funclib.Metadata{}, mayBuild, fmt.Errorf("reading func.yaml at commit %s, the one the running image was built from, for the build: %w", from.commit, err)
@@ -339,4 +326,13 @@ func (r *Reconciler) registryCredentials(fn *v1alpha1.Function) func(ctx context
 		}
 		return registry.Login(kc, image)
 	}
+}
+
+// rebuildBlocked is the stalling error of a rebuild that cannot start, with reason:
+// "<available> is available (running: <current>) but <why>", why formatted with
+// args; mark records it on the status (markedBy), so the condition says what the
+// error says.
+func rebuildBlocked(mark markFunc, mw middlewareVerdict, reason, why string, args ...any) *rerror.Stalling {
+	args = append([]any{mw.available, orDefault(mw.current, "unknown")}, args...)
+	return markedBy(mark, rerror.NewStalling(reason, "%s is available (running: %s) but "+why, args...))
 }
