@@ -376,10 +376,10 @@ func cacheOptions(restConfig *rest.Config, o Options) (cache.Options, bool, labe
 	if tekton {
 		// Only the PipelineRuns of the operator's builds are cached. (The cache cannot
 		// be told so of a kind the cluster does not serve yet: with Tekton installed
-		// after the start, every PipelineRun is cached until the next restart.)
+		// after the start, every PipelineRun is cached until the next restart.) They
+		// are cut by the default transform, as late ones are (SlimPipelineRun).
 		cacheOpts.ByObject[&pipelinev1.PipelineRun{}] = cache.ByObject{
-			Label:     labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy}),
-			Transform: function.SlimPipelineRun,
+			Label: labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy}),
 		}
 	}
 	var watchSelected labels.Selector
