@@ -1,7 +1,6 @@
 package git
 
 import (
-	"container/list"
 	"context"
 	"fmt"
 	"os"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 
 	"github.com/fnops/func-operator/pkg/rerror"
 )
@@ -37,24 +37,14 @@ func (k commitKey) String() string {
 
 // commitStore is an LRU of snapshots bounded by their total size.
 type commitStore struct {
-	mu    sync.Mutex
-	used  int64
-	order *list.List // of *storeEntry, most recent first
-	items map[commitKey]*list.Element
+	mu   sync.Mutex
+	kept *byteLRU[commitKey, *snapshot]
 	// evicted counts the snapshots dropped to keep within the bound; notKept those
 	// larger than the bound on their own; refetched the transfers of a commit dropped
 	// before, which dropped remembers (the most recent evictedKeys).
 	evicted, notKept, refetched uint64
-	// dropped maps each remembered key to the eviction that dropped it last (its
-	// entry in droppedOrder, of droppedKey, oldest first).
-	dropped      map[commitKey]uint64
-	droppedOrder *list.List
-}
-
-type droppedKey struct {
-	key commitKey
-	// eviction numbers the eviction (evicted after it).
-	eviction uint64
+	// dropped holds the keys of the most recently dropped commits, evictedKeys at most.
+	dropped *simplelru.LRU[commitKey, struct{}]
 }
 
 // evictedKeys is how many dropped commits the store remembers, to count a transfer
@@ -87,7 +77,7 @@ func (f *Fetcher) CommitStoreStats() CommitStoreStats {
 	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	return CommitStoreStats{Bytes: cs.used, Commits: len(cs.items), Evictions: cs.evicted, Refetches: cs.refetched, NotKept: cs.notKept}
+	return CommitStoreStats{Bytes: cs.kept.bytes, Commits: cs.kept.len(), Evictions: cs.evicted, Refetches: cs.refetched, NotKept: cs.notKept}
 }
 
 // TrimCommitStore drops the least recently used commits until what is kept fits the
@@ -103,13 +93,9 @@ func (f *Fetcher) TrimCommitStore() {
 	cs.trim(max)
 }
 
-type storeEntry struct {
-	key  commitKey
-	snap *snapshot
-}
-
 func newCommitStore() *commitStore {
-	return &commitStore{order: list.New(), items: map[commitKey]*list.Element{}, dropped: map[commitKey]uint64{}, droppedOrder: list.New()}
+	dropped, _ := simplelru.NewLRU[commitKey, struct{}](evictedKeys, nil)
+	return &commitStore{kept: newByteLRU[commitKey, *snapshot](), dropped: dropped}
 }
 
 func (cs *commitStore) get(key commitKey) (*snapshot, bool) {
@@ -118,12 +104,7 @@ func (cs *commitStore) get(key commitKey) (*snapshot, bool) {
 	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	el, ok := cs.items[key]
-	if !ok {
-		return nil, false
-	}
-	cs.order.MoveToFront(el)
-	return el.Value.(*storeEntry).snap, true
+	return cs.kept.get(key)
 }
 
 // add keeps s under key, evicting the least recently used snapshots past max bytes;
@@ -136,52 +117,31 @@ func (cs *commitStore) add(key, asked commitKey, s *snapshot, max int64) {
 	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	if el, ok := cs.items[key]; ok && !s.partial { // a partial one never replaces a whole one
-		cs.remove(el)
+	if !s.partial { // a partial one never replaces a whole one
+		cs.kept.remove(key)
 	}
-	_, again := cs.dropped[asked]
-	if _, ok := cs.dropped[key]; ok || again {
+	// Both keys are forgotten (no short-circuit): neither is a refetch again unless
+	// dropped again.
+	fetched, again := cs.dropped.Remove(key), cs.dropped.Remove(asked)
+	if fetched || again {
 		cs.refetched++
-		// Their entries in droppedOrder go when they come first.
-		delete(cs.dropped, key)
-		delete(cs.dropped, asked)
 	}
 	if s.partial || s.size > max {
 		cs.notKept++
 		cs.trim(max) // a bound lowered since
 		return
 	}
-	cs.items[key] = cs.order.PushFront(&storeEntry{key: key, snap: s})
-	cs.used += s.size
+	cs.kept.add(key, s, s.size)
 	cs.trim(max)
 }
 
-// trim evicts the least recently used snapshots past max bytes; cs.mu is held.
+// trim evicts the least recently used snapshots past max bytes, and remembers their
+// keys among the most recent evictedKeys dropped; cs.mu is held.
 func (cs *commitStore) trim(max int64) {
-	for cs.used > max && cs.order.Len() > 0 {
-		key := cs.order.Back().Value.(*storeEntry).key
-		cs.remove(cs.order.Back())
+	cs.kept.trim(max, func(key commitKey, _ *snapshot) {
 		cs.evicted++
-		cs.remember(key)
-	}
-}
-
-// remember keeps key among the most recent evictedKeys dropped commits; cs.mu is held.
-func (cs *commitStore) remember(key commitKey) {
-	cs.dropped[key] = cs.evicted
-	cs.droppedOrder.PushBack(droppedKey{key: key, eviction: cs.evicted})
-	for cs.droppedOrder.Len() > evictedKeys {
-		old := cs.droppedOrder.Remove(cs.droppedOrder.Front()).(droppedKey)
-		if cs.dropped[old.key] == old.eviction { // not dropped again since
-			delete(cs.dropped, old.key)
-		}
-	}
-}
-
-func (cs *commitStore) remove(el *list.Element) {
-	e := cs.order.Remove(el).(*storeEntry)
-	delete(cs.items, e.key)
-	cs.used -= e.snap.size
+		cs.dropped.Add(key, struct{}{})
+	})
 }
 
 // bytes is what the kept snapshots hold.
@@ -191,7 +151,7 @@ func (cs *commitStore) bytes() int64 {
 	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	return cs.used
+	return cs.kept.bytes
 }
 
 func (f *Fetcher) commitStoreBytes() int64 {

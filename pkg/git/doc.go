@@ -5,11 +5,13 @@
 // be named as this operator, Flux or the upstream operator (functions-dev/func-operator)
 // names them (sshsecret.go).
 //
-// The shared listings (listings.go) keep their own LRU on container/list rather than
-// k8s.io/utils/lru (which pkg/tenancy's Secret cache uses): that cache's Get promotes
-// every entry it finds and it has no Peek, so a stale listing (past its age, or begun
-// before a push's mark) would move ahead of fresh ones; here only a listing served is
-// promoted, and the bound is in bytes, evicted in the same lock.
+// The shared listings (listings.go) and the commit store (commits.go) are bounded by
+// bytes, not by entries: both keep a byteLRU (bytelru.go), golang-lru's simplelru
+// with the sum of its entries' sizes, guarded by the owner's lock and trimmed in it.
+// Not k8s.io/utils/lru (which pkg/tenancy's Secret cache uses): its Get promotes every
+// entry it finds and it has no Peek, so a stale listing (past its age, or begun before
+// a push's mark) would move ahead of fresh ones; here only a listing served is
+// promoted.
 //
 // Each commit is transferred once per (url, commit, credentials identity, CA bundle,
 // limits), however many function directories of it are read (commits.go): the fetch is

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/lru"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
@@ -36,8 +37,8 @@ type Fetcher struct {
 	// OnChange, when set, is told when a repository's listing differs from the one
 	// before (see List).
 	OnChange func(ListingKey)
-	// Now returns the current time; time.Now when nil.
-	Now func() time.Time
+	// Clock dates the listings (see List); the real clock when nil.
+	Clock clock.PassiveClock
 	// CommitStoreBytes, when set, returns the bound of what is kept, in memory, of
 	// the commits fetched (see commits.go; the operator's ConfigMap key
 	// commitStoreMaxBytes); DefaultCommitStoreBytes when nil or not above 0. A lower

@@ -1,7 +1,6 @@
 package git
 
 import (
-	"container/list"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -43,10 +42,9 @@ type ListingKey struct {
 // push webhook came in) asks for a listing begun after the Mark of that moment,
 // without taking the kept one from the Functions that do not.
 type listings struct {
-	mu      sync.Mutex
-	entries map[ListingKey]*list.Element
-	lru     *list.List // of *listingEntry, most recently used first
-	bytes   int64
+	mu sync.Mutex
+	// kept holds the listings, bounded by listingsMaxBytes.
+	kept *byteLRU[ListingKey, *listingEntry]
 	// seq numbers the listings begun; floor is the last one begun before every kept
 	// listing was dropped (ForgetAll): those up to it are neither kept nor joined.
 	seq, floor uint64
@@ -63,7 +61,6 @@ type listingEntry struct {
 	err     error
 	at      time.Time
 	digest  [sha256.Size]byte
-	size    int64
 	// seq is the listing's number in the order listings began.
 	seq uint64
 }
@@ -72,7 +69,7 @@ type listingEntry struct {
 const entryOverhead = 256
 
 func newListings() listings {
-	return listings{entries: map[ListingKey]*list.Element{}, lru: list.New(), flying: map[ListingKey]uint64{}}
+	return listings{kept: newByteLRU[ListingKey, *listingEntry](), flying: map[ListingKey]uint64{}}
 }
 
 // fresh returns the entry of key when it is younger than maxAge (a failure: younger
@@ -84,16 +81,16 @@ func (ls *listings) fresh(key ListingKey, maxAge time.Duration, after uint64, no
 }
 
 func (ls *listings) freshLocked(key ListingKey, maxAge time.Duration, after uint64, now time.Time) (*listingEntry, bool) {
-	el, ok := ls.entries[key]
+	// Peek, then get: only a listing served moves ahead of the others.
+	e, ok := ls.kept.peek(key)
 	if !ok {
 		return nil, false
 	}
-	e := el.Value.(*listingEntry)
 	age := now.Sub(e.at)
 	if age < 0 || age >= maxAge || (e.err != nil && age >= listingErrorAge) || e.seq <= after {
 		return nil, false
 	}
-	ls.lru.MoveToFront(el)
+	ls.kept.get(key)
 	return e, true
 }
 
@@ -141,8 +138,7 @@ func (ls *listings) store(e *listingEntry) (changed bool) {
 	if e.seq <= ls.floor {
 		return false
 	}
-	if el, ok := ls.entries[e.key]; ok {
-		old := el.Value.(*listingEntry)
+	if old, ok := ls.kept.peek(e.key); ok {
 		if old.seq > e.seq {
 			return false
 		}
@@ -152,31 +148,22 @@ func (ls *listings) store(e *listingEntry) (changed bool) {
 			// again; the failure is shared for listingErrorAge.
 			e.listing, e.digest = old.listing, old.digest
 		}
-		ls.remove(el)
+		ls.kept.remove(e.key)
 	}
 	// Every entry counts, a failure too: its key, its message and its listing.
-	e.size = entryOverhead + int64(len(e.key.URL)+len(e.key.Identity))
+	size := entryOverhead + int64(len(e.key.URL)+len(e.key.Identity))
 	if e.listing != nil {
-		e.size += e.listing.size()
+		size += e.listing.size()
 	}
 	if e.err != nil {
-		e.size += int64(len(e.err.Error()))
+		size += int64(len(e.err.Error()))
 	}
-	if e.size > listingMaxBytes {
+	if size > listingMaxBytes {
 		return changed
 	}
-	ls.entries[e.key] = ls.lru.PushFront(e)
-	ls.bytes += e.size
-	for ls.bytes > listingsMaxBytes {
-		ls.remove(ls.lru.Back())
-	}
+	ls.kept.add(e.key, e, size)
+	ls.kept.trim(listingsMaxBytes, nil)
 	return changed
-}
-
-func (ls *listings) remove(el *list.Element) {
-	e := ls.lru.Remove(el).(*listingEntry)
-	delete(ls.entries, e.key)
-	ls.bytes -= e.size
 }
 
 // forgetAll drops every listing, and those under way.
@@ -184,9 +171,7 @@ func (ls *listings) forgetAll() {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	ls.floor = ls.seq
-	for ls.lru.Len() > 0 {
-		ls.remove(ls.lru.Back())
-	}
+	ls.kept.purge()
 }
 
 // CachedListing returns the listing of key when one younger than maxAge and begun
@@ -266,8 +251,8 @@ func (f *Fetcher) ListingMark() uint64 { return f.listings.mark() }
 func (f *Fetcher) ForgetAll() { f.listings.forgetAll() }
 
 func (f *Fetcher) now() time.Time {
-	if f.Now != nil {
-		return f.Now()
+	if f.Clock != nil {
+		return f.Clock.Now()
 	}
 	return time.Now()
 }

@@ -12,28 +12,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/rerror"
 )
-
-// clock is a settable time for the Fetcher.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // TestFetcher_List checks the shared listing: one listing per (repository,
 // credentials) within maxAge, never shared across credentials, a change told once,
@@ -45,9 +28,9 @@ func TestFetcher_List(t *testing.T) {
 	g.srv.RequireToken(priv.Name, rightToken)
 	pubURL, privURL := g.srv.URL(pub.Name), g.srv.URL(priv.Name)
 
-	clk := &clock{now: time.Unix(1_700_000_000, 0)}
+	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
 	f := NewFetcher(t.TempDir(), 0, manifests)
-	f.Now = clk.Now
+	f.Clock = clk
 	var (
 		mu      sync.Mutex
 		changes []ListingKey
@@ -78,7 +61,7 @@ func TestFetcher_List(t *testing.T) {
 		t.Fatalf("first List: asked %v, err %v; want a listing asked of the remote", asked, err)
 	}
 	for i := 0; i < 5; i++ {
-		clk.Add(time.Second)
+		clk.Step(time.Second)
 		if _, asked, err := list(anon, anonymous(t, pubURL)); err != nil || asked {
 			t.Fatalf("List %d within maxAge: asked %v, err %v; want the shared listing", i, asked, err)
 		}
@@ -103,14 +86,14 @@ func TestFetcher_List(t *testing.T) {
 		t.Fatalf("changes before any commit: %v", got)
 	}
 	pub.Commit(t, "main", map[string]string{"README": "new"}, "second")
-	clk.Add(maxAge)
+	clk.Step(maxAge)
 	if _, asked, err := list(anon, anonymous(t, pubURL)); err != nil || !asked {
 		t.Fatalf("List past maxAge: asked %v, err %v; want a new listing", asked, err)
 	}
 	if diff := cmp.Diff([]ListingKey{anon}, changed()); diff != "" {
 		t.Errorf("changes after a new commit (-want +got):\n%s", diff)
 	}
-	clk.Add(maxAge)
+	clk.Step(maxAge)
 	if _, _, err := list(anon, anonymous(t, pubURL)); err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +117,7 @@ func TestFetcher_List(t *testing.T) {
 	// A failure is shared for listingErrorAge at most: the repository back from an
 	// outage is seen within it.
 	g.srv.FailWith(http.StatusServiceUnavailable)
-	clk.Add(maxAge)
+	clk.Step(maxAge)
 	if _, asked, err := list(anon, anonymous(t, pubURL)); err == nil || !asked || !rerror.IsTransient(err) {
 		t.Fatalf("List during an outage: asked %v, err %v; want a transient error from the remote", asked, err)
 	}
@@ -142,7 +125,7 @@ func TestFetcher_List(t *testing.T) {
 	if _, asked, err := list(anon, anonymous(t, pubURL)); err == nil || asked {
 		t.Errorf("List right after the outage: asked %v, err %v; want the shared failure", asked, err)
 	}
-	clk.Add(listingErrorAge)
+	clk.Step(listingErrorAge)
 	if _, asked, err := list(anon, anonymous(t, pubURL)); err != nil || !asked {
 		t.Errorf("List %s after the outage: asked %v, err %v; want a new listing", listingErrorAge, asked, err)
 	}
@@ -152,13 +135,13 @@ func TestFetcher_List(t *testing.T) {
 
 	// A change across a failure is still told: an outage, then a new commit.
 	g.srv.FailWith(http.StatusServiceUnavailable)
-	clk.Add(maxAge)
+	clk.Step(maxAge)
 	if _, _, err := list(anon, anonymous(t, pubURL)); err == nil {
 		t.Fatal("List during the second outage: no error")
 	}
 	g.srv.FailWith(0)
 	pub.Commit(t, "main", map[string]string{"README": "third"}, "third")
-	clk.Add(listingErrorAge)
+	clk.Step(listingErrorAge)
 	if _, _, err := list(anon, anonymous(t, pubURL)); err != nil {
 		t.Fatal(err)
 	}
@@ -216,9 +199,9 @@ func TestFetcher_List_Mark(t *testing.T) {
 	g := newHTTPGit(t)
 	r, first := g.repo(t, "pub", map[string]string{"func.yaml": funcYAML("hello", "go")})
 	url := g.srv.URL(r.Name)
-	clk := &clock{now: time.Unix(1_700_000_000, 0)}
+	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
 	f := NewFetcher(t.TempDir(), 0, manifests)
-	f.Now = clk.Now
+	f.Clock = clk
 	var changes atomic.Int64
 	f.OnChange = func(ListingKey) { changes.Add(1) }
 	key := ListingKey{URL: url, Identity: Anonymous}
@@ -236,7 +219,7 @@ func TestFetcher_List_Mark(t *testing.T) {
 	}
 	mark := f.ListingMark()
 	second := r.Commit(t, "main", map[string]string{"README": "pushed"}, "pushed")
-	clk.Add(time.Second)
+	clk.Step(time.Second)
 
 	type got struct {
 		Main  string
@@ -306,16 +289,16 @@ func TestListings_Bounds(t *testing.T) {
 	for i := 0; i < n; i++ {
 		ls.store(entry(i, per))
 	}
-	if ls.bytes != int64(n)*per || len(ls.entries) != n {
-		t.Fatalf("after %d entries of %d bytes: %d entries, %d bytes", n, per, len(ls.entries), ls.bytes)
+	if ls.kept.bytes != int64(n)*per || ls.kept.len() != n {
+		t.Fatalf("after %d entries of %d bytes: %d entries, %d bytes", n, per, ls.kept.len(), ls.kept.bytes)
 	}
 	// Entry 0 is used: entry 1 is now the least recently used, and goes.
 	if _, ok := ls.fresh(entry(0, 0).key, time.Hour, 0, now); !ok {
 		t.Fatal("entry 0 not kept")
 	}
 	ls.store(entry(n, per))
-	if ls.bytes > listingsMaxBytes {
-		t.Errorf("kept %d bytes, over the bound of %d", ls.bytes, listingsMaxBytes)
+	if ls.kept.bytes > listingsMaxBytes {
+		t.Errorf("kept %d bytes, over the bound of %d", ls.kept.bytes, listingsMaxBytes)
 	}
 	for i, want := range map[int]bool{0: true, 1: false, 2: true, n: true} {
 		if _, ok := ls.fresh(entry(i, 0).key, time.Hour, 0, now); ok != want {
@@ -334,8 +317,8 @@ func TestListings_Bounds(t *testing.T) {
 		e.listing, e.err = nil, errors.New(strings.Repeat("e", 200))
 		ls.store(e)
 	}
-	if ls.bytes > listingsMaxBytes || ls.bytes <= 0 {
-		t.Errorf("after a flood of failures: %d bytes kept, bound %d", ls.bytes, listingsMaxBytes)
+	if ls.kept.bytes > listingsMaxBytes || ls.kept.bytes <= 0 {
+		t.Errorf("after a flood of failures: %d bytes kept, bound %d", ls.kept.bytes, listingsMaxBytes)
 	}
 
 	// A listing begun before the kept one is not kept: it may say what the

@@ -405,7 +405,52 @@ func TestCommitStore_PartialKeepsWhole(t *testing.T) {
 	if got, ok := cs.get(key); !ok || got != whole {
 		t.Errorf("after a partial snapshot of the same commit: %+v, %v; want the whole one kept", got, ok)
 	}
-	if cs.notKept != 1 || cs.used != 1000 {
-		t.Errorf("notKept %d, used %d: want the partial one counted as not kept, the whole one's bytes", cs.notKept, cs.used)
+	if cs.notKept != 1 || cs.kept.bytes != 1000 {
+		t.Errorf("notKept %d, used %d: want the partial one counted as not kept, the whole one's bytes", cs.notKept, cs.kept.bytes)
+	}
+}
+
+// TestCommitStore_RemembersDropped: a commit fetched again after it was dropped counts
+// one refetch, by the key it is kept under or the one it was asked for, and is
+// forgotten then; of the commits dropped, the store remembers the most recent
+// evictedKeys.
+func TestCommitStore_RemembersDropped(t *testing.T) {
+	const n = evictedKeys
+	cs := newCommitStore()
+	key := func(i int) commitKey { return commitKey{url: "http://127.0.0.1/r.git", commit: fmt.Sprint("c", i)} }
+	add := func(i, asked int) { cs.add(key(i), key(asked), &snapshot{commit: fmt.Sprint("c", i), size: 10}, 10) }
+	stats := func() CommitStoreStats {
+		cs.mu.Lock()
+		defer cs.mu.Unlock()
+		return CommitStoreStats{Bytes: cs.kept.bytes, Commits: cs.kept.len(), Evictions: cs.evicted, Refetches: cs.refetched, NotKept: cs.notKept}
+	}
+	// A bound of one snapshot: each add drops the one kept before. Commits 1 to n are
+	// remembered, commit 0 no longer.
+	for i := 0; i <= n+1; i++ {
+		add(i, i)
+	}
+	want := CommitStoreStats{Bytes: 10, Commits: 1, Evictions: n + 1}
+	if diff := cmp.Diff(want, stats()); diff != "" {
+		t.Fatalf("after %d commits (-want +got):\n%s", n+2, diff)
+	}
+	steps := []struct {
+		name      string
+		i, asked  int
+		refetches uint64
+	}{
+		{"asked for a dropped commit, the fetch found another (a tip moved on)", n + 10, n, 1},
+		{"the commit counted is forgotten", n, n, 0},
+		{"a commit past the most recent evictedKeys dropped is forgotten", 0, 0, 0},
+		{"the positive control: one within them counts", n - 1, n - 1, 1},
+		{"kept under one dropped key, asked for under another: one refetch", n - 3, n - 2, 1},
+		{"and the key asked for is forgotten", n - 2, n - 2, 0},
+	}
+	for _, s := range steps {
+		add(s.i, s.asked)
+		want.Evictions++
+		want.Refetches += s.refetches
+		if diff := cmp.Diff(want, stats()); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", s.name, diff)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/google/go-containerregistry/pkg/name"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/clock"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/rerror"
@@ -40,8 +41,8 @@ type Lanes struct {
 	// SlowFor is how long a namespace's reads of a host that timed out stay in the
 	// slow lane, unless the host answers them in time before (default 10 minutes).
 	SlowFor time.Duration
-	// Now is the clock; time.Now when nil.
-	Now func() time.Time
+	// Clock is the clock of the slow lanes; the real clock when nil.
+	Clock clock.PassiveClock
 
 	mu        sync.Mutex
 	inFlight  map[string]int
@@ -139,8 +140,8 @@ func (l *Lanes) Slow(host, namespace string) bool {
 }
 
 func (l *Lanes) now() time.Time {
-	if l.Now != nil {
-		return l.Now()
+	if l.Clock != nil {
+		return l.Clock.Now()
 	}
 	return time.Now()
 }

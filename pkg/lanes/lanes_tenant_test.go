@@ -3,14 +3,16 @@ package lanes
 import (
 	"testing"
 	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // TestLanes_SlowLaneIsPerTenant: one tenant's image that runs into the timeout on
 // a shared registry (a multi-GB image, say) puts that tenant's reads of the
 // registry in the slow lane, not everyone's. Counted in lanes let in, not timed.
 func TestLanes_SlowLaneIsPerTenant(t *testing.T) {
-	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	l := &Lanes{Workers: 4, SlowFor: 10 * time.Minute, Now: func() time.Time { return now }}
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	l := &Lanes{Workers: 4, SlowFor: 10 * time.Minute, Clock: clk}
 	const shared = "registry ghcr.example"
 
 	huge, ok := l.Enter(shared, "a")

@@ -3,11 +3,13 @@ package lanes
 import (
 	"testing"
 	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func TestLanes(t *testing.T) {
-	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	l := &Lanes{Workers: 4, SlowFor: time.Minute, Now: func() time.Time { return now }}
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	l := &Lanes{Workers: 4, SlowFor: time.Minute, Clock: clk}
 	const slow, other = "git.slow.example:443", "registry other.example"
 
 	// Half the workers per host.
@@ -57,7 +59,7 @@ func TestLanes(t *testing.T) {
 	b(true)
 
 	// The slow lane ends by itself after SlowFor.
-	now = now.Add(2 * time.Minute)
+	clk.Step(2 * time.Minute)
 	if l.Slow(slow, "a") {
 		t.Fatalf("the host is slow past SlowFor")
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"knative.dev/pkg/apis"
 )
 
@@ -47,7 +48,7 @@ type Metrics struct {
 	outdated map[types.NamespacedName]bool
 	// checked holds when each Function not suspended was last checked.
 	checked map[types.NamespacedName]time.Time
-	now     func() time.Time
+	clock   clock.PassiveClock
 	queue   func() (running, waiting int)
 	// commitStore reports the git fetcher's commit store (WithCommitStore).
 	commitStore func() CommitStore
@@ -149,7 +150,7 @@ func New(queue func() (running, waiting int), opts ...Option) *Metrics {
 		series:   map[types.NamespacedName][]conditionLabels{},
 		outdated: map[types.NamespacedName]bool{},
 		checked:  map[types.NamespacedName]time.Time{},
-		now:      time.Now,
+		clock:    clock.RealClock{},
 		queue:    queue,
 	}
 	for _, o := range opts {
@@ -244,14 +245,14 @@ func (m *Metrics) Checked(key types.NamespacedName, checked bool) {
 		delete(m.checked, key)
 		return
 	}
-	m.checked[key] = m.now()
+	m.checked[key] = m.clock.Now()
 }
 
 // oldestCheck is the age of the least recent check, in seconds.
 func (m *Metrics) oldestCheck() float64 {
 	m.gauges.Lock()
 	defer m.gauges.Unlock()
-	now, oldest := m.now(), 0.0
+	now, oldest := m.clock.Now(), 0.0
 	for _, t := range m.checked {
 		if age := now.Sub(t).Seconds(); age > oldest {
 			oldest = age

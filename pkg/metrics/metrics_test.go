@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 	"knative.dev/pkg/apis"
 )
 
@@ -92,8 +93,8 @@ func_operator_middleware_outdated_functions 1
 
 func TestMetrics_CheckAge(t *testing.T) {
 	m := New(func() (int, int) { return 0, 0 })
-	now := time.Unix(1_700_000_000, 0)
-	m.now = func() time.Time { return now }
+	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+	m.clock = clk
 	reg := prometheus.NewPedanticRegistry()
 	for _, c := range m.Collectors() {
 		reg.MustRegister(c)
@@ -118,9 +119,9 @@ func TestMetrics_CheckAge(t *testing.T) {
 		t.Errorf("with no Function: %v, want 0", got)
 	}
 	m.Checked(a, true)
-	now = now.Add(30 * time.Second)
+	clk.Step(30 * time.Second)
 	m.Checked(b, true)
-	now = now.Add(10 * time.Second)
+	clk.Step(10 * time.Second)
 	if got := age(); got != 40 {
 		t.Errorf("oldest check age = %v, want 40 (a's)", got)
 	}

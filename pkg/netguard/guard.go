@@ -1,7 +1,6 @@
 package netguard
 
 import (
-	"container/list"
 	"context"
 	"fmt"
 	"io"
@@ -13,6 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
 // Guard dials for the operator's git and registry clients. It checks a host's
@@ -32,10 +33,9 @@ type Guard struct {
 
 	mu         sync.Mutex
 	transports []*http.Transport // closed to idle connections when the policy changes
-	// caIndex and caOrder keep the transports of TransportWithCA, by bundle digest,
-	// most recently used first.
-	caIndex map[string]*list.Element
-	caOrder *list.List
+	// caTransports keeps the transports of TransportWithCA, by bundle digest,
+	// maxCATransports at most (made at the first); mu guards it with transports.
+	caTransports *simplelru.LRU[string, *http.Transport]
 }
 
 // New returns a Guard enforcing p.

@@ -1,7 +1,6 @@
 package netguard
 
 import (
-	"container/list"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
@@ -10,6 +9,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
 // maxCATransports bounds how many transports with a private CA a Guard keeps
@@ -82,12 +83,6 @@ func rootsWith(bundle []byte) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-// caTransport is a cached transport that trusts one CA bundle.
-type caTransport struct {
-	key string
-	t   *http.Transport
-}
-
 // TransportWithCA is Transport for servers whose certificates a private CA signed:
 // it trusts the PEM certificates of bundle in addition to the system roots
 // (an empty bundle: the system roots only). The transport of each distinct bundle
@@ -109,9 +104,7 @@ func (g *Guard) caTransport(bundle []byte) (*http.Transport, error) {
 	sum := sha256.Sum256(bundle)
 	key := string(sum[:])
 	g.mu.Lock()
-	if e, ok := g.caIndex[key]; ok {
-		g.caOrder.MoveToFront(e)
-		t := e.Value.(*caTransport).t
+	if t, ok := g.keptCATransport(key); ok {
 		g.mu.Unlock()
 		return t, nil
 	}
@@ -125,22 +118,28 @@ func (g *Guard) caTransport(bundle []byte) (*http.Transport, error) {
 
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if e, ok := g.caIndex[key]; ok { // another caller made it meanwhile
-		g.caOrder.MoveToFront(e)
-		return e.Value.(*caTransport).t, nil
+	if kept, ok := g.keptCATransport(key); ok { // another caller made it meanwhile
+		return kept, nil
 	}
-	if g.caIndex == nil {
-		g.caIndex, g.caOrder = map[string]*list.Element{}, list.New()
+	if g.caTransports == nil {
+		// The callback runs within Add, under g.mu: only Add evicts.
+		g.caTransports, _ = simplelru.NewLRU(maxCATransports, func(_ string, old *http.Transport) {
+			g.forget(old)
+			old.CloseIdleConnections()
+		})
 	}
-	g.caIndex[key] = g.caOrder.PushFront(&caTransport{key: key, t: t})
 	g.transports = append(g.transports, t)
-	for g.caOrder.Len() > maxCATransports {
-		old := g.caOrder.Remove(g.caOrder.Back()).(*caTransport)
-		delete(g.caIndex, old.key)
-		g.forget(old.t)
-		old.t.CloseIdleConnections()
-	}
+	g.caTransports.Add(key, t)
 	return t, nil
+}
+
+// keptCATransport returns the transport kept for the bundle digest key, made the most
+// recently used; g.mu is held.
+func (g *Guard) keptCATransport(key string) (*http.Transport, bool) {
+	if g.caTransports == nil {
+		return nil, false
+	}
+	return g.caTransports.Get(key)
 }
 
 // forget drops t from the transports SetPolicy closes; g.mu is held.

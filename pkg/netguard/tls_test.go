@@ -135,7 +135,7 @@ func TestGuard_TransportWithCA(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.mu.Lock()
-	kept := g.caOrder.Len()
+	kept := g.caTransports.Len()
 	g.mu.Unlock()
 	if diff := cmp.Diff(1, kept); diff != "" {
 		t.Errorf("transports kept for one bundle (-want +got):\n%s", diff)
@@ -168,7 +168,7 @@ func TestGuard_TransportWithCA_Eviction(t *testing.T) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if diff := cmp.Diff(maxCATransports, g.caOrder.Len()); diff != "" {
+	if diff := cmp.Diff(maxCATransports, g.caTransports.Len()); diff != "" {
 		t.Errorf("transports kept (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(maxCATransports, len(g.transports)); diff != "" {

@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	"golang.org/x/time/rate"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/lru"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -86,7 +87,7 @@ func boundReviews(provider func(*rest.Config, *http.Client) (metricsserver.Filte
 		if err != nil {
 			return nil, err
 		}
-		gate := newReviewGate(time.Now)
+		gate := newReviewGate(clock.RealClock{})
 		return func(log logr.Logger, h http.Handler) (http.Handler, error) {
 			inner, err := filter(log, h)
 			if err != nil {
@@ -101,7 +102,7 @@ func boundReviews(provider func(*rest.Config, *http.Client) (metricsserver.Filte
 // the bounds above. Its caches are k8s.io/utils/lru's, safe for concurrent use.
 type reviewGate struct {
 	total *rate.Limiter
-	now   func() time.Time
+	clock clock.PassiveClock
 	// sources are the per-source limiters, by remote address (without its port).
 	sources *lru.Cache
 	// known are the tokens that were authorized, by their SHA-256 (never the tokens
@@ -110,8 +111,8 @@ type reviewGate struct {
 	known *lru.Cache
 }
 
-func newReviewGate(now func() time.Time) *reviewGate {
-	return &reviewGate{total: rate.NewLimiter(metricsReviewTotalRate, metricsReviewTotalBurst), now: now,
+func newReviewGate(clk clock.PassiveClock) *reviewGate {
+	return &reviewGate{total: rate.NewLimiter(metricsReviewTotalRate, metricsReviewTotalBurst), clock: clk,
 		sources: lru.New(metricsSourcesMax), known: lru.New(metricsKnownMax)}
 }
 
@@ -144,7 +145,7 @@ func (g *reviewGate) allow(remote string) bool {
 		l = rate.NewLimiter(metricsReviewRate, metricsReviewBurst)
 		g.sources.Add(source, l)
 	}
-	now := g.now()
+	now := g.clock.Now()
 	return l.(*rate.Limiter).AllowN(now, 1) && g.total.AllowN(now, 1)
 }
 
@@ -177,7 +178,7 @@ func tokenKey(r *http.Request) ([sha256.Size]byte, bool) {
 
 func (g *reviewGate) isKnown(key [sha256.Size]byte) bool {
 	at, ok := g.known.Get(key)
-	return ok && g.now().Sub(at.(time.Time)) < metricsKnownTTL
+	return ok && g.clock.Since(at.(time.Time)) < metricsKnownTTL
 }
 
 // record remembers a token that was authorized (2xx: a 403 is a user the API server
@@ -188,7 +189,7 @@ func (g *reviewGate) record(key [sha256.Size]byte, ok bool) {
 		g.known.Remove(key)
 		return
 	}
-	g.known.Add(key, g.now())
+	g.known.Add(key, g.clock.Now())
 }
 
 // statusWriter keeps the status of the answer written through it.

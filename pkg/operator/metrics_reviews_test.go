@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/time/rate"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // fakeAuthn stands for controller-runtime's filter: a review for each request
@@ -44,8 +45,8 @@ func (f *fakeAuthn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // through. Positive controls: the first metricsReviewBurst bad tokens are reviewed,
 // a known token still scrapes in a flood, a new one once the limiter refills.
 func TestReviewGate(t *testing.T) {
-	now := time.Unix(1_700_000_000, 0)
-	gate := newReviewGate(func() time.Time { return now })
+	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+	gate := newReviewGate(clk)
 	authn := &fakeAuthn{}
 	h := gate.wrap(authn)
 	get := func(token string) int {
@@ -71,7 +72,7 @@ func TestReviewGate(t *testing.T) {
 	bad := func(n int) []string {
 		out := make([]string, 0, n)
 		for i := range n {
-			out = append(out, fmt.Sprintf("bad-%d-%d", now.Unix(), i))
+			out = append(out, fmt.Sprintf("bad-%d-%d", clk.Now().Unix(), i))
 		}
 		return out
 	}
@@ -101,21 +102,21 @@ func TestReviewGate(t *testing.T) {
 	if got := get("good-new"); got != http.StatusTooManyRequests {
 		t.Errorf("a new token in the flood: %d, want 429", got)
 	}
-	now = now.Add(time.Second)
+	clk.Step(time.Second)
 	if got := get("good-new"); got != http.StatusOK {
 		t.Errorf("a new token a second later: %d, want 200", got)
 	}
 	// Over a minute of flood: one review a second.
 	reviews := authn.reviews
 	for range 60 {
-		now = now.Add(time.Second)
+		clk.Step(time.Second)
 		count(bad(50)...)
 	}
 	if got := authn.reviews - reviews; got != 60 {
 		t.Errorf("%d reviews in 60 s of flood, want 60", got)
 	}
 	// A known token gone bad (revoked) is reviewed, refused and forgotten.
-	now = now.Add(time.Minute) // the burst back
+	clk.Step(time.Minute) // the burst back
 	if got := get("good-prometheus"); got != http.StatusOK {
 		t.Fatalf("the known token: %d", got)
 	}
@@ -126,7 +127,7 @@ func TestReviewGate(t *testing.T) {
 	}
 	// 403 is a user the API server knows but the operator does not let scrape: not
 	// known, so limited (an attacker may hold any number of such tokens).
-	now = now.Add(time.Minute)
+	clk.Step(time.Minute)
 	if got := get("forbidden"); got != http.StatusForbidden {
 		t.Fatalf("forbidden: %d", got)
 	}
@@ -135,11 +136,11 @@ func TestReviewGate(t *testing.T) {
 		t.Errorf("a token denied access, the limiter empty: %d, want 429", got)
 	}
 	// Known for metricsKnownTTL since it was last authorized.
-	now = now.Add(time.Minute)
+	clk.Step(time.Minute)
 	if got := get("good-ttl"); got != http.StatusOK {
 		t.Fatalf("good-ttl: %d", got)
 	}
-	now = now.Add(metricsKnownTTL)
+	clk.Step(metricsKnownTTL)
 	count(bad(metricsReviewBurst)...)
 	if got := get("good-ttl"); got != http.StatusTooManyRequests {
 		t.Errorf("a token not seen for %s, the limiter empty: %d, want 429", metricsKnownTTL, got)
@@ -152,8 +153,8 @@ func TestReviewGate(t *testing.T) {
 // sources together are held to metricsReviewTotalRate. The positive control: the
 // flooding source is refused.
 func TestReviewGate_PerSource(t *testing.T) {
-	now := time.Unix(1_700_000_000, 0)
-	gate := newReviewGate(func() time.Time { return now })
+	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+	gate := newReviewGate(clk)
 	authn := &fakeAuthn{}
 	h := gate.wrap(authn)
 	get := func(from, token string) int {
@@ -221,14 +222,14 @@ func TestTokenKey(t *testing.T) {
 // TestReviewGate_KnownBounded: no more than metricsKnownMax credentials are known;
 // the least recently used go first (k8s.io/utils/lru).
 func TestReviewGate_KnownBounded(t *testing.T) {
-	now := time.Unix(1_700_000_000, 0)
-	gate := newReviewGate(func() time.Time { return now })
+	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+	gate := newReviewGate(clk)
 	// The cap, not the rate, under test (httptest's requests come from 192.0.2.1).
 	gate.total = rate.NewLimiter(rate.Inf, 0)
 	gate.sources.Add("192.0.2.1", rate.NewLimiter(rate.Inf, 0))
 	h := gate.wrap(&fakeAuthn{})
 	for i := range 2 * metricsKnownMax {
-		now = now.Add(time.Millisecond) // within metricsKnownTTL: none expires
+		clk.Step(time.Millisecond) // within metricsKnownTTL: none expires
 		r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 		r.Header.Set("Authorization", fmt.Sprintf("Bearer good-%d", i))
 		w := httptest.NewRecorder()

@@ -23,6 +23,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
@@ -112,30 +113,12 @@ func receiverSecretOf(namespace, name, token string) *corev1.Secret {
 	}
 }
 
-// fakeClock is a clock tests move.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // fixture is a Receiver with fakes around it, and the log it wrote.
 type fixture struct {
 	r       *Receiver
 	trigger *fakeTrigger
 	secrets *fakeSecrets
-	clock   *fakeClock
+	clock   *clocktesting.FakeClock
 	logs    *bytes.Buffer
 	logger  logr.Logger
 	bodies  []string // every response body
@@ -146,7 +129,7 @@ func newFixture(t *testing.T, opts Options, secrets ...*corev1.Secret) *fixture 
 	f := &fixture{
 		trigger: &fakeTrigger{n: 1},
 		secrets: newFakeSecrets(secrets...),
-		clock:   &fakeClock{now: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)},
+		clock:   clocktesting.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)),
 		logs:    &bytes.Buffer{},
 	}
 	var mu sync.Mutex
@@ -158,7 +141,7 @@ func newFixture(t *testing.T, opts Options, secrets ...*corev1.Secret) *fixture 
 	opts.Secrets = f.secrets.get
 	opts.Trigger = f.trigger
 	f.r = New(opts)
-	f.r.now = f.clock.Now
+	f.r.clock = f.clock
 	return f
 }
 

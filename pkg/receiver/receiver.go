@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/semaphore"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
@@ -57,7 +58,8 @@ type Receiver struct {
 	shares      *shares
 	perReceiver *shares
 	requests    *prometheus.CounterVec
-	now         func() time.Time
+	// clock dates what the limiters, the replay window and the Secret cache hold.
+	clock clock.PassiveClock
 	// listening, when set, is told the address Start listens on (tests).
 	listening func(net.Addr)
 }
@@ -79,9 +81,9 @@ func New(opts Options) *Receiver {
 		// filling a namespace's share takes as many receivers.
 		perReceiver: &shares{max: opts.MaxBodyBytes, held: map[string]int64{}},
 		requests:    newRequestsCounter(),
-		now:         time.Now,
+		clock:       clock.RealClock{},
+		secrets:     newSecretCache(opts.Secrets, opts.SecretTTL),
 	}
-	r.secrets = newSecretCache(opts.Secrets, opts.SecretTTL, func() time.Time { return r.now() })
 	return r
 }
 
@@ -170,11 +172,11 @@ func (r *Receiver) handle(w http.ResponseWriter, req *http.Request) answer {
 		return badRequest(http.StatusBadRequest, "not a GitHub, GitLab, Gitea or Forgejo webhook")
 	}
 	logger = logger.WithValues("provider", p.name)
-	if wait := r.global.take("", r.now()); wait > 0 {
+	if wait := r.global.take("", r.clock.Now()); wait > 0 {
 		logger.V(1).Info("webhook refused: over the global rate")
 		return rateLimited(wait)
 	}
-	s, fresh, err := r.secrets.lookup(ctx, key, false)
+	s, fresh, err := r.secrets.lookup(ctx, key, false, r.clock.Now())
 	switch {
 	case err != nil:
 		logger.Error(err, "webhook refused: the receiver Secret cannot be read")
@@ -185,7 +187,7 @@ func (r *Receiver) handle(w http.ResponseWriter, req *http.Request) answer {
 	}
 	// Verified or not, every request of a receiver counts: guessing its token is as
 	// slow as the receiver's rate.
-	if wait := r.receiver.take(key.String(), r.now()); wait > 0 {
+	if wait := r.receiver.take(key.String(), r.clock.Now()); wait > 0 {
 		logger.V(1).Info("webhook refused: over the receiver's rate")
 		return rateLimited(wait)
 	}
@@ -225,7 +227,7 @@ func (r *Receiver) handle(w http.ResponseWriter, req *http.Request) answer {
 	}
 	// Only verified deliveries are remembered: nobody without the token can fill the
 	// memory, or have a delivery refused before the host sends it.
-	if !r.replays.claim(key.Namespace, deliveryKeys(key, p, req.Header, body), r.now()) {
+	if !r.replays.claim(key.Namespace, deliveryKeys(key, p, req.Header, body), r.clock.Now()) {
 		logger.Info("webhook refused: a delivery received already")
 		return replayed
 	}
@@ -242,7 +244,7 @@ func (r *Receiver) verify(ctx context.Context, logger logr.Logger, p *provider, 
 	}
 	if !fresh {
 		var err error
-		s, _, err = r.secrets.lookup(ctx, key, true)
+		s, _, err = r.secrets.lookup(ctx, key, true, r.clock.Now())
 		switch {
 		case err != nil:
 			logger.Error(err, "webhook refused: the receiver Secret cannot be read")

@@ -447,7 +447,7 @@ func TestRateLimits(t *testing.T) {
 		if diff := cmp.Diff(want2, f.counts()); diff != "" {
 			t.Errorf("counts (-want +got):\n%s", diff)
 		}
-		f.clock.Add(2 * time.Second)
+		f.clock.Step(2 * time.Second)
 		if got := f.do(good("a")).StatusCode; got != http.StatusAccepted {
 			t.Errorf("after 2s: status %d, want 202", got)
 		}
@@ -468,7 +468,7 @@ func TestRateLimits(t *testing.T) {
 		if reads := f.secrets.Reads(); reads != 2 {
 			t.Errorf("%d Secret reads, want 2 (absent once, cached; a once)", reads)
 		}
-		f.clock.Add(time.Second)
+		f.clock.Step(time.Second)
 		if got := f.do(good("a")).StatusCode; got != http.StatusAccepted {
 			t.Errorf("after 1s: status %d, want 202", got)
 		}
@@ -497,14 +497,14 @@ func TestSecretCache(t *testing.T) {
 	step("no receiver", signed("old"), http.StatusNotFound, 1)
 	f.secrets.put(receiverSecretOf(testNamespace, testName, "old"))
 	step("created, not found still within the TTL", signed("old"), http.StatusNotFound, 1)
-	f.clock.Add(5 * time.Second)
+	f.clock.Step(5 * time.Second)
 	step("after the TTL", signed("old"), http.StatusAccepted, 2)
 	step("cached", signed("old"), http.StatusAccepted, 2)
 	f.secrets.put(receiverSecretOf(testNamespace, testName, "new"))
 	step("rotated: the new token fails on the cached one, is read again", signed("new"), http.StatusAccepted, 3)
 	step("the old token: read again, fails", signed("old"), http.StatusUnauthorized, 4)
 	step("the new token, cached", signed("new"), http.StatusAccepted, 4)
-	f.clock.Add(5 * time.Second)
+	f.clock.Step(5 * time.Second)
 	f.secrets.errs[testNamespace] = io.ErrUnexpectedEOF
 	want := answerOf{http.StatusServiceUnavailable, "the receiver cannot be read now, try again later"}
 	if diff := cmp.Diff(want, read(t, f.do(signed("new")))); diff != "" {
@@ -532,17 +532,17 @@ func TestSecretCache(t *testing.T) {
 // maxCachedSecrets, dropping expired reads first; a known key is always updated.
 func TestSecretCacheBounded(t *testing.T) {
 	secrets := newFakeSecrets(receiverSecretOf(testNamespace, "real", "old"))
-	clock := &fakeClock{now: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
-	c := newSecretCache(secrets.get, time.Second, clock.Now)
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := newSecretCache(secrets.get, time.Second)
 	ctx := context.Background()
 	key := func(name string) types.NamespacedName {
 		return types.NamespacedName{Namespace: testNamespace, Name: name}
 	}
-	if _, _, err := c.lookup(ctx, key("real"), false); err != nil {
+	if _, _, err := c.lookup(ctx, key("real"), false, now); err != nil {
 		t.Fatal(err)
 	}
 	for i := range maxCachedSecrets + 10 {
-		if _, _, err := c.lookup(ctx, key(fmt.Sprint("absent-", i)), false); err != nil {
+		if _, _, err := c.lookup(ctx, key(fmt.Sprint("absent-", i)), false, now); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -550,15 +550,15 @@ func TestSecretCacheBounded(t *testing.T) {
 		t.Errorf("%d cached, want %d", n, maxCachedSecrets)
 	}
 	secrets.put(receiverSecretOf(testNamespace, "real", "new"))
-	s, fresh, err := c.lookup(ctx, key("real"), true)
+	s, fresh, err := c.lookup(ctx, key("real"), true, now)
 	if err != nil || !fresh || string(s.token) != "new" {
 		t.Fatalf("fresh lookup: %q %v %v", s.token, fresh, err)
 	}
-	if s, fresh, _ := c.lookup(ctx, key("real"), false); fresh || string(s.token) != "new" {
+	if s, fresh, _ := c.lookup(ctx, key("real"), false, now); fresh || string(s.token) != "new" {
 		t.Errorf("full cache: the known key was not updated: %q fresh %v", s.token, fresh)
 	}
-	clock.Add(time.Second)
-	if _, _, err := c.lookup(ctx, key("another"), false); err != nil {
+	now = now.Add(time.Second)
+	if _, _, err := c.lookup(ctx, key("another"), false, now); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(c.m); n != 1 {

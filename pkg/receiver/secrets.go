@@ -29,25 +29,24 @@ type receiverSecret struct {
 	read   time.Time
 }
 
-// secretCache reads receiver Secrets, and believes a read for ttl.
+// secretCache reads receiver Secrets, and believes a read for ttl (of the
+// Receiver's clock: its caller tells the time).
 type secretCache struct {
 	get SecretGetter
 	ttl time.Duration
-	now func() time.Time
 
 	mu sync.Mutex
 	m  map[types.NamespacedName]receiverSecret
 }
 
-func newSecretCache(get SecretGetter, ttl time.Duration, now func() time.Time) *secretCache {
-	return &secretCache{get: get, ttl: ttl, now: now, m: map[types.NamespacedName]receiverSecret{}}
+func newSecretCache(get SecretGetter, ttl time.Duration) *secretCache {
+	return &secretCache{get: get, ttl: ttl, m: map[types.NamespacedName]receiverSecret{}}
 }
 
-// lookup returns the receiver Secret key, read less than ttl ago unless fresh, and
-// whether it was read now. Errors other than not found and forbidden are returned,
-// and not kept.
-func (c *secretCache) lookup(ctx context.Context, key types.NamespacedName, fresh bool) (receiverSecret, bool, error) {
-	now := c.now()
+// lookup returns the receiver Secret key, read less than ttl before now unless fresh,
+// and whether it was read now. Errors other than not found and forbidden are
+// returned, and not kept.
+func (c *secretCache) lookup(ctx context.Context, key types.NamespacedName, fresh bool, now time.Time) (receiverSecret, bool, error) {
 	if !fresh {
 		c.mu.Lock()
 		s, ok := c.m[key]

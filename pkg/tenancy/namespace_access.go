@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
@@ -99,7 +100,8 @@ type NamespaceAccess struct {
 	Client client.Client
 	// Reader reads ServiceAccounts; the cache holds none.
 	Reader client.Reader
-	now    func() time.Time
+	// clock dates what was found; the real clock when nil.
+	clock clock.PassiveClock
 
 	mu sync.Mutex
 	ok map[accessKey]time.Time // when found onboarded
@@ -123,13 +125,13 @@ func (a *NamespaceAccess) Check(ctx context.Context, namespace, serviceAccount s
 // ServiceAccount holds KedaBuilderGrant too (KedaOnboardingManifest).
 func (a *NamespaceAccess) CheckFor(ctx context.Context, namespace, serviceAccount string, keda bool) error {
 	key := accessKey{types.NamespacedName{Namespace: namespace, Name: serviceAccount}, keda}
-	now := time.Now
-	if a.now != nil {
-		now = a.now
+	var clk clock.PassiveClock = clock.RealClock{}
+	if a.clock != nil {
+		clk = a.clock
 	}
 	a.mu.Lock()
 	at, found := a.ok[key]
-	fresh := found && now().Sub(at) < AccessTTL
+	fresh := found && clk.Since(at) < AccessTTL
 	if found && !fresh {
 		delete(a.ok, key)
 	}
@@ -160,7 +162,7 @@ func (a *NamespaceAccess) CheckFor(ctx context.Context, namespace, serviceAccoun
 	if a.ok == nil {
 		a.ok = map[accessKey]time.Time{}
 	}
-	a.ok[key] = now()
+	a.ok[key] = clk.Now()
 	a.mu.Unlock()
 	return nil
 }

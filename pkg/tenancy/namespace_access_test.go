@@ -12,6 +12,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/rerror"
@@ -120,8 +121,8 @@ func TestNamespaceAccess_CachesOnlySuccess(t *testing.T) {
 	op := asOperator(t)
 	ctx := context.Background()
 	ns := newBareNamespace(t)
-	now := time.Now()
-	a := &NamespaceAccess{Client: op, Reader: op, now: func() time.Time { return now }}
+	clk := clocktesting.NewFakeClock(time.Now())
+	a := &NamespaceAccess{Client: op, Reader: op, clock: clk}
 	if err := a.Check(ctx, ns, "func-operator-builder"); err == nil {
 		t.Fatal("a namespace not onboarded passed")
 	}
@@ -136,7 +137,7 @@ func TestNamespaceAccess_CachesOnlySuccess(t *testing.T) {
 	if err := a.Check(ctx, ns, "func-operator-builder"); err != nil {
 		t.Errorf("within the TTL: %v, want the remembered success", err)
 	}
-	now = now.Add(AccessTTL)
+	clk.Step(AccessTTL)
 	if err := a.Check(ctx, ns, "func-operator-builder"); err == nil {
 		t.Error("after the TTL, a revoked grant still passes")
 	}

@@ -45,6 +45,8 @@ type fakeClock struct{ now time.Time }
 
 func (c *fakeClock) Now() time.Time { return c.now }
 
+func (c *fakeClock) Since(t time.Time) time.Duration { return c.now.Sub(t) }
+
 func TestReconcile_PeriodicCheck(t *testing.T) {
 	root := gitserver.NewRepoRoot(t)
 	srv := gitserver.StartHTTP(t, root)
@@ -57,7 +59,7 @@ func TestReconcile_PeriodicCheck(t *testing.T) {
 	counting := &countingClient{Client: k8sClient}
 	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	r, events := newTestReconciler(t, 10)
-	r.Client, r.Now, r.Fetcher.Now = counting, clock.Now, clock.Now
+	r.Client, r.Now, r.Fetcher.Clock = counting, clock.Now, clock
 
 	type counts struct{ lsRemotes, clones, statusWrites int }
 	now := func() counts {
