@@ -190,11 +190,21 @@ phase-test-monitoring: phase-check-vet phase-tool-promtool
 # test/ runs the binary, hack/run runs make run), with -short: tests that need a control
 # plane (envtest.Shared, envtest.StartT) or build the binary skip. Pure logic and
 # loopback git servers only: no Tekton controller, no ko.
-UNIT_PKGS ?= $$(go list ./... | grep -v -e /test/ -e /pkg/operator -e /hack/)
+UNIT_PKGS ?= $$(go list ./... | grep -v -e /test/ -e /pkg/operator -e /hack/) ./test/hygiene/
 
 .PHONY: test-unit
 test-unit: ## The quick tier: go test -short over the non-integration packages, no control plane (make test runs everything).
 	go test -short -count=1 $(UNIT_PKGS)
+
+# The middle tier: the quick tier's packages whole, and every other one that needs only a
+# real control plane (kube-apiserver, etcd, kube-controller-manager's controllers), git
+# servers and sshd: not the Tekton controller, ko or promtool (TEKTON_PKGS, INSTALL_PKGS,
+# MONITORING_PKGS). make test's test-quick and test-plane, in one go test.
+INTEGRATION_PKGS ?= $$(go list ./... | grep -v -x -F -f <(go list $(TEKTON_PKGS) $(INSTALL_PKGS) $(MONITORING_PKGS)))
+
+.PHONY: test-integration
+test-integration: test-deps control-plane ## The middle tier: every test that needs no Tekton controller, ko or promtool, on a real control plane.
+	KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" FUNC_OPERATOR_REQUIRE_SSHD=1 go test $(GO_TEST_FLAGS) $(INTEGRATION_PKGS)
 
 # The func-facing tests, for a func bump (docs/upgrading-func.md): the adapter on a real
 # API server with func's real templates, the middleware table and image labels, the Tekton

@@ -484,6 +484,12 @@ const (
 	BuildPhaseFailed = "Failed"
 )
 
+// The causes of a build (status.build.cause).
+const (
+	// BuildCauseMiddleware: the function runs an older middleware than func builds.
+	BuildCauseMiddleware = "Middleware"
+)
+
 // BuildStatus is a rebuild of the function on the cluster, through Tekton.
 type BuildStatus struct {
 	// ID of the build. Every object the build creates carries it in the label
@@ -552,6 +558,11 @@ type BuildStatus struct {
 	// RetryAfter is when a failed build may be retried (exponential backoff).
 	// +optional
 	RetryAfter *metav1.Time `json:"retryAfter,omitempty"`
+
+	// Cause is why the build was started: Middleware, a newer middleware than the
+	// function runs is available.
+	// +optional
+	Cause string `json:"cause,omitempty"`
 
 	// ServiceUID is the UID of the Knative Service the build was started for. A build
 	// never goes on over a Service that was replaced since: it is stopped.

@@ -258,7 +258,14 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 	}
 	services := &knative.Services{Reader: mgr.GetClient()}
 	workloads := &workload.Workloads{Reader: mgr.GetClient(), Subscriptions: services.SubscriptionsTo}
-	r := &function.Reconciler{
+	repositories := function.NewRepositories()
+	// The Secret watches bring Functions back through the Reconciler they are wired into.
+	var r *function.Reconciler
+	secretWatches, secrets, err := secretReaders(restConfig, mgr, func(ctx context.Context, o client.Object) { r.SecretChanged(ctx, o) })
+	if err != nil {
+		return nil, err
+	}
+	r = function.New(function.Deps{
 		Describer: funclib.NewDescriber(services).
 			WithSource(funclib.DeployerRaw, workloads.Source(funclib.DeployerRaw)).
 			WithSource(funclib.DeployerKeda, workloads.Source(funclib.DeployerKeda)),
@@ -276,16 +283,17 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 		Lanes:   &lanes.Lanes{Workers: o.Concurrency},
 		Builds:  builds,
 		Access:  &tenancy.NamespaceAccess{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()},
+		Secrets: secrets,
 		Metrics: m,
 		Wakeups: wakeups,
 
-		Repositories:  function.NewRepositories(),
+		Repositories:  repositories,
 		WatchSelected: watchSelected,
 		APIRecheck:    o.APIRecheck,
-	}
+	})
 	// A repository whose listing changed brings back every Function reading it.
 	fetcher.OnChange = r.RepositoryChanged
-	if err := addWebhooks(mgr, o, r, fetcher); err != nil {
+	if err := addWebhooks(mgr, o, repositories, wakeups, fetcher); err != nil {
 		return nil, err
 	}
 	if o.LeaderElection {
@@ -298,7 +306,7 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 		Log: mgr.GetLogger().WithName("status-migration")}); err != nil {
 		return nil, fmt.Errorf("adding the status migration: %w", err)
 	}
-	if err := addRunnables(mgr, restConfig, r); err != nil {
+	if err := addRunnables(mgr, secretWatches, builds); err != nil {
 		return nil, err
 	}
 	if err := r.SetupWithManager(ctx, mgr, o.Concurrency); err != nil {
@@ -309,7 +317,7 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 		Recorder:  mgr.GetEventRecorderFor("func-operator"), //nolint:staticcheck // core/v1 Events, as the Function controller's
 		Namespace: o.SystemNamespace,
 		Store:     store,
-		OnChange:  onConfigChange(r, builds.Queue, guard, restConfig, own),
+		OnChange:  onConfigChange(r, fetcher, builds.Queue, guard, restConfig, own),
 	}
 	if err := watcher.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the config watcher: %w", err)
@@ -317,19 +325,24 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 	return mgr, nil
 }
 
-// addRunnables adds what runs beside the controller: the Secret watches of the
-// onboarded namespaces, and the seeder that fills the build queue from the cluster.
-func addRunnables(mgr manager.Manager, restConfig *rest.Config, r *function.Reconciler) error {
+// secretReaders returns the Secret watches of the onboarded namespaces (by metadata,
+// calling onChange) and the reader of the Secrets Functions name, which uses them.
+func secretReaders(restConfig *rest.Config, mgr manager.Manager, onChange func(context.Context, client.Object)) (*tenancy.SecretWatches, *tenancy.Secrets, error) {
 	metadataClient, err := metadata.NewForConfig(restConfig)
 	if err != nil {
-		return fmt.Errorf("creating the metadata client: %w", err)
+		return nil, nil, fmt.Errorf("creating the metadata client: %w", err)
 	}
-	watches := &tenancy.SecretWatches{Client: metadataClient, OnChange: r.SecretChanged}
-	r.Secrets = tenancy.NewSecrets(mgr.GetAPIReader(), watches)
+	watches := &tenancy.SecretWatches{Client: metadataClient, OnChange: onChange}
+	return watches, tenancy.NewSecrets(mgr.GetAPIReader(), watches), nil
+}
+
+// addRunnables adds what runs beside the controller: the Secret watches of the
+// onboarded namespaces, and the seeder that fills the build queue from the cluster.
+func addRunnables(mgr manager.Manager, watches *tenancy.SecretWatches, builds *rebuild.Builds) error {
 	if err := mgr.Add(watches); err != nil {
 		return fmt.Errorf("adding the Secret watches: %w", err)
 	}
-	if err := mgr.Add(&rebuild.QueueSeeder{Reader: mgr.GetClient(), Queue: r.Builds.Queue, Tekton: r.Builds.Tekton}); err != nil {
+	if err := mgr.Add(&rebuild.QueueSeeder{Reader: mgr.GetClient(), Queue: builds.Queue, Tekton: builds.Tekton}); err != nil {
 		return fmt.Errorf("adding the build queue's seeder: %w", err)
 	}
 	return nil
@@ -590,7 +603,8 @@ func privateDirs(mgr manager.Manager, workDir string) (work, kubeconfig string, 
 
 // onConfigChange applies a new configuration to what does not read the store at
 // each use.
-func onConfigChange(r *function.Reconciler, queue *rebuild.Queue, guard *netguard.Guard, restConfig *rest.Config, own netguard.Own) func(ctx context.Context, old, new config.Config) {
+func onConfigChange(r *function.Reconciler, fetcher *git.Fetcher, queue *rebuild.Queue, guard *netguard.Guard,
+	restConfig *rest.Config, own netguard.Own) func(ctx context.Context, old, new config.Config) {
 	return func(ctx context.Context, old, new config.Config) {
 		if old.AutoUpdateMiddleware != new.AutoUpdateMiddleware || old.UnknownMiddlewarePolicy != new.UnknownMiddlewarePolicy {
 			r.OperatorPolicyChanged(ctx)
@@ -602,7 +616,7 @@ func onConfigChange(r *function.Reconciler, queue *rebuild.Queue, guard *netguar
 			queue.Kick()
 		}
 		if new.CommitStoreMaxBytes < old.CommitStoreMaxBytes {
-			r.Fetcher.TrimCommitStore()
+			fetcher.TrimCommitStore()
 		}
 		if old.DeployerImage != new.DeployerImage && new.DeployerImage != "" && new.DeployerImage != funclib.DeployerImage() {
 			log.FromContext(ctx).Info("the deployer image is read when the operator starts: restart it to use the new one",
@@ -613,7 +627,7 @@ func onConfigChange(r *function.Reconciler, queue *rebuild.Queue, guard *netguar
 				log.FromContext(ctx).Error(err, "the network policy is unchanged")
 			} else {
 				// What was listed under the old stance is not shared under the new one.
-				r.Fetcher.ForgetAll()
+				fetcher.ForgetAll()
 			}
 		}
 	}

@@ -18,7 +18,7 @@ import (
 // addWebhooks serves the push webhook receivers on o.WebhookAddr, unless disabled: a
 // verified push has every Function of the receiver's namespace on the pushed
 // repository checked at once, with a listing begun after the push.
-func addWebhooks(mgr manager.Manager, o Options, r *function.Reconciler, fetcher *git.Fetcher) error {
+func addWebhooks(mgr manager.Manager, o Options, repositories *function.Repositories, wakeups *function.Wakeups, fetcher *git.Fetcher) error {
 	if o.WebhookAddr == "" || o.WebhookAddr == "0" {
 		return nil
 	}
@@ -39,7 +39,7 @@ func addWebhooks(mgr manager.Manager, o Options, r *function.Reconciler, fetcher
 			return s, nil
 		},
 		Trigger: receiver.TriggerFunc(func(ctx context.Context, namespace string, urls []string) int {
-			return repositoryPushed(r, fetcher, namespace, urls)
+			return repositoryPushed(repositories, wakeups, fetcher, namespace, urls)
 		}),
 	})
 	if err := register(hook.Collectors()); err != nil {
@@ -57,10 +57,10 @@ func addWebhooks(mgr manager.Manager, o Options, r *function.Reconciler, fetcher
 // never makes another tenant's Functions list the repository again. The new listing
 // is kept (it is the latest), so when it shows a change every Function on the
 // repository is checked at once with it, without listing again.
-func repositoryPushed(r *function.Reconciler, fetcher *git.Fetcher, namespace string, urls []string) int {
-	fns := r.Repositories.Pushed(namespace, repourl.Matcher(urls), fetcher.ListingMark())
+func repositoryPushed(repositories *function.Repositories, wakeups *function.Wakeups, fetcher *git.Fetcher, namespace string, urls []string) int {
+	fns := repositories.Pushed(namespace, repourl.Matcher(urls), fetcher.ListingMark())
 	for _, fn := range fns {
-		r.Wakeups.Enqueue(fn)
+		wakeups.Enqueue(fn)
 	}
 	return len(fns)
 }

@@ -63,7 +63,7 @@ const (
 	// TimedOut: the build ran past its timeout and its runs were stopped (Failure
 	// says how).
 	TimedOut
-	// Bound: the Function is bound to the Knative Service (or raw or keda Deployment) ServiceUID ("" for none). A
+	// Bound: the Function is bound to the Knative Service (or raw or keda Deployment) BoundUID ("" for none). A
 	// build in flight for another Service must be stopped (Stop).
 	Bound
 	// Stopped: the build was stopped (Failure says why).
@@ -102,8 +102,8 @@ type Event struct {
 	// Waiting: the queue holds the Function in its waiting list (GaveUp).
 	Waiting bool
 
-	// ServiceUID is the Knative Service (or raw or keda Deployment) the Function is bound to now (Bound).
-	ServiceUID types.UID
+	// BoundUID is the Knative Service (or raw or keda Deployment) the Function is bound to now (Bound).
+	BoundUID types.UID
 	// Deploy is what the function runs now (Deployed).
 	Deploy Deploy
 }
@@ -118,7 +118,10 @@ type LaunchState struct {
 // Start is a build the queue admitted, as the status records it before its launch.
 type Start struct {
 	ID, Commit, FromImage, FromMiddleware, ToMiddleware string
-	ServiceUID                                          types.UID
+	// Cause is why the build starts (v1alpha1.BuildCause*).
+	Cause string
+	// BoundUID is what the Function is bound to: a Knative Service, or a raw or keda Deployment.
+	BoundUID types.UID
 }
 
 // Deploy is what a Function whose build succeeded runs now: its Knative Service, or
@@ -126,9 +129,9 @@ type Start struct {
 type Deploy struct {
 	// Recorded: the build's rebuild is already recorded (status.middleware.lastRebuild).
 	Recorded bool
-	// ServiceUID and Image are the Service's (or raw Deployment's) and the image it runs.
-	ServiceUID types.UID
-	Image      string
+	// BoundUID and Image are the bound Service's (or raw Deployment's) and the image it runs.
+	BoundUID types.UID
+	Image    string
 	// RollingOut: a raw or keda Deployment has not yet rolled its template (Image)
 	// out to every replica.
 	RollingOut bool
@@ -240,7 +243,7 @@ func (m Machine) Next(b *v1alpha1.BuildStatus, ev Event) Transition {
 		t.Build = &v1alpha1.BuildStatus{
 			ID: s.ID, Phase: v1alpha1.BuildPhaseStarting, StartTime: &start, QueuedAt: &queuedAt,
 			Commit: s.Commit, FromImage: s.FromImage, FromMiddleware: s.FromMiddleware, ToMiddleware: s.ToMiddleware,
-			Failures: failures(b), ServiceUID: s.ServiceUID,
+			Failures: failures(b), Cause: s.Cause, ServiceUID: s.BoundUID,
 		}
 		t.RequeueAfter = PollWhileWaiting
 	case GaveUp:
@@ -278,7 +281,7 @@ func (m Machine) Next(b *v1alpha1.BuildStatus, ev Event) Transition {
 		t = m.failed(t, ev.At, ev.Failure)
 	case Bound:
 		// A build never goes on to deploy over a Service whose binding changed.
-		t.Stop = InFlight(nb) && nb.ServiceUID != "" && nb.ServiceUID != ev.ServiceUID
+		t.Stop = InFlight(nb) && nb.ServiceUID != "" && nb.ServiceUID != ev.BoundUID
 	case Deployed:
 		if nb != nil && nb.Phase == v1alpha1.BuildPhaseSucceeded {
 			return m.deployed(t, ev)
@@ -349,7 +352,7 @@ func (m Machine) deployed(t Transition, ev Event) Transition {
 	switch {
 	case d.Recorded:
 		t.Deploy = DeployRecorded
-	case b.ServiceUID != "" && b.ServiceUID != d.ServiceUID:
+	case b.ServiceUID != "" && b.ServiceUID != d.BoundUID:
 		t = m.failed(t, ev.At, Failure{Message: fmt.Sprintf("PipelineRun %s succeeded, but what func deployed that it was started for "+
 			"(UID %s: a Knative Service, or a raw or keda Deployment) was replaced since: not counted as a rebuild",
 			b.PipelineRun, b.ServiceUID)})

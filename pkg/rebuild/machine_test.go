@@ -71,9 +71,9 @@ func TestMachine_Next(t *testing.T) {
 		name:  "Queued → Starting: admitted, recorded before its launch",
 		build: queued,
 		event: Event{Kind: Admitted, At: t0, QueuedAt: t0.Add(-time.Minute), Start: Start{ID: "b2", Commit: "c1", FromImage: "img@old",
-			FromMiddleware: "v1", ToMiddleware: "v2", ServiceUID: "svc-1"}},
+			FromMiddleware: "v1", ToMiddleware: "v2", Cause: v1alpha1.BuildCauseMiddleware, BoundUID: "svc-1"}},
 		want: Transition{Build: &v1alpha1.BuildStatus{ID: "b2", Phase: v1alpha1.BuildPhaseStarting, StartTime: at(0), QueuedAt: at(-time.Minute),
-			Commit: "c1", FromImage: "img@old", FromMiddleware: "v1", ToMiddleware: "v2", Failures: 1, ServiceUID: "svc-1"},
+			Commit: "c1", FromImage: "img@old", FromMiddleware: "v1", ToMiddleware: "v2", Failures: 1, Cause: v1alpha1.BuildCauseMiddleware, ServiceUID: "svc-1"},
 			RequeueAfter: PollWhileWaiting},
 	}, {
 		name:  "Queued → none: gave its place up",
@@ -165,11 +165,11 @@ func TestMachine_Next(t *testing.T) {
 		want: Transition{Build: failedAt(running, 0, "did not finish within 1h0m0s"), Slot: SlotRelease},
 	}, {
 		name:  "Running, bound to its Service: goes on",
-		build: running, event: Event{Kind: Bound, At: t0, ServiceUID: "svc-1"},
+		build: running, event: Event{Kind: Bound, At: t0, BoundUID: "svc-1"},
 		want: Transition{Build: running},
 	}, {
 		name:  "Running, bound to another Service: stop it (then Stopped)",
-		build: running, event: Event{Kind: Bound, At: t0, ServiceUID: "svc-2"},
+		build: running, event: Event{Kind: Bound, At: t0, BoundUID: "svc-2"},
 		want: Transition{Build: running, Stop: true},
 	}, {
 		name:  "Starting, the Function bound to no Service any more: stop it",
@@ -177,11 +177,11 @@ func TestMachine_Next(t *testing.T) {
 		want: Transition{Build: starting, Stop: true},
 	}, {
 		name:  "Running, started for no known Service: goes on",
-		build: with(running, func(b *v1alpha1.BuildStatus) { b.ServiceUID = "" }), event: Event{Kind: Bound, At: t0, ServiceUID: "svc-2"},
+		build: with(running, func(b *v1alpha1.BuildStatus) { b.ServiceUID = "" }), event: Event{Kind: Bound, At: t0, BoundUID: "svc-2"},
 		want: Transition{Build: with(running, func(b *v1alpha1.BuildStatus) { b.ServiceUID = "" })},
 	}, {
 		name:  "Succeeded, bound elsewhere: not in flight, nothing to stop",
-		build: succeeded, event: Event{Kind: Bound, At: t0, ServiceUID: "svc-2"},
+		build: succeeded, event: Event{Kind: Bound, At: t0, BoundUID: "svc-2"},
 		want: Transition{Build: succeeded},
 	}, {
 		name:  "Running → Failed: stopped (unbound Service)",
@@ -197,35 +197,35 @@ func TestMachine_Next(t *testing.T) {
 		want: Transition{Build: succeeded, Deploy: DeployRecorded},
 	}, {
 		name:  "Succeeded, the Service still runs the old image: wait",
-		build: succeeded, event: Event{Kind: Deployed, At: t0, Deploy: Deploy{ServiceUID: "svc-1", Image: "img@old"}},
+		build: succeeded, event: Event{Kind: Deployed, At: t0, Deploy: Deploy{BoundUID: "svc-1", Image: "img@old"}},
 		want: Transition{Build: succeeded, Deploy: DeployWaiting, RequeueAfter: PollWhileWaiting},
 	}, {
 		name:  "Succeeded → Failed: the old image past DeployGrace",
-		build: succeeded, event: Event{Kind: Deployed, At: t0.Add(DeployGrace), Deploy: Deploy{ServiceUID: "svc-1", Image: "img@old"}},
+		build: succeeded, event: Event{Kind: Deployed, At: t0.Add(DeployGrace), Deploy: Deploy{BoundUID: "svc-1", Image: "img@old"}},
 		want: Transition{Build: failedAt(succeeded, DeployGrace, "PipelineRun fn-run-b1 succeeded but the function still runs img@old after 2m0s"),
 			Slot: SlotRelease, Deploy: DeployFailed},
 	}, {
 		name:  "Succeeded → Failed: the Service it was started for was replaced",
-		build: succeeded, event: Event{Kind: Deployed, At: t0, Deploy: Deploy{ServiceUID: "svc-2", Image: "img@new"}},
+		build: succeeded, event: Event{Kind: Deployed, At: t0, Deploy: Deploy{BoundUID: "svc-2", Image: "img@new"}},
 		want: Transition{Build: failedAt(succeeded, 0, "PipelineRun fn-run-b1 succeeded, but what func deployed that it was started for (UID svc-1: a Knative Service, or a raw or keda Deployment) was replaced since: not counted as a rebuild"),
 			Slot: SlotRelease, Deploy: DeployFailed},
 	}, {
 		name:  "Succeeded, a raw Deployment still rolling the new image out: wait",
-		build: succeeded, event: Event{Kind: Deployed, At: t0, Deploy: Deploy{ServiceUID: "svc-1", Image: "img@new", RollingOut: true, Current: "v2", Available: "v2"}},
+		build: succeeded, event: Event{Kind: Deployed, At: t0, Deploy: Deploy{BoundUID: "svc-1", Image: "img@new", RollingOut: true, Current: "v2", Available: "v2"}},
 		want: Transition{Build: succeeded, Deploy: DeployWaiting, RequeueAfter: PollWhileWaiting},
 	}, {
 		name:  "Succeeded → Failed: a raw Deployment not rolled out past DeployGrace",
-		build: succeeded, event: Event{Kind: Deployed, At: t0.Add(DeployGrace + time.Second), Deploy: Deploy{ServiceUID: "svc-1", Image: "img@new", RollingOut: true, Current: "v2", Available: "v2"}},
+		build: succeeded, event: Event{Kind: Deployed, At: t0.Add(DeployGrace + time.Second), Deploy: Deploy{BoundUID: "svc-1", Image: "img@new", RollingOut: true, Current: "v2", Available: "v2"}},
 		want: Transition{Build: failedAt(succeeded, DeployGrace+time.Second, "PipelineRun fn-run-b1 succeeded but the Deployment has not rolled img@new out to every replica after 2m0s"),
 			Slot: SlotRelease, Deploy: DeployFailed},
 	}, {
 		name:  "Succeeded → Failed: the new image runs old middleware",
-		build: succeeded, event: Event{Kind: Deployed, At: t0, Deploy: Deploy{ServiceUID: "svc-1", Image: "img@new", Current: "v1", Available: "v2", RebuildDue: true}},
+		build: succeeded, event: Event{Kind: Deployed, At: t0, Deploy: Deploy{BoundUID: "svc-1", Image: "img@new", Current: "v1", Available: "v2", RebuildDue: true}},
 		want: Transition{Build: failedAt(succeeded, 0, "PipelineRun fn-run-b1 succeeded but the new image img@new runs middleware v1; v2 is available"),
 			Slot: SlotRelease, Deploy: DeployFailed},
 	}, {
 		name:  "Succeeded, verified: the rebuild is recorded",
-		build: succeeded, event: Event{Kind: Deployed, At: t0, Deploy: Deploy{ServiceUID: "svc-1", Image: "img@new", Current: "v2", Available: "v2"}},
+		build: succeeded, event: Event{Kind: Deployed, At: t0, Deploy: Deploy{BoundUID: "svc-1", Image: "img@new", Current: "v2", Available: "v2"}},
 		want: Transition{Build: with(succeeded, func(b *v1alpha1.BuildStatus) {
 			b.Message = "Middleware updated from v1 to v2 by PipelineRun fn-run-b1; the Service runs img@new"
 		}), Deploy: DeployVerified},

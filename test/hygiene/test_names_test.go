@@ -53,8 +53,10 @@ func testNameViolations(t *testing.T, dir string) []string {
 
 // TestNames_ReconcilerTests holds the reconciler package's tests to the naming rule.
 func TestNames_ReconcilerTests(t *testing.T) {
-	for _, v := range testNameViolations(t, filepath.Join(envtest.RepoRoot(), "pkg", "reconciler", "function")) {
-		t.Error(v)
+	for _, dir := range []string{"function", filepath.Join("function", "build")} {
+		for _, v := range testNameViolations(t, filepath.Join(envtest.RepoRoot(), "pkg", "reconciler", dir)) {
+			t.Error(v)
+		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/knative"
+	"github.com/fnops/func-operator/pkg/reconciler/function/step"
 	"github.com/fnops/func-operator/pkg/rerror"
 )
 
@@ -19,18 +20,18 @@ import (
 // UID; while none does, the Function that claimed the function name first holds it.
 // Anything else stalls fn with its own reason, and fn creates nothing.
 func (r *Reconciler) bind(ctx context.Context, fn *v1alpha1.Function, d deployed) error {
-	name := d.name()
-	if got := d.labels()[knative.FunctionNameLabel]; got != name {
-		return markedBy(fn.Status.MarkNotBound, rerror.NewStalling(v1alpha1.ReasonServiceNotFromFunc,
+	name := d.Name()
+	if got := d.Labels()[knative.FunctionNameLabel]; got != name {
+		return step.MarkedBy(fn.Status.MarkNotBound, rerror.NewStalling(v1alpha1.ReasonServiceNotFromFunc,
 			"%s was not deployed by func for function %q (its label %s is %q): the operator does not describe, inspect or rebuild it",
 			d, name, knative.FunctionNameLabel, got))
 	}
-	holder, err := r.holder(ctx, fn, name, d.uid())
+	holder, err := r.holder(ctx, fn, name, d.UID())
 	if err != nil {
 		return rerror.NewTransient(v1alpha1.ReasonDescribeFailed, "finding the Function bound to %s in namespace %s: %w", d, fn.Namespace, err)
 	}
 	if holder != nil {
-		return markedBy(fn.Status.MarkNotBound, rerror.NewStalling(v1alpha1.ReasonFunctionNameConflict,
+		return step.MarkedBy(fn.Status.MarkNotBound, rerror.NewStalling(v1alpha1.ReasonFunctionNameConflict,
 			"Function %s is bound to %s of function %q: this Function describes, inspects and rebuilds nothing while it is",
 			holder.Name, d, name))
 	}
@@ -47,13 +48,13 @@ func (r *Reconciler) holder(ctx context.Context, fn *v1alpha1.Function, name str
 	var list v1alpha1.FunctionList
 	// From the cache without copies: the list is only read.
 	opts := []client.ListOption{client.InNamespace(fn.Namespace), client.UnsafeDisableDeepCopy}
-	if r.functionNamesIndexed {
+	if r.watch.namesIndexed {
 		// Only the Functions whose func.yaml names that function: a namespace of a
 		// monorepo's thousand Functions costs a reconcile what one of a few does
 		// (listing it whole took half the CPU of a no-op check; make bench-scale R=1).
 		opts = append(opts, client.MatchingFields{functionNameIndex: name})
 	}
-	if err := r.Client.List(ctx, &list, opts...); err != nil {
+	if err := r.client.List(ctx, &list, opts...); err != nil {
 		return nil, fmt.Errorf("listing the Functions of namespace %s: %w", fn.Namespace, err)
 	}
 	best := fn

@@ -20,9 +20,9 @@ import (
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/git"
 	"github.com/fnops/func-operator/pkg/rebuild"
+	"github.com/fnops/func-operator/pkg/reconciler/function/build"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 	"github.com/fnops/func-operator/pkg/workload"
-	"github.com/fnops/func-operator/test/envtest"
 )
 
 // testFunctionUID is the UID of Function "fn" in the observeBuild tests.
@@ -50,6 +50,7 @@ func (c lagging) List(ctx context.Context, list client.ObjectList, opts ...clien
 }
 
 func TestReconciler_observeBuild(t *testing.T) {
+	onFakeClient(t)
 	ago := func(d time.Duration) *metav1.Time { return &metav1.Time{Time: time.Now().Add(-d)} }
 	tests := []struct {
 		name  string
@@ -241,15 +242,17 @@ func TestReconciler_observeBuild(t *testing.T) {
 			}
 			if tt.taskRunsUnreadable {
 				r.APIReader = taskRunsUnreadable{r.APIReader}
+				r.wire()
 			}
 			if tt.cacheLags {
 				r.Client = lagging{r.Client}
+				r.wire()
 			}
 			if tt.leadingFor > 0 {
 				r.Builds.Leading = rebuild.LeadingSince(time.Now().Add(-tt.leadingFor))
 			}
 
-			res, err := r.observeBuild(context.Background(), fn, &observation{})
+			res, err := r.build.Observe(context.Background(), fn)
 			if err != nil {
 				t.Fatalf("observeBuild: %v", err)
 			}
@@ -290,6 +293,7 @@ func TestReconciler_observeBuild(t *testing.T) {
 func ptrTo[T any](v T) *T { return &v }
 
 func TestReconciler_reconcileRebuild(t *testing.T) {
+	onFakeClient(t)
 	const image = "registry.invalid/fns/hello@sha256:0123"
 	meta := funclib.Metadata{Name: "hello", Runtime: "go", Registry: "registry.invalid/fns"}
 	due := middlewareVerdict{current: "v0.1.0", available: "v0.21.3", rebuildDue: true}
@@ -306,7 +310,11 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 		// deployedWith is the deployer the deployment step found ("": none said).
 		deployedWith string
 		noKEDA       bool // the cluster serves no HTTPScaledObjects
-		want         outcome
+		// pullSecret: the Function names a registry Secret, which the ServiceAccount of
+		// func.yaml (meta.ServiceAccountName) gets as an image pull Secret; createSA
+		// creates that ServiceAccount.
+		pullSecret, createSA bool
+		want                 outcome
 		wantPhase    string
 		wantLaunch   bool
 		wantSoon     time.Duration
@@ -315,7 +323,7 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 		name:       "due, a slot free: recorded Starting, launched after the patch",
 		middleware: due, budget: 2, meta: meta,
 		want:      outcome{Condition: "False/Rebuilding/"},
-		wantPhase: v1alpha1.BuildPhaseStarting, wantLaunch: true, wantSoon: pollWhileWaiting,
+		wantPhase: v1alpha1.BuildPhaseStarting, wantLaunch: true, wantSoon: rebuild.PollWhileWaiting,
 	}, {
 		name:       "due, no slot: queued with its position",
 		middleware: due, budget: 0, meta: meta,
@@ -354,7 +362,7 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 		name:       "private repository: launched with the credentials the check read",
 		middleware: due, budget: 2, meta: meta, private: true,
 		want:      outcome{Condition: "False/Rebuilding/"},
-		wantPhase: v1alpha1.BuildPhaseStarting, wantLaunch: true, wantSoon: pollWhileWaiting,
+		wantPhase: v1alpha1.BuildPhaseStarting, wantLaunch: true, wantSoon: rebuild.PollWhileWaiting,
 	}, {
 		name:       "nowhere to push: stalls",
 		middleware: due, budget: 2, meta: funclib.Metadata{Name: "hello", Runtime: "go"},
@@ -364,13 +372,13 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 		middleware: due, budget: 2, deployedWith: "raw",
 		meta:      funclib.Metadata{Name: "hello", Runtime: "go", Registry: "registry.invalid/fns", Deployer: "raw"},
 		want:      outcome{Condition: "False/Rebuilding/"},
-		wantPhase: v1alpha1.BuildPhaseStarting, wantLaunch: true, wantSoon: pollWhileWaiting,
+		wantPhase: v1alpha1.BuildPhaseStarting, wantLaunch: true, wantSoon: rebuild.PollWhileWaiting,
 	}, {
 		name:       "raw deployed, func.yaml asks for keda: a safe switch, launched",
 		middleware: due, budget: 2, deployedWith: "raw",
 		meta:      funclib.Metadata{Name: "hello", Runtime: "go", Registry: "registry.invalid/fns", Deployer: "keda"},
 		want:      outcome{Condition: "False/Rebuilding/"},
-		wantPhase: v1alpha1.BuildPhaseStarting, wantLaunch: true, wantSoon: pollWhileWaiting,
+		wantPhase: v1alpha1.BuildPhaseStarting, wantLaunch: true, wantSoon: rebuild.PollWhileWaiting,
 	}, {
 		name:       "raw deployed, func.yaml names no deployer (knative): not rebuilt, it would strand the Deployment",
 		middleware: due, budget: 2, meta: meta, deployedWith: "raw",
@@ -395,7 +403,19 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 		middleware: due, budget: 2, deployedWith: "keda",
 		meta:      funclib.Metadata{Name: "hello", Runtime: "go", Registry: "registry.invalid/fns", Deployer: "keda"},
 		want:      outcome{Condition: "False/Rebuilding/"},
-		wantPhase: v1alpha1.BuildPhaseStarting, wantLaunch: true, wantSoon: pollWhileWaiting,
+		wantPhase: v1alpha1.BuildPhaseStarting, wantLaunch: true, wantSoon: rebuild.PollWhileWaiting,
+	}, {
+		name:       "the function's ServiceAccount does not exist: stalls, frees its slot and leaves the queue and the status",
+		middleware: due, budget: 2, queued: true, pullSecret: true,
+		build: &v1alpha1.BuildStatus{Phase: v1alpha1.BuildPhaseQueued, QueuedAt: &metav1.Time{Time: now}},
+		meta: funclib.Metadata{Name: "hello", Runtime: "go", Registry: "registry.invalid/fns", ServiceAccountName: "fn-sa"},
+		want: outcome{Kind: "stalling", Reason: v1alpha1.ReasonRebuildNotPossible, Condition: "False/RebuildNotPossible/"},
+	}, {
+		name:       "the function's ServiceAccount exists: it gets the pull Secret, launched (the positive control)",
+		middleware: due, budget: 2, queued: true, pullSecret: true, createSA: true,
+		meta:      funclib.Metadata{Name: "hello", Runtime: "go", Registry: "registry.invalid/fns", ServiceAccountName: "fn-sa"},
+		want:      outcome{Condition: "False/Rebuilding/"},
+		wantPhase: v1alpha1.BuildPhaseStarting, wantLaunch: true, wantSoon: rebuild.PollWhileWaiting,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -407,12 +427,11 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 			r.Builds.Tekton = !tt.noTekton
 			if tt.noKEDA {
 				r.Workloads = &workload.Workloads{Reader: k8sClient}
+				r.wire()
 			}
 			if funclib.DeployerOf(tt.meta) == funclib.DeployerKeda {
 				// A keda deploy needs config/namespace/onboard-keda.yaml's grant too.
-				if err := envtest.OnboardKEDA(context.Background(), restConfig, ns); err != nil {
-					t.Fatal(err)
-				}
+				onboardKEDA(t, ns)
 			}
 			key := types.NamespacedName{Namespace: ns, Name: "fn"}
 			if tt.queued {
@@ -423,6 +442,12 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 			if tt.private {
 				fn.Spec.Repository.AuthSecretRef = secretRef("git")
 			}
+			if tt.pullSecret {
+				fn.Spec.Registry.AuthSecretRef = secretRef("registry")
+			}
+			if tt.createSA {
+				mustCreate(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tt.meta.ServiceAccountName}})
+			}
 			fn.Status.InitializeConditions()
 			fn.Status.Build = tt.build
 			fn.Status.Middleware = &v1alpha1.MiddlewareStatus{}
@@ -430,7 +455,7 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 			md := tt.meta
 			obs := &observation{
 				source:     sourceArtifact{head: git.Head{Branch: "main", Commit: "0123456789abcdef"}, name: "hello", runtime: "go", metadata: &md},
-				deployment: deployment{image: image, found: deployed{deployer: tt.deployedWith}},
+				deployment: deployment{image: image, found: testTarget(tt.deployedWith)},
 				middleware: tt.middleware,
 			}
 
@@ -442,7 +467,7 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 				obs.source.auth = auth
 			}
 
-			res, err := r.reconcileRebuild(context.Background(), fn, obs)
+			res, err := r.build.Rebuild(context.Background(), fn, obs.forBuild())
 
 			if diff := cmp.Diff(tt.want, outcomeOf(err, fn, v1alpha1.FunctionConditionMiddlewareUpToDate)); diff != "" {
 				t.Errorf("outcome (-want +got):\n%s\nerror: %v", diff, err)
@@ -460,6 +485,9 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 			if diff := cmp.Diff(tt.wantQueued, r.Builds.Queue.IsWaiting(key)); diff != "" {
 				t.Errorf("waits in the queue (-want +got):\n%s", diff)
 			}
+			if diff := cmp.Diff(tt.wantLaunch, r.Builds.Queue.IsRunning(key)); diff != "" {
+				t.Errorf("holds a slot (-want +got):\n%s", diff)
+			}
 			// Nothing is launched before the status that records it is written.
 			r.Builds.Launcher.Wait()
 			if n := len(rec.requests()); n != 0 {
@@ -472,8 +500,18 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 				return
 			}
 			b := fn.Status.Build
-			if b.Commit != "0123456789abcdef" || b.FromImage != image || b.FromMiddleware != "v0.1.0" || b.ToMiddleware != "v0.21.3" {
+			if b.Commit != "0123456789abcdef" || b.FromImage != image || b.FromMiddleware != "v0.1.0" || b.ToMiddleware != "v0.21.3" ||
+				b.Cause != v1alpha1.BuildCauseMiddleware {
 				t.Errorf("status.build = %+v", b)
+			}
+			if tt.createSA {
+				sa := &corev1.ServiceAccount{}
+				if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: tt.meta.ServiceAccountName}, sa); err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff([]corev1.LocalObjectReference{{Name: "registry"}}, sa.ImagePullSecrets); diff != "" {
+					t.Errorf("the ServiceAccount's image pull Secrets (-want +got):\n%s", diff)
+				}
 			}
 			res.AfterPatch(true)
 			r.Builds.Launcher.Wait()
@@ -506,7 +544,7 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 		fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fn"}}
 		fn.Status.InitializeConditions()
 		fn.Status.Build = &v1alpha1.BuildStatus{Phase: v1alpha1.BuildPhaseQueued, QueuedAt: &metav1.Time{Time: now}}
-		if _, err := r.reconcileRebuild(context.Background(), fn, &observation{}); err != nil {
+		if _, err := r.build.Rebuild(context.Background(), fn, build.Observed{}); err != nil {
 			t.Fatal(err)
 		}
 		if fn.Status.Build != nil {
@@ -531,8 +569,8 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 		fn.Status.Middleware = &v1alpha1.MiddlewareStatus{}
 		fn.Status.Deployment = &v1alpha1.DeploymentStatus{Image: image}
 		md := meta
-		res, err := r.reconcileRebuild(context.Background(), fn, &observation{
-			source: sourceArtifact{head: git.Head{Branch: "main", Commit: "c1"}, metadata: &md}, middleware: due})
+		obs := &observation{source: sourceArtifact{head: git.Head{Branch: "main", Commit: "c1"}, metadata: &md}, middleware: due}
+		res, err := r.build.Rebuild(context.Background(), fn, obs.forBuild())
 		if err != nil || res.AfterPatch == nil {
 			t.Fatalf("reconcileRebuild = %+v, %v; want a launch after the patch", res, err)
 		}
@@ -552,6 +590,7 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 // run this process sees first but another process launched (it recorded the build
 // Starting before a restart), not for a build this process launched.
 func TestReconciler_recordBuildEvents_adopted(t *testing.T) {
+	onFakeClient(t)
 	for _, tt := range []struct {
 		name         string
 		launchedHere bool
@@ -564,6 +603,7 @@ func TestReconciler_recordBuildEvents_adopted(t *testing.T) {
 			r, _ := newBuildReconciler(t)
 			events := record.NewFakeRecorder(10)
 			r.Recorder = events
+			r.wire()
 			fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "fn"}}
 			if tt.launchedHere {
 				r.Builds.Launcher.Launch(types.NamespacedName{Namespace: "ns", Name: "fn"}, "b1", funclib.BuildRequest{})
@@ -572,7 +612,7 @@ func TestReconciler_recordBuildEvents_adopted(t *testing.T) {
 			orig := fn.DeepCopy()
 			orig.Status.Build = &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseStarting}
 			fn.Status.Build = &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseRunning, PipelineRun: "fn-run-b1"}
-			r.recordBuildEvents(r.Recorder, orig, fn)
+			r.build.RecordEvents(r.Recorder, orig, fn)
 			close(events.Events)
 			var got []string
 			for e := range events.Events {
@@ -589,6 +629,7 @@ func TestReconciler_recordBuildEvents_adopted(t *testing.T) {
 // is stopped, its PipelineRun deleted, when the deployment step finds the Service
 // replaced by another.
 func TestReconciler_stopUnboundBuild_ServiceReplaced(t *testing.T) {
+	onFakeClient(t)
 	f := newBindingFixture(t)
 	for _, tt := range []struct {
 		name     string
@@ -617,7 +658,7 @@ func TestReconciler_stopUnboundBuild_ServiceReplaced(t *testing.T) {
 			if err != nil {
 				t.Fatalf("reconcileDeployment: %v", err)
 			}
-			if err := r.stopUnboundBuild(context.Background(), fn, obs); err != nil {
+			if err := r.build.StopUnbound(context.Background(), fn, obs.forBuild().Deployed); err != nil {
 				t.Fatalf("stopUnboundBuild: %v", err)
 			}
 			var runs pipelinev1.PipelineRunList

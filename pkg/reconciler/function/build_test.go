@@ -64,7 +64,7 @@ func TestReconcile_Rebuild(t *testing.T) {
 		repo:       v1alpha1.Repository{URL: srv.URL("fn"), Path: "fns/hello"},
 		budget:     2,
 		wantReason: v1alpha1.ReasonRebuilding, wantMsg: "starting: rebuilding commit " + commit[:12],
-		wantPhase: v1alpha1.BuildPhaseStarting, wantLaunch: true, wantSoon: pollWhileWaiting,
+		wantPhase: v1alpha1.BuildPhaseStarting, wantLaunch: true, wantSoon: rebuild.PollWhileWaiting,
 	}, {
 		name:       "auto-update off: no build",
 		repo:       v1alpha1.Repository{URL: srv.URL("fn"), Path: "fns/hello"},
@@ -86,7 +86,7 @@ func TestReconcile_Rebuild(t *testing.T) {
 		repo:       v1alpha1.Repository{URL: srv.URL("private"), AuthSecretRef: secretRef("git")},
 		budget:     2,
 		wantReason: v1alpha1.ReasonRebuilding, wantMsg: "starting: rebuilding commit",
-		wantPhase: v1alpha1.BuildPhaseStarting, wantLaunch: true, wantSoon: pollWhileWaiting,
+		wantPhase: v1alpha1.BuildPhaseStarting, wantLaunch: true, wantSoon: rebuild.PollWhileWaiting,
 	}, {
 		name:       "func.yaml without registry: nowhere to push",
 		repo:       v1alpha1.Repository{URL: srv.URL("noregistry")},
@@ -130,7 +130,7 @@ func TestReconcile_Rebuild(t *testing.T) {
 		budget: 2,
 		build: &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseFailed, Failures: 2,
 			RetryAfter: &metav1.Time{Time: now.Add(-time.Second)}},
-		wantReason: v1alpha1.ReasonRebuilding, wantPhase: v1alpha1.BuildPhaseStarting, wantLaunch: true, wantSoon: pollWhileWaiting,
+		wantReason: v1alpha1.ReasonRebuilding, wantPhase: v1alpha1.BuildPhaseStarting, wantLaunch: true, wantSoon: rebuild.PollWhileWaiting,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -165,6 +165,7 @@ func TestReconcile_Rebuild(t *testing.T) {
 				WorkDir:  t.TempDir(),
 			}
 			r.Builds.Queue.Seed(nil, nil)
+			r.wire()
 
 			res, err := reconcileOnce(t, r, ns, "hello")
 			if err != nil {

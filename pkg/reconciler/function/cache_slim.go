@@ -53,7 +53,7 @@ func SlimPipelineRun(o any) (any, error) {
 		if len(out.OwnerReferences) == maxCachedOwners {
 			break
 		}
-		if isFunctionRef(ref) {
+		if resources.IsFunctionRef(ref) {
 			out.OwnerReferences = append(out.OwnerReferences, ref) // names and UIDs: bounded by the API server
 		}
 	}

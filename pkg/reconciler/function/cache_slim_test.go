@@ -22,6 +22,7 @@ import (
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/netguard"
+	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 	"github.com/fnops/func-operator/test/envtest"
 )
 
@@ -103,8 +104,8 @@ func TestSlimPipelineRun(t *testing.T) {
 	}
 	slimBound(t, "PipelineRun", &pr, got, 4<<10)
 	// What the reconciler asks of a run still answers the same.
-	if s := got.(*pipelinev1.PipelineRun); !s.IsDone() || !controlledBy(s, &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{UID: "f1"}}) {
-		t.Errorf("slim run: done %t, controlled by f1 %t; want both", s.IsDone(), controlledBy(s, &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{UID: "f1"}}))
+	if s := got.(*pipelinev1.PipelineRun); !s.IsDone() || !resources.ControlledBy(s, &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{UID: "f1"}}) {
+		t.Errorf("slim run: done %t, controlled by f1 %t; want both", s.IsDone(), resources.ControlledBy(s, &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{UID: "f1"}}))
 	}
 	// The positive control: another kind keeps its annotations (managedFields go).
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"a": "b"}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}}}

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	eventingv1 "knative.dev/eventing/pkg/apis/eventing/v1"
@@ -50,13 +51,13 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.Function{}, functionNameIndex, functionName); err != nil {
 		return fmt.Errorf("indexing Functions by function name: %w", err)
 	}
-	r.functionNamesIndexed = true
-	b := builder.ControllerManagedBy(mgr).WatchesRawSource(r.Wakeups.source())
-	if r.Workloads != nil {
+	r.watch.namesIndexed = true
+	b := builder.ControllerManagedBy(mgr).WatchesRawSource(r.watch.wakeups.source())
+	if r.targets.workloads != nil {
 		// func's raw and keda deployers: a Deployment and a core Service (by metadata)
 		// of the function's name, both served by every cluster.
-		b = b.WatchesRawSource(source.Kind[client.Object](mgr.GetCache(), &appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.functionsForService))).
-			WatchesMetadata(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.functionsForService))
+		b = b.WatchesRawSource(source.Kind[client.Object](mgr.GetCache(), &appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.watch.functionsForService))).
+			WatchesMetadata(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.watch.functionsForService))
 	}
 	late := &LateAPIs{Manager: mgr, Reconciler: r}
 	for _, api := range r.optionalAPIs() {
@@ -85,7 +86,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			predicate.LabelChangedPredicate{},
 		))).
 		// A deleted Function frees its Knative Service for the others of its function name.
-		Watches(&v1alpha1.Function{}, handler.EnqueueRequestsFromMapFunc(r.rivals), builder.WithPredicates(predicate.Funcs{
+		Watches(&v1alpha1.Function{}, handler.EnqueueRequestsFromMapFunc(r.watch.rivals), builder.WithPredicates(predicate.Funcs{
 			CreateFunc:  func(event.CreateEvent) bool { return false },
 			UpdateFunc:  holderChanged,
 			DeleteFunc:  func(event.DeleteEvent) bool { return true },
@@ -93,7 +94,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 		})).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: concurrency,
-			RateLimiter:             newRetryLimiter(func() time.Duration { return retryCeiling(r.Config.Load().CheckInterval) }),
+			RateLimiter:             newRetryLimiter(func() time.Duration { return retryCeiling(r.config.Load().CheckInterval) }),
 		}).
 		Build(r)
 	if err != nil {
@@ -102,7 +103,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 	if len(late.missing) == 0 {
 		return nil
 	}
-	late.Controller, late.Interval = c, r.APIRecheck
+	late.Controller, late.Interval = c, r.watch.apiRecheck
 	return mgr.Add(late)
 }
 
@@ -124,20 +125,37 @@ func secretRefs(o client.Object) []string {
 
 // SecretChanged brings back the Functions of the Secret's namespace that reference it.
 func (r *Reconciler) SecretChanged(ctx context.Context, secret client.Object) {
-	for _, req := range r.functionsForSecret(ctx, secret) {
-		r.Wakeups.Enqueue(req.NamespacedName)
+	for _, req := range r.watch.functionsForSecret(ctx, secret) {
+		r.watch.wakeups.Enqueue(req.NamespacedName)
 	}
 }
 
 // functionsForSecret maps a Secret to the Functions of its namespace that reference it.
-func (r *Reconciler) functionsForSecret(ctx context.Context, o client.Object) []reconcile.Request {
+func (w *watches) functionsForSecret(ctx context.Context, o client.Object) []reconcile.Request {
 	var list v1alpha1.FunctionList
-	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()),
+	if err := w.client.List(ctx, &list, client.InNamespace(o.GetNamespace()),
 		client.MatchingFields{secretRefIndex: o.GetName()}); err != nil {
 		log.FromContext(ctx).Error(err, "listing the Functions that reference a Secret", "secret", o.GetName())
 		return nil
 	}
 	return requestsFor(list)
+}
+
+// watches maps what the controller watches besides Functions to the Functions it
+// concerns, and brings Functions back from outside the watches.
+type watches struct {
+	client       client.Client
+	wakeups      *Wakeups
+	repositories *Repositories
+	// selected is the label selector of this shard's Functions; nil: all.
+	selected labels.Selector
+	// apiRecheck is how often the APIs missing at start are looked for (LateAPIs).
+	apiRecheck time.Duration
+	// namesIndexed: client's cache indexes Functions by function name
+	// (SetupWithManager registered functionNameIndex), so finding the Function bound to
+	// a function lists those of its name only; without it (a client straight to the API
+	// server, as the step tests use), the namespace's.
+	namesIndexed bool
 }
 
 // installed reports whether the cluster serves the kind gvk.
@@ -154,12 +172,12 @@ func installed(mgr manager.Manager, gvk schema.GroupVersionKind) (bool, error) {
 
 // functionsForTrigger maps a Trigger that names its subscriber to the Functions of
 // that function name. (Triggers with a URI subscriber are seen at the next check.)
-func (r *Reconciler) functionsForTrigger(ctx context.Context, o client.Object) []reconcile.Request {
+func (w *watches) functionsForTrigger(ctx context.Context, o client.Object) []reconcile.Request {
 	t, ok := o.(*eventingv1.Trigger)
 	if !ok || t.Spec.Subscriber.Ref == nil {
 		return nil
 	}
-	return r.functionsNamed(ctx, t.Namespace, t.Spec.Subscriber.Ref.Name)
+	return w.functionsNamed(ctx, t.Namespace, t.Spec.Subscriber.Ref.Name)
 }
 
 // functionName returns the function name a Function's status reports.
@@ -174,14 +192,14 @@ func functionName(o client.Object) []string {
 // functionsForService maps what func deploys for a function (a Knative Service; a
 // Deployment, core Service or HTTPScaledObject of its raw or keda deployer, each
 // named as the function) to the Functions of its namespace whose function has its name.
-func (r *Reconciler) functionsForService(ctx context.Context, o client.Object) []reconcile.Request {
-	return r.functionsNamed(ctx, o.GetNamespace(), o.GetName())
+func (w *watches) functionsForService(ctx context.Context, o client.Object) []reconcile.Request {
+	return w.functionsNamed(ctx, o.GetNamespace(), o.GetName())
 }
 
 // functionsNamed returns the Functions of namespace whose func.yaml names function name.
-func (r *Reconciler) functionsNamed(ctx context.Context, namespace, name string) []reconcile.Request {
+func (w *watches) functionsNamed(ctx context.Context, namespace, name string) []reconcile.Request {
 	var list v1alpha1.FunctionList
-	if err := r.Client.List(ctx, &list, client.InNamespace(namespace),
+	if err := w.client.List(ctx, &list, client.InNamespace(namespace),
 		client.MatchingFields{functionNameIndex: name}); err != nil {
 		log.FromContext(ctx).Error(err, "listing the Functions of a function name", "function", name)
 		return nil
@@ -193,20 +211,20 @@ func (r *Reconciler) functionsNamed(ctx context.Context, namespace, name string)
 // middleware policy: those without spec.autoUpdateMiddleware or its annotation. Call
 // it when that policy changes; Functions with their own setting are not touched.
 func (r *Reconciler) OperatorPolicyChanged(ctx context.Context) {
-	r.recheckFollowing(ctx, v1alpha1.Settings.FollowsOperatorDefault)
+	r.watch.recheckFollowing(ctx, v1alpha1.Settings.FollowsOperatorDefault)
 }
 
 // OperatorRebuildCommitChanged re-enqueues the Functions that follow the ConfigMap's
 // rebuildCommit: those without annotation functions.dev/rebuild-commit. Call it when
 // that key changes: status.middleware.rebuildFrom says what a rebuild builds.
 func (r *Reconciler) OperatorRebuildCommitChanged(ctx context.Context) {
-	r.recheckFollowing(ctx, func(s v1alpha1.Settings) bool { return s.RebuildCommit == "" && !s.HoldRebuilds })
+	r.watch.recheckFollowing(ctx, func(s v1alpha1.Settings) bool { return s.RebuildCommit == "" && !s.HoldRebuilds })
 }
 
 // recheckFollowing re-enqueues the Functions whose settings follow an operator-wide one.
-func (r *Reconciler) recheckFollowing(ctx context.Context, follows func(v1alpha1.Settings) bool) {
+func (w *watches) recheckFollowing(ctx context.Context, follows func(v1alpha1.Settings) bool) {
 	var list v1alpha1.FunctionList
-	if err := r.Client.List(ctx, &list); err != nil {
+	if err := w.client.List(ctx, &list); err != nil {
 		log.FromContext(ctx).Error(err, "listing the Functions to re-check after a policy change")
 		return
 	}
@@ -216,7 +234,7 @@ func (r *Reconciler) recheckFollowing(ctx context.Context, follows func(v1alpha1
 			keys = append(keys, client.ObjectKeyFromObject(&list.Items[i]))
 		}
 	}
-	r.Wakeups.EnqueueAll(ctx, keys)
+	w.wakeups.EnqueueAll(ctx, keys)
 }
 
 // holderChanged reports an update that may free a function name: the Function is
@@ -237,13 +255,13 @@ func holderChanged(e event.UpdateEvent) bool {
 }
 
 // rivals maps a Function to the others of its namespace that name the same function.
-func (r *Reconciler) rivals(ctx context.Context, o client.Object) []reconcile.Request {
+func (w *watches) rivals(ctx context.Context, o client.Object) []reconcile.Request {
 	fn, ok := o.(*v1alpha1.Function)
 	if !ok || fn.Status.Name == "" {
 		return nil
 	}
 	var out []reconcile.Request
-	for _, req := range r.functionsNamed(ctx, fn.Namespace, fn.Status.Name) {
+	for _, req := range w.functionsNamed(ctx, fn.Namespace, fn.Status.Name) {
 		if req.Name != fn.Name {
 			out = append(out, req)
 		}

@@ -1,6 +1,7 @@
 package function
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,52 +14,44 @@ import (
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/knative"
+	"github.com/fnops/func-operator/pkg/reconciler/function/build"
+	"github.com/fnops/func-operator/pkg/reconciler/function/step"
 	"github.com/fnops/func-operator/pkg/rerror"
 	"github.com/fnops/func-operator/pkg/workload"
 )
 
-// deployed is what one of func's deployers deployed for the function: a Knative
-// Service (knative), or a Deployment and a core Service (raw; keda adds an
-// HTTPScaledObject). The Function binds to it.
-type deployed struct {
-	// deployer is funclib.DeployerKnative, DeployerRaw or DeployerKeda.
-	deployer string
-	// service is the Knative Service (knative); workload the raw or keda one.
-	service  *servingv1.Service
-	workload *workload.Workload
+// deployed is what one of func's deployers deployed for the function, which the
+// Function binds to: a Knative Service (knative), or a Deployment and a core Service
+// (raw; keda adds an HTTPScaledObject).
+type deployed interface {
+	// String names it in messages; Deployer is funclib.DeployerKnative, DeployerRaw
+	// or DeployerKeda.
+	build.Target
+	// UID, Name and Labels are the bound object's (Knative Service, Deployment): func
+	// names it as the function and labels it with the function's name.
+	UID() types.UID
+	Name() string
+	Labels() map[string]string
 }
 
-// uid is the bound object's: the Knative Service's, or the Deployment's.
-func (d deployed) uid() types.UID {
-	if d.service != nil {
-		return d.service.UID
-	}
-	return d.workload.UID()
-}
+// knativeTarget is a function of func's knative deployer: its Knative Service.
+type knativeTarget struct{ svc *servingv1.Service }
 
-// name is the bound object's name, which func gives the function's.
-func (d deployed) name() string {
-	if d.service != nil {
-		return d.service.Name
-	}
-	return d.workload.Name()
-}
+func (k knativeTarget) Deployer() string          { return funclib.DeployerKnative }
+func (k knativeTarget) UID() types.UID            { return k.svc.UID }
+func (k knativeTarget) Name() string              { return k.svc.Name }
+func (k knativeTarget) Labels() map[string]string { return k.svc.Labels }
+func (k knativeTarget) String() string            { return "Knative Service " + k.svc.Name }
 
-// labels are the bound object's: func labels it with the function's name.
-func (d deployed) labels() map[string]string {
-	if d.service != nil {
-		return d.service.Labels
-	}
-	return d.workload.Deployment.Labels
-}
+// workloadTarget is a function of func's raw or keda deployer: its Deployment.
+type workloadTarget struct{ w *workload.Workload }
 
-// String names the bound object in messages: "Knative Service hello", "Deployment
-// hello of func's raw deployer".
-func (d deployed) String() string {
-	if d.service != nil {
-		return "Knative Service " + d.service.Name
-	}
-	return fmt.Sprintf("Deployment %s of func's %s deployer", d.workload.Name(), d.deployer)
+func (t workloadTarget) Deployer() string          { return t.w.Deployer }
+func (t workloadTarget) UID() types.UID            { return t.w.UID() }
+func (t workloadTarget) Name() string              { return t.w.Name() }
+func (t workloadTarget) Labels() map[string]string { return t.w.Deployment.Labels }
+func (t workloadTarget) String() string {
+	return fmt.Sprintf("Deployment %s of func's %s deployer", t.w.Name(), t.w.Deployer)
 }
 
 // reconcileDeployment finds what func deployed for the function named obs.source.name
@@ -78,11 +71,11 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, fn *v1alpha1.Funct
 			r.unbind(fn, obs)
 			return Result{}, err
 		}
-		in, err = r.Describer.Describe(ctx, d.deployer, name, fn.Namespace)
+		in, err = r.targets.describer.Describe(ctx, d.Deployer(), name, fn.Namespace)
 		if errors.Is(err, funclib.ErrNotDeployed) {
 			// Found a moment ago: it changed under the describe (a deployer switch in
 			// progress). The next reconcile finds it again; nothing is unbound.
-			return Result{}, markedBy(fn.Status.MarkDeployedUnknown, rerror.NewTransient(v1alpha1.ReasonDescribeFailed,
+			return Result{}, step.MarkedBy(fn.Status.MarkDeployedUnknown, rerror.NewTransient(v1alpha1.ReasonDescribeFailed,
 				"%s changed while it was described: %w", d, err))
 		}
 	}
@@ -93,29 +86,29 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, fn *v1alpha1.Funct
 		return Result{}, rerror.NewWaiting(v1alpha1.ReasonNotDeployed, 0, "waiting for func to deploy function %s/%s", fn.Namespace, name)
 	case meta.IsNoMatchError(err):
 		// The API's absence says all the cause would (no match for the kind).
-		stall := markedBy(fn.Status.MarkDeployedUnknown, rerror.NewStalling(v1alpha1.ReasonKnativeServingNotInstalled,
+		stall := step.MarkedBy(fn.Status.MarkDeployedUnknown, rerror.NewStalling(v1alpha1.ReasonKnativeServingNotInstalled,
 			"the cluster has no Knative Serving API (serving.knative.dev/v1 Service), and func's raw or keda deployer deployed no function %q here: "+
 				"install Knative Serving, or deploy with func's raw deployer (func.yaml deployer: raw)", name))
 		fn.Status.MarkServiceReadyUnknown(v1alpha1.ReasonKnativeServingNotInstalled, "the cluster has no Knative Serving API")
 		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonKnativeServingNotInstalled, "the cluster has no Knative Serving API")
 		return Result{}, stall
 	case err != nil:
-		return Result{}, markedBy(fn.Status.MarkDeployedUnknown, rerror.NewTransient(v1alpha1.ReasonDescribeFailed, "describing function %s failed: %w", name, err))
+		return Result{}, step.MarkedBy(fn.Status.MarkDeployedUnknown, rerror.NewTransient(v1alpha1.ReasonDescribeFailed, "describing function %s failed: %w", name, err))
 	}
 
-	obs.deployment = deployment{image: in.Image, uid: d.uid(), found: d}
+	obs.deployment = deployment{image: in.Image, uid: d.UID(), found: d}
 	if fn.Status.Deployment == nil {
 		fn.Status.Deployment = &v1alpha1.DeploymentStatus{}
 	}
 	newImage(fn, in.Image, obs.source.head.Commit)
-	fn.Status.Deployment.Deployer = d.deployer
+	fn.Status.Deployment.Deployer = d.Deployer()
 	if fn.Status.Service == nil {
 		fn.Status.Service = &v1alpha1.ServiceStatus{}
 	}
-	fn.Status.Service.UID = d.uid()
+	fn.Status.Service.UID = d.UID()
 	fn.Status.Service.URL = in.Route
 	fn.Status.Service.Subscriptions, fn.Status.Service.SubscriptionsOmitted = subscriptions(in.Subscriptions)
-	fn.Status.MarkDeployed(d.String(), in.Image, deployerNote(d.deployer, requested, stranded))
+	fn.Status.MarkDeployed(d.String(), in.Image, deployerNote(d.Deployer(), requested, stranded))
 	return Result{}, nil
 }
 
@@ -131,22 +124,22 @@ func (r *Reconciler) findDeployed(ctx context.Context, name, namespace, requeste
 		w   *workload.Workload
 	)
 	svcErr := funclib.ErrNotDeployed
-	if r.Services != nil {
-		svc, svcErr = r.Services.Service(ctx, name, namespace)
+	if r.targets.services != nil {
+		svc, svcErr = r.targets.services.Service(ctx, name, namespace)
 	}
 	wErr := funclib.ErrNotDeployed
-	if r.Workloads != nil {
-		w, wErr = r.Workloads.Find(ctx, name, namespace)
+	if r.targets.workloads != nil {
+		w, wErr = r.targets.workloads.Find(ctx, name, namespace)
 	}
 	for _, err := range []error{svcErr, wErr} {
 		if err != nil && !errors.Is(err, funclib.ErrNotDeployed) && !meta.IsNoMatchError(err) {
-			return deployed{}, "", err
+			return nil, "", err
 		}
 	}
-	kn := deployed{deployer: funclib.DeployerKnative, service: svc}
+	kn := knativeTarget{svc: svc}
 	switch {
 	case svcErr == nil && wErr == nil:
-		wd := deployed{deployer: w.Deployer, workload: w}
+		wd := workloadTarget{w: w}
 		if funclib.EffectiveDeployer(requested) == funclib.DeployerKnative {
 			return kn, wd.String(), nil
 		}
@@ -154,11 +147,11 @@ func (r *Reconciler) findDeployed(ctx context.Context, name, namespace, requeste
 	case svcErr == nil:
 		return kn, "", nil
 	case wErr == nil:
-		return deployed{deployer: w.Deployer, workload: w}, "", nil
+		return workloadTarget{w: w}, "", nil
 	case meta.IsNoMatchError(svcErr) && funclib.EffectiveDeployer(requested) == funclib.DeployerKnative:
-		return deployed{}, "", svcErr
+		return nil, "", svcErr
 	}
-	return deployed{}, "", fmt.Errorf("function %s/%s: %w", namespace, name, funclib.ErrNotDeployed)
+	return nil, "", fmt.Errorf("function %s/%s: %w", namespace, name, funclib.ErrNotDeployed)
 }
 
 // requestedDeployer is the deployer func.yaml names, as the source step recorded it.
@@ -210,7 +203,7 @@ func newImage(fn *v1alpha1.Function, image, followed string) {
 
 // unbind leaves what func deployed that the Function has not, or may not touch: the
 // status forgets it, and a build in flight for it is stopped after the checks
-// (stopUnboundBuild); a queued rebuild gives its place up as the step fails.
+// (build.StopUnbound); a queued rebuild gives its place up as the step fails.
 func (r *Reconciler) unbind(fn *v1alpha1.Function, obs *observation) {
 	fn.Status.Service = nil
 	if fn.Status.Deployment != nil {
@@ -224,8 +217,8 @@ func (r *Reconciler) unbind(fn *v1alpha1.Function, obs *observation) {
 // spec; a raw or keda function's rollout, availability and HTTPScaledObject
 // (workload.ReadinessOf).
 func (r *Reconciler) reconcileServiceReady(ctx context.Context, fn *v1alpha1.Function, obs *observation) (Result, error) {
-	if w := obs.deployment.found.workload; w != nil {
-		ready := workload.ReadinessOf(w)
+	if t, ok := obs.deployment.found.(workloadTarget); ok {
+		ready := workload.ReadinessOf(t.w)
 		obs.deployment.rollingOut = !ready.RolledOut
 		if fn.Status.Service == nil {
 			fn.Status.Service = &v1alpha1.ServiceStatus{}
@@ -242,7 +235,7 @@ func (r *Reconciler) reconcileServiceReady(ctx context.Context, fn *v1alpha1.Fun
 		}
 		return Result{}, nil
 	}
-	svc, err := r.Services.Service(ctx, obs.source.name, fn.Namespace)
+	svc, err := r.targets.services.Service(ctx, obs.source.name, fn.Namespace)
 	if err != nil {
 		// It was there a moment ago: retry.
 		return Result{}, fmt.Errorf("reading Knative Service %s/%s: %w", fn.Namespace, obs.source.name, err)
@@ -269,18 +262,11 @@ func (r *Reconciler) reconcileServiceReady(ctx context.Context, fn *v1alpha1.Fun
 	case ready.IsTrue():
 		fn.Status.MarkServiceReady("Knative Service %s is ready", svc.Name)
 	case ready.IsFalse():
-		fn.Status.MarkServiceNotReady(orDefault(ready.Reason, v1alpha1.ReasonServiceNotReady), "%s", ready.Message)
+		fn.Status.MarkServiceNotReady(cmp.Or(ready.Reason, v1alpha1.ReasonServiceNotReady), "%s", ready.Message)
 	default:
-		fn.Status.MarkServiceReadyUnknown(orDefault(ready.Reason, v1alpha1.ReasonServiceReconciling), "%s", ready.Message)
+		fn.Status.MarkServiceReadyUnknown(cmp.Or(ready.Reason, v1alpha1.ReasonServiceReconciling), "%s", ready.Message)
 	}
 	return Result{}, nil
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // subscriptions are the status's subscriptions, bounded: build code and tenants may

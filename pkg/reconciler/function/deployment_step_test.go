@@ -16,6 +16,7 @@ import (
 )
 
 func TestReconciler_reconcileDeployment(t *testing.T) {
+	onFakeClient(t)
 	const digest = "registry.invalid/fns/hello@sha256:abcd"
 	tests := []struct {
 		name      string
@@ -111,6 +112,7 @@ func TestReconciler_reconcileDeployment(t *testing.T) {
 }
 
 func TestReconciler_reconcileServiceReady(t *testing.T) {
+	onFakeClient(t)
 	tests := []struct {
 		name     string
 		service  knativeService
@@ -162,7 +164,7 @@ func TestReconciler_reconcileServiceReady(t *testing.T) {
 				fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fn"}}
 				fn.Status.InitializeConditions()
 				_, err = r.reconcileServiceReady(context.Background(), fn, &observation{source: sourceArtifact{name: "hello"},
-					deployment: deployment{uid: w.UID(), found: deployed{deployer: w.Deployer, workload: w}}})
+					deployment: deployment{uid: w.UID(), found: workloadTarget{w: w}}})
 				if diff := cmp.Diff(tt.want, outcomeOf(err, fn, v1alpha1.FunctionConditionServiceReady)); diff != "" {
 					t.Errorf("outcome (-want +got):\n%s\nerror: %v", diff, err)
 				}

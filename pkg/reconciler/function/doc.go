@@ -4,28 +4,25 @@
 //
 // # Where things are
 //
-//   - reconciler.go: the Reconciler; Reconcile runs the checks in order (check:
-//     stopping at the first error, then stopping a build whose Service binding
-//     changed), the rebuild step when they all succeeded, summarize (the kstatus
-//     conditions) and the one status patch.
-//   - One file per step, named after it: build_observe.go (observeBuild, first, so a
-//     build is followed even while the source cannot be read), source.go
-//     (reconcileSource), deployment.go (reconcileDeployment: what func deployed,
-//     whichever of its deployers, knative, raw or keda; reconcileServiceReady;
-//     binding.go holds who may act on it), middleware.go
-//     (reconcileMiddleware), rebuild.go (reconcileRebuild, after every check
-//     succeeded). Steps hand what they observed on through result.go's observation.
-//   - The build's life is pkg/rebuild's state machine: build_observe.go and
-//     rebuild.go turn what they see into its Events and apply its Transitions;
-//     build_stop.go stops a build, build_history.go prunes finished runs,
-//     finalize.go cleans up after a deleted Function, pull_secret.go readies the
-//     function's ServiceAccount for a build.
-//   - outcome.go: a failure's condition and its error are one value (markedBy);
-//     outage.go: last known good through an outage of git or the registry.
-//   - Watches: controller.go (SetupWithManager and the maps from watched objects to
-//     Functions), wakeups.go, repositories.go (which Functions read which
+//   - reconciler.go: Deps, New and the Reconciler; Reconcile runs the checks in order
+//     (check: stopping at the first error, then stopping a build whose binding
+//     changed), the build sub-reconciler's Rebuild when they all succeeded, summarize
+//     (the kstatus conditions) and the one status patch.
+//   - One file per check, named after it: source.go (reconcileSource), deployment.go
+//     (reconcileDeployment: what func deployed, whichever of its deployers — the
+//     deployed interface, knativeTarget or workloadTarget; reconcileServiceReady;
+//     binding.go holds who may act on it), middleware.go (reconcileMiddleware;
+//     rebuild_from.go, the commit a rebuild builds). Steps hand what they observed
+//     on through observation.go; forBuild is what the build sub-reconciler reads.
+//   - A build's life is package build (./build): its cause, plan and admission,
+//     following and stopping it, what it leaves; the states are pkg/rebuild's
+//     Machine. Package step holds the steps' Result and MarkedBy (a failure's
+//     condition and its error are one value); outage.go: last known good through an
+//     outage of git or the registry; finalize.go: a deleted Function.
+//   - Watches: controller.go (SetupWithManager, and watches: the maps from watched
+//     objects to Functions), wakeups.go, repositories.go (which Functions read which
 //     repository), late_apis.go (Tekton, Knative, Eventing or the KEDA HTTP add-on
-//     installed later).
+//     installed later); cache_slim.go: what the manager's cache keeps of them.
 //   - events.go and messages.go: Events on transitions, bounded messages; rbac.go:
 //     the operator's permissions (kubebuilder markers).
 //
@@ -45,9 +42,10 @@
 //     <step>_step_test.go, and such a file holds nothing else (test/hygiene checks).
 //   - TestReconcile_<Behaviour>: whole Reconcile calls, in <concern>_test.go.
 //   - Test<Type>_<Method> and TestSummarize-like names: pure units.
-//   - Shared fixtures live in fixtures_test.go. A test that needs an API server gets
-//     the package's control plane from apiServer/newNamespace (envtest.Shared: started
-//     on first use, skipped under -short), so `go test -short` (make test-unit) runs
-//     the pure tests without one. Integration tests of the wired manager are
+//   - Shared fixtures live in fixtures_test.go. Step tables run on controller-runtime's
+//     fake client (onFakeClient, fake_test.go), in the quick tier; a test that needs
+//     an API server (a whole Reconcile's optimistic-lock patch, RBAC) gets the
+//     package's control plane from apiServer/newNamespace (envtest.Shared: started on
+//     first use, skipped under -short). Integration tests of the wired manager are
 //     pkg/operator's (TestOperator_*); the shipped binary's are test/faults'.
 package function

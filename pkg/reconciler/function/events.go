@@ -1,22 +1,18 @@
 package function
 
 import (
-	"time"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"knative.dev/pkg/apis"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
-	"github.com/fnops/func-operator/pkg/metrics"
 )
 
 // recordEvents emits Events for transitions of the source and of builds, and for
 // every reason that turns Ready False, never for a reconcile that changed nothing.
 func (r *Reconciler) recordEvents(orig, fn *v1alpha1.Function) {
-	rec := &tellingRecorder{EventRecorder: r.Recorder, told: map[string]bool{}}
+	rec := &tellingRecorder{EventRecorder: r.recorder, told: map[string]bool{}}
 	switch was, is := orig.Status.GetCondition(v1alpha1.FunctionConditionSuspended) != nil, fn.Status.GetCondition(v1alpha1.FunctionConditionSuspended) != nil; {
 	case is && !was:
 		rec.Event(fn, corev1.EventTypeNormal, v1alpha1.ReasonSuspended, fn.Settings().SuspendFrom+" is true: no checks and no rebuilds")
@@ -30,7 +26,7 @@ func (r *Reconciler) recordEvents(orig, fn *v1alpha1.Function) {
 	case after == nil && before != nil:
 		rec.Event(fn, corev1.EventTypeNormal, string(v1alpha1.FunctionConditionSettingsValid), "every settings annotation is valid again")
 	}
-	r.recordBuildEvents(rec, orig, fn)
+	r.build.RecordEvents(rec, orig, fn)
 	r.recordOutageEvents(rec, orig, fn)
 	before := orig.Status.GetCondition(v1alpha1.FunctionConditionSourceReady)
 	after := fn.Status.GetCondition(v1alpha1.FunctionConditionSourceReady)
@@ -72,7 +68,7 @@ func recordReadyEvent(rec *tellingRecorder, orig, fn *v1alpha1.Function) {
 }
 
 // failureTold is true when what holds c is a failed build whose failure was told
-// already: recordBuildEvents tells it as the build's phase turns Failed, and the
+// already: build.RecordEvents tells it as the build's phase turns Failed, and the
 // MiddlewareUpToDate that carries it into Ready may follow a reconcile later.
 func failureTold(orig, fn *v1alpha1.Function, c *apis.Condition) bool {
 	was, is := orig.Status.Build, fn.Status.Build
@@ -126,49 +122,4 @@ func commitOf(fn *v1alpha1.Function) string {
 		return ""
 	}
 	return fn.Status.Git.ObservedCommit
-}
-
-// recordBuildEvents emits an Event when a build is queued, starts, is adopted or fails.
-// (Rebuilt is emitted when the new image is seen serving.)
-func (r *Reconciler) recordBuildEvents(rec record.EventRecorder, orig, fn *v1alpha1.Function) {
-	before, after := orig.Status.Build, fn.Status.Build
-	if after == nil || (before != nil && before.Phase == after.Phase && before.ID == after.ID) {
-		return
-	}
-	switch after.Phase {
-	case v1alpha1.BuildPhaseQueued:
-		if before == nil || before.Phase != v1alpha1.BuildPhaseQueued {
-			rec.Eventf(fn, corev1.EventTypeNormal, "RebuildQueued", "rebuild queued at position %d: the fleet budget is in use", after.QueuePosition)
-		}
-	case v1alpha1.BuildPhaseStarting:
-		rec.Eventf(fn, corev1.EventTypeNormal, "Rebuilding", "build %s started: rebuilding commit %s to bring middleware %s", after.ID, v1alpha1.ShortCommit(after.Commit), after.ToMiddleware)
-	case v1alpha1.BuildPhaseRunning:
-		// A build whose run this process sees first, but did not launch: another
-		// process did, before a restart or a change of leader.
-		if before == nil || before.ID != after.ID || (before.Phase == v1alpha1.BuildPhaseStarting && !r.launchedHere(fn, after.ID)) {
-			rec.Eventf(fn, corev1.EventTypeNormal, "BuildAdopted", "following build %s already running in PipelineRun %s", after.ID, after.PipelineRun)
-		}
-	case v1alpha1.BuildPhaseSucceeded:
-		r.Metrics.Rebuild(metrics.ResultSucceeded, buildDuration(after))
-	case v1alpha1.BuildPhaseFailed:
-		r.Metrics.Rebuild(metrics.ResultFailed, buildDuration(after))
-		rec.Eventf(fn, corev1.EventTypeWarning, "BuildFailed", "%s", failureSummary(after))
-	}
-}
-
-// buildDuration is how long a finished build ran; negative when not known.
-func buildDuration(b *v1alpha1.BuildStatus) time.Duration {
-	if b.StartTime == nil || b.CompletionTime == nil {
-		return -1
-	}
-	return b.CompletionTime.Sub(b.StartTime.Time)
-}
-
-// launchedHere reports whether this process launched build id of fn.
-func (r *Reconciler) launchedHere(fn *v1alpha1.Function, id string) bool {
-	if r.Builds == nil {
-		return false
-	}
-	launched, _, _ := r.Builds.Launcher.Launched(types.NamespacedName{Namespace: fn.Namespace, Name: fn.Name}, id)
-	return launched
 }

@@ -94,7 +94,7 @@ func TestReconciler_recordEvents_Ready(t *testing.T) {
 			fn := orig.DeepCopy()
 			tt.after(fn)
 			rec := record.NewFakeRecorder(10)
-			r := &Reconciler{Recorder: rec}
+			r := New(Deps{Recorder: rec})
 
 			r.recordEvents(orig, fn)
 

@@ -2,22 +2,14 @@ package function
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
-	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
-	"github.com/fnops/func-operator/pkg/tenancy"
 )
 
 // finalize forgets a deleted Function: its metrics series, its build (func's provider
@@ -25,15 +17,15 @@ import (
 // what its builds left on the cluster. An error is retried with backoff until
 // nothing is left; nothing else requeues it.
 func (r *Reconciler) finalize(ctx context.Context, key types.NamespacedName) error {
-	r.Metrics.Forget(key)
-	r.Repositories.Forget(key)
-	if r.WatchSelected != nil && r.APIReader != nil {
+	r.metrics.Forget(key)
+	r.watch.repositories.Forget(key)
+	if r.watch.selected != nil && r.apiReader != nil {
 		// A Function whose labels left this shard's selector is gone from the cache, not
 		// from the cluster: another shard looks after it and its builds now.
 		fn := &v1alpha1.Function{}
-		err := r.APIReader.Get(ctx, key, fn)
+		err := r.apiReader.Get(ctx, key, fn)
 		switch {
-		case err == nil && fn.DeletionTimestamp.IsZero() && !r.WatchSelected.Matches(labels.Set(fn.Labels)):
+		case err == nil && fn.DeletionTimestamp.IsZero() && !r.watch.selected.Matches(labels.Set(fn.Labels)):
 			return nil
 		case err != nil && !apierrors.IsNotFound(err):
 			return fmt.Errorf("reading Function %s, gone from this shard's cache: %w", key, err)
@@ -41,67 +33,8 @@ func (r *Reconciler) finalize(ctx context.Context, key types.NamespacedName) err
 	}
 	// The last Function of a namespace takes its Secret watch along.
 	var left v1alpha1.FunctionList
-	if err := r.Client.List(ctx, &left, client.InNamespace(key.Namespace), client.Limit(1)); err == nil && len(left.Items) == 0 {
-		r.Secrets.Forget(key.Namespace)
+	if err := r.client.List(ctx, &left, client.InNamespace(key.Namespace), client.Limit(1)); err == nil && len(left.Items) == 0 {
+		r.remote.secrets.Forget(key.Namespace)
 	}
-	r.Builds.Forget(key)
-	if !r.Builds.TektonServed() {
-		return nil
-	}
-	return r.deleteBuildObjects(ctx, key)
-}
-
-// buildObjectKinds are the kinds of the objects func's provider creates for a build.
-var buildObjectKinds = []schema.GroupVersionKind{
-	pipelinev1.SchemeGroupVersion.WithKind("PipelineRun"),
-	pipelinev1.SchemeGroupVersion.WithKind("Pipeline"),
-	corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"),
-	corev1.SchemeGroupVersion.WithKind("Secret"),
-}
-
-// deleteBuildObjects deletes what the builds of a deleted Function left: its
-// PipelineRuns (a running one is stopped), Pipeline, PVC and registry Secret, found by
-// the operator's labels. func's provider deletes a PipelineRun only when cancelled
-// while it follows the run, not while it is still creating it, so the operator does.
-func (r *Reconciler) deleteBuildObjects(ctx context.Context, key types.NamespacedName) error {
-	errs := make([]error, 0, len(buildObjectKinds))
-	for _, gvk := range buildObjectKinds {
-		left, err := r.deleteLabelled(ctx, gvk, key.Namespace,
-			client.MatchingLabels{resources.LabelFunction: key.Name, resources.LabelManagedBy: resources.ManagedBy})
-		if len(left) > 0 {
-			log.FromContext(ctx).Info("leaving build objects the namespace does not let the operator delete (ClusterRole "+tenancy.NamespaceClusterRole+")",
-				"kind", gvk.Kind, "namespace", key.Namespace, "names", left)
-		}
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
-}
-
-// deleteLabelled deletes the objects of kind gvk in namespace that carry labels. It
-// returns the names of those the operator may not delete (or list, then "*"): a
-// namespace that never onboarded the operator holds nothing it created, and one that
-// took its grant back keeps what is left; retrying would not change that.
-func (r *Reconciler) deleteLabelled(ctx context.Context, gvk schema.GroupVersionKind, namespace string, selected client.MatchingLabels) (left []string, _ error) {
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	err := r.APIReader.List(ctx, list, client.InNamespace(namespace), selected)
-	if apierrors.IsForbidden(err) {
-		return []string{"*"}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("listing %ss in namespace %s: %w", gvk.Kind, namespace, err)
-	}
-	var errs []error
-	for i := range list.Items {
-		o := &list.Items[i]
-		o.SetGroupVersionKind(gvk)
-		err := r.Client.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground))
-		switch {
-		case apierrors.IsForbidden(err):
-			left = append(left, o.Name)
-		case client.IgnoreNotFound(err) != nil:
-			errs = append(errs, fmt.Errorf("deleting %s %s/%s: %w", gvk.Kind, o.Namespace, o.Name, err))
-		}
-	}
-	return left, errors.Join(errs...)
+	return r.build.Finalize(ctx, key)
 }

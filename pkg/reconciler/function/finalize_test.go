@@ -49,6 +49,7 @@ func TestReconciler_Finalize(t *testing.T) {
 			mustCreate(t, secret, pvc, run)
 			r, _ := newTestReconciler(t, 10)
 			r.Client, r.APIReader, r.Builds = op, op, &rebuild.Builds{Tekton: true}
+			r.wire()
 			key := types.NamespacedName{Namespace: ns, Name: "gone"}
 			var err error
 			// The operator's RoleBinding reaches the authorizer a moment after it is made.

@@ -1,6 +1,7 @@
 package function
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -94,14 +95,14 @@ func newGitFixture(t *testing.T) *gitFixture {
 
 // newTestReconciler returns a Reconciler on the shared control plane. It reads
 // straight from the API server (no cache), which the direct step tests rely on.
-func newTestReconciler(t *testing.T, events int) (*Reconciler, *record.FakeRecorder) {
+func newTestReconciler(t *testing.T, events int) (*testReconciler, *record.FakeRecorder) {
 	t.Helper()
 	apiServer(t)
 	rec := record.NewFakeRecorder(events)
 	services := &knative.Services{Reader: k8sClient}
 	workloads := &workload.Workloads{Reader: k8sClient, Subscriptions: services.SubscriptionsTo}
 	workloads.EnableKEDA()
-	return &Reconciler{
+	r := &testReconciler{Deps: Deps{
 		Describer: funclib.NewDescriber(services).
 			WithSource(funclib.DeployerRaw, workloads.Source(funclib.DeployerRaw)).
 			WithSource(funclib.DeployerKeda, workloads.Source(funclib.DeployerKeda)),
@@ -115,8 +116,23 @@ func newTestReconciler(t *testing.T, events int) (*Reconciler, *record.FakeRecor
 		Fetcher:   git.NewFetcher(t.TempDir(), 0, funclib.SourceManifests{}),
 		Access:    &tenancy.NamespaceAccess{Client: k8sClient, Reader: k8sClient},
 		Secrets:   &tenancy.Secrets{Reader: k8sClient},
-	}, rec
+	}}
+	if fakeAPI != nil {
+		r.Access = fakeAPI
+	}
+	r.wire()
+	return r, rec
 }
+
+// testReconciler is a Reconciler and the Deps it was built of. A test that changes a
+// dependency rewires it (wire): the Reconciler keeps what New was given.
+type testReconciler struct {
+	*Reconciler
+	Deps
+}
+
+// wire builds the Reconciler of r.Deps again.
+func (r *testReconciler) wire() { r.Reconciler = New(r.Deps) }
 
 func newFunction(ns, name string, repo v1alpha1.Repository) *v1alpha1.Function {
 	return &v1alpha1.Function{
@@ -149,7 +165,7 @@ func getFunction(t *testing.T, ns, name string) *v1alpha1.Function {
 	return fn
 }
 
-func reconcileOnce(t *testing.T, r *Reconciler, ns, name string) (reconcile.Result, error) {
+func reconcileOnce(t *testing.T, r reconcile.Reconciler, ns, name string) (reconcile.Result, error) {
 	t.Helper()
 	return r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
 }
@@ -163,8 +179,26 @@ func asOperator(t *testing.T) client.Client {
 
 func onboard(t *testing.T, ns string) {
 	t.Helper()
+	if fakeAPI != nil {
+		fakeAPI.mu.Lock()
+		fakeAPI.onboarded[ns] = true
+		fakeAPI.mu.Unlock()
+		return
+	}
 	apiServer(t)
 	if err := envtest.Onboard(context.Background(), restConfig, ns); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// onboardKEDA grants ns config/namespace/onboard-keda.yaml's grant too; on the fake
+// client, every onboarded namespace has it.
+func onboardKEDA(t *testing.T, ns string) {
+	t.Helper()
+	if fakeAPI != nil {
+		return
+	}
+	if err := envtest.OnboardKEDA(context.Background(), restConfig, ns); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -179,7 +213,7 @@ func mustDelete(t *testing.T, o client.Object) {
 
 // newBuildReconciler returns a test Reconciler that can rebuild, with a seeded queue
 // of budget 2 and a Launcher that records what it runs.
-func newBuildReconciler(t *testing.T) (*Reconciler, *recordingRun) {
+func newBuildReconciler(t *testing.T) (*testReconciler, *recordingRun) {
 	t.Helper()
 	r, _ := newTestReconciler(t, 100)
 	rec := &recordingRun{}
@@ -190,6 +224,7 @@ func newBuildReconciler(t *testing.T) (*Reconciler, *recordingRun) {
 		WorkDir:  t.TempDir(),
 	}
 	r.Builds.Queue.Seed(nil, nil)
+	r.wire()
 	return r, rec
 }
 
@@ -202,7 +237,7 @@ type buildOutcome struct {
 	ServiceUID                                 types.UID
 }
 
-func buildOutcomeOf(r *Reconciler, fn *v1alpha1.Function) buildOutcome {
+func buildOutcomeOf(r *testReconciler, fn *v1alpha1.Function) buildOutcome {
 	o := buildOutcome{HoldsSlot: r.Builds.Queue.IsRunning(types.NamespacedName{Namespace: fn.Namespace, Name: fn.Name})}
 	if b := fn.Status.Build; b != nil {
 		o.Phase, o.PipelineRun, o.FailedTask, o.FailedStep, o.Failures = b.Phase, b.PipelineRun, b.FailedTask, b.FailedStep, b.Failures
@@ -414,7 +449,7 @@ func (w rawWorkload) create(t *testing.T, ns string) {
 	const name = "hello"
 	t.Helper()
 	ctx := context.Background()
-	fw := envtest.NewFuncWorkload(ns, name, w.image, orDefault(w.deployer, funclib.DeployerRaw))
+	fw := envtest.NewFuncWorkload(ns, name, w.image, cmp.Or(w.deployer, funclib.DeployerRaw))
 	if w.label != "" {
 		fw.Deployment.Labels[knative.FunctionNameLabel] = w.label
 	}
@@ -439,3 +474,13 @@ func (w rawWorkload) create(t *testing.T, ns string) {
 		}
 	}
 }
+
+// testTarget is what a deployer of its name deployed, in the step tables that read
+// only which deployer it was.
+type testTarget string
+
+func (d testTarget) Deployer() string          { return string(d) }
+func (d testTarget) UID() types.UID            { return "" }
+func (d testTarget) Name() string              { return "hello" }
+func (d testTarget) Labels() map[string]string { return nil }
+func (d testTarget) String() string            { return "what func's " + string(d) + " deployer deployed" }

@@ -21,7 +21,7 @@ func (panickingInspector) Inspect(context.Context, string, authn.Keychain) (regi
 // it and the process goes on) leaves the lane it held.
 func TestLanes_LeftOnPanic(t *testing.T) {
 	l := &lanes.Lanes{Workers: 2} // one lane per host
-	r := &Reconciler{Inspector: panickingInspector{}, Lanes: l}
+	r := New(Deps{Inspector: panickingInspector{}, Lanes: l})
 	leave, ok := l.Enter("registry r.example", "ns")
 	if !ok {
 		t.Fatal("the first lane was refused")

@@ -26,7 +26,7 @@ func (r *Reconciler) recordDeploy(fn *v1alpha1.Function) {
 		return
 	}
 	t, err := time.Parse(time.RFC3339, strings.TrimSpace(v))
-	if err != nil || t.After(r.now().Add(deployClockSkew)) {
+	if err != nil || t.After(r.clock.Now().Add(deployClockSkew)) {
 		return
 	}
 	at := metav1.NewTime(t.UTC().Truncate(time.Second))
@@ -44,6 +44,6 @@ func (r *Reconciler) recordDeploy(fn *v1alpha1.Function) {
 	}
 	d.ImageBuilt = &at
 	fn.Status.AddHistory(v1alpha1.HistoryEntry{Time: at, Message: v1alpha1.HistoryDeployed})
-	r.Recorder.Eventf(fn, corev1.EventTypeNormal, "Deployed", "%s with func deploy at %s (annotation %s)",
+	r.recorder.Eventf(fn, corev1.EventTypeNormal, "Deployed", "%s with func deploy at %s (annotation %s)",
 		v1alpha1.HistoryDeployed, at.Format(time.RFC3339), v1alpha1.AnnotationLastDeployed)
 }

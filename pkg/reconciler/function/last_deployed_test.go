@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	testclock "k8s.io/utils/clock/testing"
+
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -79,7 +81,7 @@ func TestReconciler_recordDeploy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := record.NewFakeRecorder(10)
-			r := &Reconciler{Recorder: rec, Now: func() time.Time { return now }}
+			r := New(Deps{Recorder: rec, Clock: testclock.NewFakePassiveClock(now)})
 			fn := &v1alpha1.Function{}
 			if tt.annotation != nil {
 				fn.Annotations = map[string]string{v1alpha1.AnnotationLastDeployed: *tt.annotation}

@@ -42,7 +42,7 @@ type optionalAPI struct {
 // optionalAPIs are the APIs the Function controller watches when they are served.
 func (r *Reconciler) optionalAPIs() []optionalAPI {
 	apis := r.knownAPIs()
-	if r.Workloads == nil {
+	if r.targets.workloads == nil {
 		// Without func's raw and keda deployers' functions read, no HTTPScaledObject is.
 		apis = slices.DeleteFunc(apis, func(a optionalAPI) bool { return a.gvk.Group == kedav1alpha1.SchemeGroupVersion.Group })
 	}
@@ -54,39 +54,39 @@ func (r *Reconciler) knownAPIs() []optionalAPI {
 	return []optionalAPI{{
 		gvk: servingv1.SchemeGroupVersion.WithKind("Service"),
 		source: func(mgr manager.Manager) source.Source {
-			return source.Kind[client.Object](mgr.GetCache(), &servingv1.Service{}, handler.EnqueueRequestsFromMapFunc(r.functionsForService))
+			return source.Kind[client.Object](mgr.GetCache(), &servingv1.Service{}, handler.EnqueueRequestsFromMapFunc(r.watch.functionsForService))
 		},
 		missing: "Knative Serving is not installed: Functions of func's knative deployer report Deployed Unknown, reason " +
 			v1alpha1.ReasonKnativeServingNotInstalled + ", until it is (looked for every API recheck); raw and keda ones are looked after",
 		absent: func() {
-			if r.Services != nil {
-				r.Services.ServingMissing()
+			if r.targets.services != nil {
+				r.targets.services.ServingMissing()
 			}
 		},
 		found: func() {
-			if r.Services != nil {
-				r.Services.EnableServing()
+			if r.targets.services != nil {
+				r.targets.services.EnableServing()
 			}
 		},
 	}, {
 		gvk: eventingv1.SchemeGroupVersion.WithKind("Trigger"),
 		source: func(mgr manager.Manager) source.Source {
-			return source.Kind[client.Object](mgr.GetCache(), &eventingv1.Trigger{}, handler.EnqueueRequestsFromMapFunc(r.functionsForTrigger))
+			return source.Kind[client.Object](mgr.GetCache(), &eventingv1.Trigger{}, handler.EnqueueRequestsFromMapFunc(r.watch.functionsForTrigger))
 		},
 		missing: "Knative Eventing is not installed: Triggers are not watched until it is",
 		found: func() {
-			if r.Services != nil {
-				r.Services.EnableEventing()
+			if r.targets.services != nil {
+				r.targets.services.EnableEventing()
 			}
 		},
 	}, {
 		gvk: kedav1alpha1.SchemeGroupVersion.WithKind("HTTPScaledObject"),
 		source: func(mgr manager.Manager) source.Source {
-			return source.Kind[client.Object](mgr.GetCache(), &kedav1alpha1.HTTPScaledObject{}, handler.EnqueueRequestsFromMapFunc(r.functionsForService))
+			return source.Kind[client.Object](mgr.GetCache(), &kedav1alpha1.HTTPScaledObject{}, handler.EnqueueRequestsFromMapFunc(r.watch.functionsForService))
 		},
 		missing: "the KEDA HTTP add-on is not installed: functions of func's keda deployer report ServiceReady False, reason " +
 			workload.ReasonKEDAHTTPAddOnNotInstalled + ", until it is (looked for every API recheck)",
-		found: func() { r.Workloads.EnableKEDA() },
+		found: func() { r.targets.workloads.EnableKEDA() },
 	}, {
 		gvk: pipelinev1.SchemeGroupVersion.WithKind("PipelineRun"),
 		source: func(mgr manager.Manager) source.Source {
@@ -95,7 +95,7 @@ func (r *Reconciler) knownAPIs() []optionalAPI {
 		},
 		missing: "Tekton Pipelines is not installed: outdated Functions report MiddlewareUpToDate False, reason " +
 			v1alpha1.ReasonRebuildNotPossible + ", until it is (looked for every API recheck)",
-		found: func() { r.Builds.TektonFound() },
+		found: func() { r.build.TektonFound() },
 	}}
 }
 
@@ -162,5 +162,5 @@ func (l *LateAPIs) recheckAll(ctx context.Context) {
 	for i := range list.Items {
 		keys = append(keys, types.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name})
 	}
-	l.Reconciler.Wakeups.EnqueueAll(ctx, keys)
+	l.Reconciler.watch.wakeups.EnqueueAll(ctx, keys)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/lanes"
 	"github.com/fnops/func-operator/pkg/middleware"
+	"github.com/fnops/func-operator/pkg/reconciler/function/step"
 	"github.com/fnops/func-operator/pkg/registry"
 	"github.com/fnops/func-operator/pkg/rerror"
 	"github.com/fnops/func-operator/pkg/tenancy"
@@ -29,7 +30,7 @@ type ImageInspector interface {
 // obs.deployment.image, or from its own source) with the one a rebuild with the
 // linked func library would bring, into obs.middleware.
 func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Function, obs *observation) (Result, error) {
-	cfg := r.Config.Load()
+	cfg := r.config.Load()
 	if fn.Status.Middleware == nil {
 		fn.Status.Middleware = &v1alpha1.MiddlewareStatus{}
 	}
@@ -49,7 +50,7 @@ func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Funct
 	}
 	if err != nil {
 		mw.Available, mw.PendingRebuild = "", false
-		return Result{}, markedBy(fn.Status.MarkMiddlewareUnknown, rerror.NewStalling(v1alpha1.ReasonUnsupportedRuntime,
+		return Result{}, step.MarkedBy(fn.Status.MarkMiddlewareUnknown, rerror.NewStalling(v1alpha1.ReasonUnsupportedRuntime,
 			"func %s has no template for runtime %q, invoke %q: %w", mw.FuncVersion, runtime, invoke, err))
 	}
 	mw.Available = pin.Version
@@ -70,7 +71,7 @@ func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Funct
 		return Result{}, err
 	}
 	host := lanes.RegistryHost(obs.deployment.image)
-	leave, ok := r.Lanes.Enter(host, fn.Namespace)
+	leave, ok := r.remote.lanes.Enter(host, fn.Namespace)
 	if !ok {
 		return Result{}, lanes.Busy(host)
 	}
@@ -92,7 +93,7 @@ func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Funct
 
 	outcome, err := middleware.Compare(got.Version, pin.Version)
 	if err != nil {
-		return Result{}, markedBy(fn.Status.MarkMiddlewareUnknown, rerror.NewStalling(v1alpha1.ReasonImageInspectFailed, "comparing middleware versions: %w", err))
+		return Result{}, step.MarkedBy(fn.Status.MarkMiddlewareUnknown, rerror.NewStalling(v1alpha1.ReasonImageInspectFailed, "comparing middleware versions: %w", err))
 	}
 	current := got.Version
 	if outcome == middleware.Unknown {
@@ -167,7 +168,7 @@ func (r *Reconciler) registryKeychain(ctx context.Context, fn *v1alpha1.Function
 	if ref == nil || ref.Name == "" {
 		return authn.NewMultiKeychain(), "", nil
 	}
-	secret, err := r.Secrets.Get(ctx, fn.Namespace, ref.Name)
+	secret, err := r.remote.secrets.Get(ctx, fn.Namespace, ref.Name)
 	switch {
 	case tenancy.IsNotOnboarded(err):
 		fn.Status.MarkMiddlewareUnknown(v1alpha1.ReasonNamespaceNotOnboarded, "%s", err)
@@ -175,18 +176,18 @@ func (r *Reconciler) registryKeychain(ctx context.Context, fn *v1alpha1.Function
 	case err != nil:
 		return nil, "", err
 	case secret == nil:
-		return nil, "", markedBy(fn.Status.MarkMiddlewareUnknown, rerror.NewStalling(v1alpha1.ReasonRegistryAuthSecretNotFound,
+		return nil, "", step.MarkedBy(fn.Status.MarkMiddlewareUnknown, rerror.NewStalling(v1alpha1.ReasonRegistryAuthSecretNotFound,
 			"Secret %q named by spec.registry.authSecretRef does not exist in namespace %q", ref.Name, fn.Namespace))
 	}
 	content, ok := secret.Data[corev1.DockerConfigJsonKey]
 	if !ok {
-		return nil, "", markedBy(fn.Status.MarkMiddlewareUnknown, rerror.NewStalling(v1alpha1.ReasonRegistryAuthSecretInvalid,
+		return nil, "", step.MarkedBy(fn.Status.MarkMiddlewareUnknown, rerror.NewStalling(v1alpha1.ReasonRegistryAuthSecretInvalid,
 			"Secret %q named by spec.registry.authSecretRef has no key %q: it must be a %s Secret",
 			ref.Name, corev1.DockerConfigJsonKey, corev1.SecretTypeDockerConfigJson))
 	}
 	kc, err = registry.KeychainWithCA(content, secret.Data[registry.KeyCACert])
 	if err != nil {
-		return nil, "", markedBy(fn.Status.MarkMiddlewareUnknown, rerror.NewStalling(v1alpha1.ReasonRegistryAuthSecretInvalid, "Secret %q: %w", ref.Name, err))
+		return nil, "", step.MarkedBy(fn.Status.MarkMiddlewareUnknown, rerror.NewStalling(v1alpha1.ReasonRegistryAuthSecretInvalid, "Secret %q: %w", ref.Name, err))
 	}
 	return kc, "secret/" + secret.Name + "@" + secret.ResourceVersion, nil
 }
@@ -212,7 +213,7 @@ func cannotRead(err error) bool {
 // the verdict was read with: a new image, a typo (registries answer 401 for
 // repositories that do not exist) or an edited Secret shows at once.
 func (r *Reconciler) registryUnreachable(ctx context.Context, fn *v1alpha1.Function, image, readWith string, err error) (Result, error) {
-	cfg, now := r.Config.Load(), r.now()
+	cfg, now := r.config.Load(), r.clock.Now()
 	mw := fn.Status.Middleware
 	reason := v1alpha1.ReasonRegistryUnreachable
 	sameImage := true
@@ -251,7 +252,7 @@ func inspectFailed(fn *v1alpha1.Function, err error) error {
 		if unreachable.TimedOut {
 			reason = v1alpha1.ReasonRegistryTimedOut
 		}
-		return markedBy(fn.Status.MarkMiddlewareUnknown, &rerror.Transient{Reason: reason, Err: err})
+		return step.MarkedBy(fn.Status.MarkMiddlewareUnknown, &rerror.Transient{Reason: reason, Err: err})
 	case errors.As(err, &auth):
 		reason = v1alpha1.ReasonRegistryAuthFailed
 	case errors.As(err, &inspect):
@@ -266,7 +267,7 @@ func inspectFailed(fn *v1alpha1.Function, err error) error {
 			reason = v1alpha1.ReasonHostNotAllowed
 		}
 	}
-	return markedBy(fn.Status.MarkMiddlewareUnknown, &rerror.Stalling{Reason: reason, Err: err})
+	return step.MarkedBy(fn.Status.MarkMiddlewareUnknown, &rerror.Stalling{Reason: reason, Err: err})
 }
 
 // inspect reads image within timeout, and leaves its lane after, whatever happens
@@ -278,5 +279,5 @@ func (r *Reconciler) inspect(ctx context.Context, image string, kc authn.Keychai
 	}()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return r.Inspector.Inspect(ctx, image, kc)
+	return r.remote.inspector.Inspect(ctx, image, kc)
 }

@@ -31,6 +31,7 @@ func (f *fakeInspector) Inspect(_ context.Context, ref string, _ authn.Keychain)
 }
 
 func TestReconciler_reconcileMiddleware(t *testing.T) {
+	onFakeClient(t)
 	goPin, err := funclib.AvailableMiddleware("go", "http")
 	if err != nil {
 		t.Fatal(err)
@@ -134,6 +135,7 @@ func TestReconciler_reconcileMiddleware(t *testing.T) {
 			}
 			inspector := tt.inspect
 			r.Inspector = &inspector
+			r.wire()
 			fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: newNamespace(t), Name: "fn"}}
 			fn.Spec.AutoUpdateMiddleware = tt.autoUpdate
 			if tt.registryRef != "" {
@@ -183,6 +185,7 @@ func (s *slowInspector) Inspect(ctx context.Context, ref string, _ authn.Keychai
 // credentials it took before) leaves the verdict, and Ready, as they were, and shows
 // it in RegistryReachable; a function without a verdict shows the error at once.
 func TestReconciler_reconcileMiddleware_lastKnownGood(t *testing.T) {
+	onFakeClient(t)
 	goPin, err := funclib.AvailableMiddleware("go", "http")
 	if err != nil {
 		t.Fatal(err)
@@ -266,6 +269,7 @@ func TestReconciler_reconcileMiddleware_lastKnownGood(t *testing.T) {
 			c.RegistryTimeout = 50 * time.Millisecond
 			r.Config.Set(c)
 			r.Inspector = tt.inspector
+			r.wire()
 			fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: newNamespace(t), Name: "fn"}}
 			fn.Status.InitializeConditions()
 			fn.Status.Middleware = &v1alpha1.MiddlewareStatus{}

@@ -7,11 +7,14 @@ import (
 	"testing"
 	"time"
 
+	testclock "k8s.io/utils/clock/testing"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"knative.dev/pkg/apis"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/git"
 	"github.com/fnops/func-operator/test/gitserver"
 )
 
@@ -40,13 +43,6 @@ func (w *countingStatusWriter) Update(ctx context.Context, obj client.Object, op
 	return w.SubResourceWriter.Update(ctx, obj, opts...)
 }
 
-// fakeClock is a settable clock for LastChecked.
-type fakeClock struct{ now time.Time }
-
-func (c *fakeClock) Now() time.Time { return c.now }
-
-func (c *fakeClock) Since(t time.Time) time.Duration { return c.now.Sub(t) }
-
 func TestReconcile_PeriodicCheck(t *testing.T) {
 	root := gitserver.NewRepoRoot(t)
 	srv := gitserver.StartHTTP(t, root)
@@ -57,9 +53,11 @@ func TestReconcile_PeriodicCheck(t *testing.T) {
 	mustCreate(t, newFunction(ns, "a", v1alpha1.Repository{URL: srv.URL("periodic"), Branch: "main", Path: "fns/a"}))
 
 	counting := &countingClient{Client: k8sClient}
-	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clock := testclock.NewFakePassiveClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	r, events := newTestReconciler(t, 10)
-	r.Client, r.Now, r.Fetcher.Clock = counting, clock.Now, clock
+	r.Client, r.Clock = counting, clock
+	r.Fetcher.(*git.Fetcher).Clock = clock
+	r.wire()
 
 	type counts struct{ lsRemotes, clones, statusWrites int }
 	now := func() counts {
@@ -79,14 +77,14 @@ func TestReconcile_PeriodicCheck(t *testing.T) {
 		t.Fatalf("after the first reconcile: %+v, want %+v", got, want)
 	}
 	fn := getFunction(t, ns, "a")
-	if fn.Status.Git == nil || fn.Status.Git.ObservedCommit != first || !fn.Status.Git.LastChecked.Time.Equal(clock.now) {
-		t.Fatalf("status.git = %+v, want commit %s checked at %s", fn.Status.Git, first, clock.now)
+	if fn.Status.Git == nil || fn.Status.Git.ObservedCommit != first || !fn.Status.Git.LastChecked.Time.Equal(clock.Now()) {
+		t.Fatalf("status.git = %+v, want commit %s checked at %s", fn.Status.Git, first, clock.Now())
 	}
 	rv := fn.ResourceVersion
 
 	// Periodic checks that find the same commit: one ls-remote each, nothing else.
 	for i := 1; i <= 3; i++ {
-		clock.now = clock.now.Add(time.Hour)
+		clock.SetTime(clock.Now().Add(time.Hour))
 		reconcileOK()
 		if got, want := now(), (counts{lsRemotes: 2 + i, clones: 1, statusWrites: 1}); got != want {
 			t.Fatalf("after %d unchanged checks: %+v, want %+v", i, got, want)
@@ -108,7 +106,7 @@ func TestReconcile_PeriodicCheck(t *testing.T) {
 
 	// A new commit: the next check clones once and records it.
 	second := repo.Commit(t, "main", map[string]string{"fns/a/func.yaml": funcYAML("a", "python")}, "second")
-	clock.now = clock.now.Add(time.Hour)
+	clock.SetTime(clock.Now().Add(time.Hour))
 	reconcileOK()
 	if got, want := now(), (counts{lsRemotes: 7, clones: 2, statusWrites: 2}); got != want {
 		t.Fatalf("after a new commit: %+v, want %+v", got, want)
@@ -125,8 +123,8 @@ func TestReconcile_PeriodicCheck(t *testing.T) {
 			t.Errorf("%s lastTransitionTime = %s, want moved = %t", ty, c.LastTransitionTime.Inner, wantMoved)
 		}
 	}
-	if fn.Status.Git.ObservedCommit != second || !fn.Status.Git.LastChecked.Time.Equal(clock.now) {
-		t.Errorf("status.git = %+v, want commit %s checked at %s", fn.Status.Git, second, clock.now)
+	if fn.Status.Git.ObservedCommit != second || !fn.Status.Git.LastChecked.Time.Equal(clock.Now()) {
+		t.Errorf("status.git = %+v, want commit %s checked at %s", fn.Status.Git, second, clock.Now())
 	}
 	if fn.Status.Deployment.Runtime != "python" {
 		t.Errorf("runtime = %q, want python from the new commit", fn.Status.Deployment.Runtime)
@@ -220,6 +218,7 @@ func TestReconcile_FunctionDeletedWhileReconciled(t *testing.T) {
 	r, _ := newTestReconciler(t, 10)
 	// The Function disappears between the read and the status write.
 	r.Client = &deletingClient{Client: k8sClient}
+	r.wire()
 	if _, err := reconcileOnce(t, r, ns, "gone"); err != nil {
 		t.Errorf("Reconcile of a Function deleted mid-way = %v, want no error", err)
 	}

@@ -22,6 +22,7 @@ import (
 // shows, before any rebuild, the commit the running image was built from and the
 // commit a rebuild builds, in the status and in MiddlewareUpToDate's message.
 func TestReconciler_reconcileMiddleware_rebuildFrom(t *testing.T) {
+	onFakeClient(t)
 	const image = "registry.invalid/fns/hello@sha256:0123"
 	off := false
 	tests := []struct {
@@ -53,6 +54,7 @@ func TestReconciler_reconcileMiddleware_rebuildFrom(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r, _ := newTestReconciler(t, 10)
 			r.Inspector = &fakeInspector{got: registry.Middleware{Version: "v0.1.0", Source: registry.SourceLabel, Revision: tt.label}}
+			r.wire()
 			fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "fn"}}
 			fn.Spec.AutoUpdateMiddleware = tt.autoUpdate
 			fn.Status.InitializeConditions()
@@ -81,6 +83,7 @@ func TestReconciler_reconcileMiddleware_rebuildFrom(t *testing.T) {
 // deployed at commit A of a real git server, with B pushed since: a rebuild builds
 // A, with A's func.yaml, unless the policy or the image says otherwise.
 func TestReconciler_reconcileRebuild_buildSource(t *testing.T) {
+	onFakeClient(t)
 	const image = "registry.invalid/fns/hello@sha256:0123"
 	root := gitserver.NewRepoRoot(t)
 	srv := gitserver.StartHTTP(t, root)
@@ -148,11 +151,11 @@ func TestReconciler_reconcileRebuild_buildSource(t *testing.T) {
 			}
 			obs := &observation{
 				source:     sourceArtifact{head: head, name: "hello", runtime: "go", metadata: &read.Metadata},
-				deployment: deployment{image: image, found: deployed{deployer: funclib.DeployerKnative}},
+				deployment: deployment{image: image, found: testTarget(funclib.DeployerKnative)},
 				middleware: tt.middleware,
 			}
 
-			res, err := r.reconcileRebuild(context.Background(), fn, obs)
+			res, err := r.build.Rebuild(context.Background(), fn, obs.forBuild())
 
 			if diff := cmp.Diff(tt.want, outcomeOf(err, fn, v1alpha1.FunctionConditionMiddlewareUpToDate)); diff != "" {
 				t.Errorf("outcome (-want +got):\n%s\nerror: %v", diff, err)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -20,18 +21,19 @@ import (
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/funclib"
-	"github.com/fnops/func-operator/pkg/git"
 	"github.com/fnops/func-operator/pkg/knative"
 	"github.com/fnops/func-operator/pkg/lanes"
 	"github.com/fnops/func-operator/pkg/metrics"
 	"github.com/fnops/func-operator/pkg/rebuild"
+	"github.com/fnops/func-operator/pkg/reconciler/function/build"
 	"github.com/fnops/func-operator/pkg/rerror"
 	"github.com/fnops/func-operator/pkg/tenancy"
 	"github.com/fnops/func-operator/pkg/workload"
 )
 
-// Reconciler reconciles Functions. Its permissions are in rbac.go.
-type Reconciler struct {
+// Deps is what a Reconciler reads and writes through; New wires them, in
+// pkg/operator and in the tests alike.
+type Deps struct {
 	// Client reads Functions from the manager's cache and writes their status; with
 	// SetupWithManager, it must read from that manager's cache (mgr.GetClient()), whose
 	// field index it uses.
@@ -40,7 +42,10 @@ type Reconciler struct {
 	APIReader client.Reader
 	Recorder  record.EventRecorder
 	Config    *config.Store
-	Fetcher   *git.Fetcher
+	// Clock is the real one when nil.
+	Clock clock.PassiveClock
+	// Fetcher reads repositories (git.Fetcher).
+	Fetcher Fetcher
 	// Lanes keeps one git host or registry from holding every worker; nil: no bound.
 	Lanes *lanes.Lanes
 	// Describer describes deployed functions through the func library.
@@ -52,14 +57,12 @@ type Reconciler struct {
 	Workloads *workload.Workloads
 	// Inspector reads the middleware version of images, cached by digest.
 	Inspector ImageInspector
-	// Now returns the current time; time.Now when nil.
-	Now func() time.Time
 	// Builds is the rebuild machinery: the fleet's queue, the launcher, the leadership
 	// clock, whether the cluster serves Tekton. nil disables rebuilds (and then Access
 	// is not used).
 	Builds *rebuild.Builds
 	// Access tells whether a namespace has onboarded the operator for rebuilds.
-	Access *tenancy.NamespaceAccess
+	Access build.Access
 	// Secrets reads the Secrets Functions name (never into the manager's cache),
 	// and watches them, by metadata, in the namespaces where the operator may.
 	Secrets *tenancy.Secrets
@@ -74,15 +77,66 @@ type Reconciler struct {
 	// Repositories knows which Functions read which repository, to check them all when
 	// it changes; nil knows none.
 	Repositories *Repositories
-
 	// WatchSelected is the label selector of this shard's Functions; nil: all.
 	WatchSelected labels.Selector
+}
 
-	// functionNamesIndexed: Client's cache indexes Functions by function name
-	// (SetupWithManager registered functionNameIndex), so finding the Function bound to
-	// a function lists those of its name only; without it (a Client straight to the API
-	// server, as the step tests use), the namespace's.
-	functionNamesIndexed bool
+// Reconciler reconciles Functions. Its permissions are in rbac.go.
+type Reconciler struct {
+	client    client.Client
+	apiReader client.Reader
+	recorder  record.EventRecorder
+	config    *config.Store
+	clock     clock.PassiveClock
+	metrics   *metrics.Metrics
+	// remote reads what lives outside the cluster: git, the registry, with the
+	// credentials of the Secrets Functions name.
+	remote remotes
+	// targets reads what func deployed.
+	targets targets
+	// build is the build sub-reconciler: everything of a rebuild's life.
+	build *build.Reconciler
+	// watch brings Functions back from outside their own events.
+	watch *watches
+}
+
+// remotes reads git and registries, each host in its lane.
+type remotes struct {
+	fetcher   Fetcher
+	lanes     *lanes.Lanes
+	inspector ImageInspector
+	secrets   *tenancy.Secrets
+}
+
+// targets reads what func's deployers deployed.
+type targets struct {
+	describer *funclib.Describer
+	services  *knative.Services
+	workloads *workload.Workloads
+}
+
+// New returns the Reconciler of d.
+func New(d Deps) *Reconciler {
+	if d.Clock == nil {
+		d.Clock = clock.RealClock{}
+	}
+	r := &Reconciler{
+		client: d.Client, apiReader: d.APIReader, recorder: d.Recorder, config: d.Config, clock: d.Clock, metrics: d.Metrics,
+		remote:  remotes{fetcher: d.Fetcher, lanes: d.Lanes, inspector: d.Inspector, secrets: d.Secrets},
+		targets: targets{describer: d.Describer, services: d.Services, workloads: d.Workloads},
+		watch: &watches{client: d.Client, wakeups: d.Wakeups, repositories: d.Repositories,
+			selected: d.WatchSelected, apiRecheck: d.APIRecheck},
+	}
+	bd := build.Deps{Client: d.Client, APIReader: d.APIReader, Recorder: d.Recorder, Config: d.Config, Clock: d.Clock,
+		Builds: d.Builds, Access: d.Access, Sources: d.Fetcher, Keychain: r.registryKeychain, Metrics: d.Metrics}
+	if d.Secrets != nil {
+		bd.GitCredentials = d.Secrets
+	}
+	if d.Workloads != nil {
+		bd.KEDAServed = d.Workloads.KEDAServed
+	}
+	r.build = build.New(bd)
+	return r
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
@@ -96,7 +150,7 @@ type reconcileFunc func(ctx context.Context, fn *v1alpha1.Function, obs *observa
 // when it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (result reconcile.Result, retErr error) {
 	fn := &v1alpha1.Function{}
-	err := r.Client.Get(ctx, req.NamespacedName, fn)
+	err := r.client.Get(ctx, req.NamespacedName, fn)
 	if apierrors.IsNotFound(err) || (err == nil && !fn.DeletionTimestamp.IsZero()) {
 		return reconcile.Result{}, r.finalize(ctx, req.NamespacedName)
 	}
@@ -119,7 +173,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 		if !settings.Suspend {
 			summarize(fn, stepErr)
 		}
-		capMessages(fn, r.Config.Load().ConditionMessageMaxBytes)
+		capMessages(fn, r.config.Load().ConditionMessageMaxBytes)
 		// observedGeneration, and transition times that move only for conditions
 		// that really changed, as every Knative reconciler does.
 		kreconciler.PostProcessReconcile(ctx, fn, orig)
@@ -132,7 +186,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 			return
 		}
 		if written {
-			r.Metrics.Conditions(req.NamespacedName, fn.Status.Conditions, fn.Status.MiddlewareOutdated())
+			r.metrics.Conditions(req.NamespacedName, fn.Status.Conditions, fn.Status.MiddlewareOutdated())
 		}
 		r.recordEvents(orig, fn)
 		logReconciled(ctx, orig, fn, stepErr, result, time.Since(start))
@@ -144,15 +198,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 		if fn.Status.Build.Queued() {
 			fn.Status.MarkMiddlewareOutdated("a rebuild was queued; it gave its place up as %s is true", settings.SuspendFrom)
 		}
-		r.giveUpPlace(fn)
-		r.Repositories.Forget(req.NamespacedName)
-		r.Metrics.Checked(req.NamespacedName, false)
+		r.build.GiveUpPlace(fn)
+		r.watch.repositories.Forget(req.NamespacedName)
+		r.metrics.Checked(req.NamespacedName, false)
 		fn.Status.MarkSuspendedBy(settings.SuspendFrom)
 		// A build under way is still followed to its end, or its timeout: until then
 		// it holds a slot of the fleet's budget (and a restart seeds it from the
 		// status), so a suspend must not keep it.
 		if fn.Status.Build.InFlight() {
-			res, stepErr = r.observeBuild(ctx, fn, &observation{})
+			res, stepErr = r.build.Observe(ctx, fn)
 			if stepErr != nil {
 				return reconcile.Result{}, stepErr
 			}
@@ -162,18 +216,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 	}
 	fn.Status.ClearSuspended()
 
-	r.Metrics.Checked(req.NamespacedName, true)
+	r.metrics.Checked(req.NamespacedName, true)
 	obs := &observation{}
 	res, stepErr = r.check(ctx, fn, obs)
 	if stepErr == nil {
 		var rr Result
-		rr, stepErr = r.reconcileRebuild(ctx, fn, obs)
-		res = res.merge(rr)
+		rr, stepErr = r.build.Rebuild(ctx, fn, obs.forBuild())
+		res = res.Merge(rr)
 	} else if !lanes.IsHostBusy(stepErr) {
 		// A check failed: the Function cannot build now, and a queued one gives its
 		// place up rather than block the queue's head (not for a moment's wait for
 		// its host).
-		r.giveUpPlace(fn)
+		r.build.GiveUpPlace(fn)
 	}
 	return r.result(ctx, res, stepErr)
 }
@@ -188,7 +242,9 @@ func (r *Reconciler) check(ctx context.Context, fn *v1alpha1.Function, obs *obse
 		err error
 	)
 	for _, step := range []reconcileFunc{
-		r.observeBuild,
+		func(ctx context.Context, fn *v1alpha1.Function, _ *observation) (Result, error) {
+			return r.build.Observe(ctx, fn)
+		},
 		r.reconcileSource,
 		r.reconcileDeployment,
 		r.reconcileServiceReady,
@@ -196,12 +252,12 @@ func (r *Reconciler) check(ctx context.Context, fn *v1alpha1.Function, obs *obse
 	} {
 		var sr Result
 		sr, err = step(ctx, fn, obs)
-		res = res.merge(sr)
+		res = res.Merge(sr)
 		if err != nil {
 			break
 		}
 	}
-	if stopErr := r.stopUnboundBuild(ctx, fn, obs); stopErr != nil {
+	if stopErr := r.build.StopUnbound(ctx, fn, obs.forBuild().Deployed); stopErr != nil {
 		return res, stopErr
 	}
 	return res, err
@@ -211,7 +267,7 @@ func (r *Reconciler) check(ctx context.Context, fn *v1alpha1.Function, obs *obse
 // comes back after the check interval, or sooner when a step asked; any other error
 // is retried with backoff.
 func (r *Reconciler) result(ctx context.Context, res Result, err error) (reconcile.Result, error) {
-	next := Result{RequeueAfter: wait.Jitter(checkFloor(r.Config.Load().CheckInterval), 1.0/9)}
+	next := Result{RequeueAfter: wait.Jitter(checkFloor(r.config.Load().CheckInterval), 1.0/9)}
 	var (
 		waiting  *rerror.Waiting
 		stalling *rerror.Stalling
@@ -219,15 +275,15 @@ func (r *Reconciler) result(ctx context.Context, res Result, err error) (reconci
 	switch {
 	case err == nil:
 	case errors.As(err, &waiting):
-		next = next.merge(Result{RequeueAfter: waiting.RequeueAfter})
+		next = next.Merge(Result{RequeueAfter: waiting.RequeueAfter})
 	case errors.As(err, &stalling):
 		log.FromContext(ctx).Info("reconcile stalled until the Function, its Secret, its Service or its repository changes",
 			"reason", rerror.Reason(err), "message", err.Error(), "recheck", stalling.RecheckAfter)
-		next = next.merge(Result{RequeueAfter: stalling.RecheckAfter})
+		next = next.Merge(Result{RequeueAfter: stalling.RecheckAfter})
 	default:
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{RequeueAfter: next.merge(res).RequeueAfter}, nil
+	return reconcile.Result{RequeueAfter: next.Merge(res).RequeueAfter}, nil
 }
 
 // summarize sets the kstatus conditions from the outcome of the steps: Stalled when
@@ -268,7 +324,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, orig, fn *v1alpha1.Functio
 	// Optimistic locking: a status computed from a stale read (the cache lags behind
 	// the operator's own writes) must not overwrite a newer one — it would forget a
 	// build. A conflict is retried with backoff, from a fresh read.
-	err := r.Client.Status().Patch(ctx, fn, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	err := r.client.Status().Patch(ctx, fn, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil // deleted while it was reconciled: nothing to report on
@@ -276,11 +332,4 @@ func (r *Reconciler) patchStatus(ctx context.Context, orig, fn *v1alpha1.Functio
 		return false, fmt.Errorf("patching status of Function %s: %w", fn, err)
 	}
 	return true, nil
-}
-
-func (r *Reconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
 }

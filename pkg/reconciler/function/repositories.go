@@ -147,14 +147,14 @@ func (rs *Repositories) PushSeen(fn types.NamespacedName, mark uint64) {
 // does not wait; what cannot be handed over within a check interval is left to the
 // periodic checks.
 func (r *Reconciler) RepositoryChanged(key git.ListingKey) {
-	fns := r.Repositories.Functions(key)
-	if len(fns) == 0 || r.Wakeups == nil {
+	fns := r.watch.repositories.Functions(key)
+	if len(fns) == 0 || r.watch.wakeups == nil {
 		return
 	}
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), r.Config.Load().CheckInterval)
+		ctx, cancel := context.WithTimeout(context.Background(), r.config.Load().CheckInterval)
 		defer cancel()
-		r.Wakeups.EnqueueAll(ctx, fns)
+		r.watch.wakeups.EnqueueAll(ctx, fns)
 	}()
 }
 

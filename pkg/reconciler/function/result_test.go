@@ -19,7 +19,7 @@ func TestReconciler_Result(t *testing.T) {
 	cfg := config.Defaults()
 	cfg.CheckInterval = time.Hour
 	store.Set(cfg)
-	r := &Reconciler{Config: store}
+	r := New(Deps{Config: store})
 	for _, tt := range []struct {
 		name     string
 		err      error

@@ -18,8 +18,17 @@ import (
 	"github.com/fnops/func-operator/pkg/lanes"
 	"github.com/fnops/func-operator/pkg/metrics"
 	"github.com/fnops/func-operator/pkg/netguard"
+	"github.com/fnops/func-operator/pkg/reconciler/function/build"
 	"github.com/fnops/func-operator/pkg/rerror"
 )
+
+// Fetcher reads repositories for the source step, and func.yaml at a commit for a
+// build (git.Fetcher).
+type Fetcher interface {
+	CachedListing(key git.ListingKey, maxAge time.Duration, after uint64) (*git.Listing, bool, error)
+	List(ctx context.Context, key git.ListingKey, auth *git.Auth, timeout, maxAge time.Duration, after uint64) (*git.Listing, bool, error)
+	build.Sources
+}
 
 // reconcileSource reads func.yaml from the Function's repository into obs.source. It
 // resolves the Function's ref against the repository's listing, which the Functions
@@ -27,7 +36,7 @@ import (
 // and clones only when the commit (or the spec) is new to the Function and not in the
 // Fetcher's cache. The lane of the git host is taken only to reach it.
 func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function, obs *observation) (Result, error) {
-	cfg := r.Config.Load()
+	cfg := r.config.Load()
 	repo := fn.Spec.Repository
 
 	auth, identity, err := r.repositoryAuth(ctx, fn)
@@ -36,10 +45,10 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 	}
 	key := git.ListingKey{URL: repo.URL, Identity: identity}
 	fnKey := types.NamespacedName{Namespace: fn.Namespace, Name: fn.Name}
-	r.Repositories.Watch(fnKey, key)
+	r.watch.repositories.Watch(fnKey, key)
 	// A push webhook of the Function's namespace named its repository: a listing
 	// begun after the push, which the others on the repository then share.
-	pushMark := r.Repositories.PushMark(fnKey)
+	pushMark := r.watch.repositories.PushMark(fnKey)
 
 	host := lanes.GitHost(repo.URL)
 	var leave func(timedOut bool)
@@ -53,7 +62,7 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 		if leave != nil {
 			return nil
 		}
-		l, ok := r.Lanes.Enter(host, fn.Namespace)
+		l, ok := r.remote.lanes.Enter(host, fn.Namespace)
 		if !ok {
 			return lanes.Busy(host)
 		}
@@ -72,7 +81,7 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 		shared  bool
 	)
 	if maxAge > 0 {
-		listing, shared, err = r.Fetcher.CachedListing(key, maxAge, pushMark)
+		listing, shared, err = r.remote.fetcher.CachedListing(key, maxAge, pushMark)
 	}
 	if !shared {
 		if err := enter(); err != nil {
@@ -80,22 +89,22 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 		}
 		start := time.Now()
 		var asked bool
-		listing, asked, err = r.Fetcher.List(ctx, key, auth, cfg.GitTimeout, maxAge, pushMark)
+		listing, asked, err = r.remote.fetcher.List(ctx, key, auth, cfg.GitTimeout, maxAge, pushMark)
 		// Handled once the repository was asked (not when its host was busy).
 		fn.Status.LastHandledRequestedAt = requested
 		if asked {
-			r.Metrics.GitFetch(metrics.GitListRefs, time.Since(start))
+			r.metrics.GitFetch(metrics.GitListRefs, time.Since(start))
 			timedOut = git.IsTimeout(err)
 		}
 		shared = !asked
 	}
 	if shared {
-		r.Metrics.ListingShared()
+		r.metrics.ListingShared()
 	}
 	if err != nil {
 		return r.sourceUnreachable(ctx, fn, err)
 	}
-	r.Repositories.PushSeen(fnKey, pushMark)
+	r.watch.repositories.PushSeen(fnKey, pushMark)
 	head, err := listing.Resolve(specRef(repo), repo.URL, auth)
 	if err != nil {
 		sourceReached(fn)
@@ -120,15 +129,15 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 		return Result{}, err
 	}
 	start := time.Now()
-	res, err := r.Fetcher.Read(ctx, repo.URL, head, repo.CleanPath(), auth, cfg.GitTimeout)
+	res, err := r.remote.fetcher.Read(ctx, repo.URL, head, repo.CleanPath(), auth, cfg.GitTimeout)
 	timedOut = git.IsTimeout(err)
 	if res.Cloned {
-		r.Metrics.GitFetch(metrics.GitClone, time.Since(start))
+		r.metrics.GitFetch(metrics.GitClone, time.Since(start))
 	}
 	if res.Commit != "" {
 		g := fn.Status.Git
 		if g == nil || g.ObservedCommit != res.Commit || g.ResolvedBranch != res.Branch || g.ResolvedRef != res.Resolved() || res.Cloned {
-			now := metav1.NewTime(r.now())
+			now := metav1.NewTime(r.clock.Now())
 			fn.Status.Git = &v1alpha1.GitStatus{ResolvedBranch: res.Branch, ResolvedRef: res.Resolved(), ObservedCommit: res.Commit, LastChecked: &now}
 		}
 	}
@@ -169,7 +178,7 @@ func (r *Reconciler) sourceUnreachable(ctx context.Context, fn *v1alpha1.Functio
 		sourceReached(fn)
 		return Result{}, sourceFailed(fn, err)
 	}
-	cfg, now := r.Config.Load(), r.now()
+	cfg, now := r.config.Load(), r.clock.Now()
 	if fn.Status.Git == nil {
 		fn.Status.Git = &v1alpha1.GitStatus{}
 	}
@@ -219,7 +228,7 @@ func (r *Reconciler) repositoryAuth(ctx context.Context, fn *v1alpha1.Function) 
 	if ref.Name == "" {
 		return nil, "", rerror.NewStalling(v1alpha1.ReasonAuthSecretNotFound, "spec.repository.authSecretRef has no name")
 	}
-	secret, err := r.Secrets.Get(ctx, fn.Namespace, ref.Name)
+	secret, err := r.remote.secrets.Get(ctx, fn.Namespace, ref.Name)
 	switch {
 	case err != nil:
 		return nil, "", err

@@ -26,6 +26,7 @@ func artifactOf(a sourceArtifact) artifact {
 }
 
 func TestReconciler_reconcileSource(t *testing.T) {
+	onFakeClient(t)
 	g := newGitFixture(t)
 	head := git.Head{Branch: "main", Ref: "refs/heads/main", Commit: g.public.Head(t, "main")}
 	tests := []struct {

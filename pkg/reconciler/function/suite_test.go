@@ -46,13 +46,23 @@ func TestMain(m *testing.M) {
 }
 
 // apiServer starts the package's control plane if no test did yet (k8sClient and
-// restConfig are set from then on), and skips the test under -short.
-func apiServer(t *testing.T) { t.Helper(); controlPlane.Get(t) }
+// restConfig are set from then on), and skips the test under -short. On the fake
+// client (onFakeClient), it does nothing.
+func apiServer(t *testing.T) {
+	t.Helper()
+	if fakeAPI != nil {
+		return
+	}
+	controlPlane.Get(t)
+}
 
 // newNamespace creates a namespace of its own for a test, onboarded to the operator
 // as config/namespace/onboard.yaml does it.
 func newNamespace(t *testing.T) string {
 	t.Helper()
+	if fakeAPI != nil {
+		return fakeAPI.namespace(t, true)
+	}
 	apiServer(t)
 	return envtest.NewNamespace(t, restConfig, "fn-test-", true)
 }
@@ -60,6 +70,9 @@ func newNamespace(t *testing.T) string {
 // newBareNamespace creates a namespace of its own for a test, not onboarded.
 func newBareNamespace(t *testing.T) string {
 	t.Helper()
+	if fakeAPI != nil {
+		return fakeAPI.namespace(t, false)
+	}
 	apiServer(t)
 	return envtest.NewNamespace(t, restConfig, "fn-test-", false)
 }

@@ -1,43 +1,16 @@
 package function
 
 import (
-	"time"
-
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/git"
+	"github.com/fnops/func-operator/pkg/reconciler/function/build"
+	"github.com/fnops/func-operator/pkg/reconciler/function/step"
 )
 
 // Result is what a step asks of the end of its reconcile, besides its error.
-type Result struct {
-	// RequeueAfter, when not zero, brings the Function back sooner than its check interval.
-	RequeueAfter time.Duration
-	// AfterPatch, when set, runs once the status is written (patched true) or failed to be.
-	AfterPatch func(patched bool)
-}
-
-// requeueAfter returns a Result that brings the Function back within d.
-func requeueAfter(d time.Duration) Result {
-	if d <= 0 {
-		d = time.Millisecond
-	}
-	return Result{RequeueAfter: d}
-}
-
-// merge combines the Results of two steps: the sooner requeue, and both callbacks, in order.
-func (r Result) merge(o Result) Result {
-	if o.RequeueAfter > 0 && (r.RequeueAfter == 0 || o.RequeueAfter < r.RequeueAfter) {
-		r.RequeueAfter = o.RequeueAfter
-	}
-	switch first, second := r.AfterPatch, o.AfterPatch; {
-	case first == nil:
-		r.AfterPatch = second
-	case second != nil:
-		r.AfterPatch = func(patched bool) { first(patched); second(patched) }
-	}
-	return r
-}
+type Result = step.Result
 
 // observation is what the steps of one reconcile learn and hand on, in their order.
 // Each part names the step that sets it; a step reads only the parts of the steps
@@ -90,4 +63,20 @@ type middlewareVerdict struct {
 	rebuildDue bool
 	// from is the commit a rebuild builds.
 	from rebuildFrom
+}
+
+// forBuild is what the build sub-reconciler reads of the checks: the source, what
+// func deployed, and the middleware's verdict.
+func (o *observation) forBuild() build.Observed {
+	d, mw := o.deployment, o.middleware
+	out := build.Observed{Head: o.source.head, Auth: o.source.auth, Metadata: o.source.metadata,
+		Deployed:   build.Deployed{BoundUID: d.uid, Image: d.image, RollingOut: d.rollingOut, Unbound: d.unbound},
+		Middleware: build.Middleware{Current: mw.current, Available: mw.available, Due: mw.rebuildDue},
+		From: build.From{Commit: mw.from.commit, Source: mw.from.source, Problem: mw.from.problem,
+			Remedy: mw.from.remedy(o.source.head.Commit)},
+	}
+	if d.found != nil {
+		out.Deployed.Target = d.found
+	}
+	return out
 }

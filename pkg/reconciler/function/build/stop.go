@@ -1,4 +1,4 @@
-package function
+package build
 
 import (
 	"context"
@@ -15,20 +15,19 @@ import (
 	"github.com/fnops/func-operator/pkg/tenancy"
 )
 
-// stopUnboundBuild stops fn's build in flight when it was started for another Knative
-// Service than the one the deployment step found fn bound to (obs.deployment; none
+// StopUnbound stops fn's build in flight when it was started for another Knative
+// Service than the one the deployment step found fn bound to (d; none
 // when it left the Service: gone, or not fn's any more). A build never goes on to
 // deploy over a Service whose binding changed: its launch is cancelled (func's
 // provider deletes the PipelineRun it follows), its PipelineRun deleted, and the
 // build recorded as failed. It does nothing when the deployment step did not learn
 // the binding.
-func (r *Reconciler) stopUnboundBuild(ctx context.Context, fn *v1alpha1.Function, obs *observation) error {
-	d := obs.deployment
-	if r.Builds == nil || (d.uid == "" && !d.unbound) {
+func (r *Reconciler) StopUnbound(ctx context.Context, fn *v1alpha1.Function, d Deployed) error {
+	if !r.Enabled() || (d.BoundUID == "" && !d.Unbound) {
 		return nil
 	}
 	m := r.machine()
-	if !m.Next(fn.Status.Build, rebuild.Event{Kind: rebuild.Bound, At: r.now(), ServiceUID: d.uid}).Stop {
+	if !m.Next(fn.Status.Build, rebuild.Event{Kind: rebuild.Bound, At: r.now(), BoundUID: d.BoundUID}).Stop {
 		return nil
 	}
 	b := fn.Status.Build

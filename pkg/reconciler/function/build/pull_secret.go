@@ -1,4 +1,4 @@
-package function
+package build
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/reconciler/function/step"
 	"github.com/fnops/func-operator/pkg/rerror"
 )
 
@@ -32,7 +33,7 @@ func (r *Reconciler) ensurePullSecret(ctx context.Context, fn *v1alpha1.Function
 	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: fn.Namespace, Name: name}, sa)
 	switch {
 	case apierrors.IsNotFound(err):
-		return markedBy(withReason(fn.Status.MarkRebuildNotPossible), rerror.NewStalling(v1alpha1.ReasonRebuildNotPossible,
+		return step.MarkedBy(step.WithReason(fn.Status.MarkRebuildNotPossible), rerror.NewStalling(v1alpha1.ReasonRebuildNotPossible,
 			"the function's ServiceAccount %q (deploy.serviceAccountName in func.yaml) does not exist in namespace %q", name, fn.Namespace))
 	case err != nil:
 		return fmt.Errorf("reading ServiceAccount %s/%s: %w", fn.Namespace, name, err)

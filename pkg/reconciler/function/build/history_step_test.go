@@ -1,4 +1,4 @@
-package function
+package build
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/metadata"
 	"k8s.io/utils/ptr"
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
@@ -22,8 +21,6 @@ import (
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/rebuild"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
-	"github.com/fnops/func-operator/pkg/tenancy"
-	"github.com/fnops/func-operator/test/envtest"
 )
 
 // TestReconciler_pruneHistory keeps spec.buildHistoryLimit finished PipelineRuns of a
@@ -45,9 +42,8 @@ func TestReconciler_pruneHistory(t *testing.T) {
 		{name: "more than there are: none deleted", limit: ptr.To[int32](20), want: runs},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := context.Background()
-			ns := newNamespace(t)
-			r, _ := newBuildReconciler(t)
+			ctx, ns := context.Background(), "fn-test"
+			r := newTestReconciler(t, newFakeClient(t))
 			fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fn", UID: "fn-uid"}}
 			fn.Spec.BuildHistoryLimit = tt.limit
 			fn.Status.Build = &v1alpha1.BuildStatus{ID: "current", Phase: v1alpha1.BuildPhaseSucceeded}
@@ -110,16 +106,7 @@ func TestReconciler_pruneHistory(t *testing.T) {
 // not the in-flight build's, nor one another Function owns, nor one while this
 // process launches a build.
 func TestReconciler_sweepGitCredentials(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ns := newNamespace(t)
-	r, _ := newBuildReconciler(t)
-	mc, err := metadata.NewForConfig(envtest.AsOperator(restConfig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Secrets.Watches = &tenancy.SecretWatches{Client: mc, OnChange: func(context.Context, client.Object) {}}
-	go func() { _ = r.Secrets.Watches.Start(ctx) }()
+	ctx, ns := context.Background(), "fn-test"
 	fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fn", UID: "uid-fn"}}
 	fn.Status.Build = &v1alpha1.BuildStatus{ID: "running", Phase: v1alpha1.BuildPhaseRunning}
 	secret := func(id string, owner types.UID) *corev1.Secret {
@@ -127,9 +114,12 @@ func TestReconciler_sweepGitCredentials(t *testing.T) {
 			Labels:          map[string]string{funclib.LabelGitCredentials: "true", resources.LabelFunction: "fn", resources.LabelBuildID: id},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "functions.dev/v1alpha1", Kind: "Function", Name: "fn", UID: owner}}}}
 	}
-	mustCreate(t, secret("ended", "uid-fn"), secret("running", "uid-fn"), secret("others", "uid-other"))
-	r.Secrets.Watches.Ensure(ns)
-	envtest.Until(t, "the watch sees the three Secrets", func() bool { return len(r.Secrets.Watches.GitCredentials(ns, "fn")) == 3 })
+	c := newFakeClient(t, secret("ended", "uid-fn"), secret("running", "uid-fn"), secret("others", "uid-other"))
+	r := newTestReconciler(t, c)
+	r.GitCredentials = labelledGitCredentials{c}
+	if got := len(r.GitCredentials.GitCredentials(ns, "fn")); got != 3 {
+		t.Fatalf("positive control: the simulated watch sees %d Secrets, want 3", got)
+	}
 
 	left := func() []string {
 		var list corev1.SecretList
@@ -159,7 +149,6 @@ func TestReconciler_sweepGitCredentials(t *testing.T) {
 	}
 	// The build ended: its Secret goes too.
 	fn.Status.Build.Phase = v1alpha1.BuildPhaseSucceeded
-	envtest.Until(t, "the watch sees the deletion", func() bool { return len(r.Secrets.Watches.GitCredentials(ns, "fn")) == 2 })
 	r.sweepGitCredentials(ctx, fn)
 	if diff := cmp.Diff([]string{"others"}, left()); diff != "" {
 		t.Errorf("after the build ended, Secrets left (-want +got):\n%s", diff)

@@ -1,4 +1,4 @@
-package function
+package build
 
 import (
 	"context"
@@ -17,22 +17,20 @@ import (
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/rebuild"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
+	"github.com/fnops/func-operator/pkg/reconciler/function/step"
 	"github.com/fnops/func-operator/pkg/tenancy"
 )
 
-// pollWhileWaiting is the requeue while waiting for a launch or a deploy.
-const pollWhileWaiting = rebuild.PollWhileWaiting
-
-// observeBuild follows the Function's build (status.build) through its PipelineRun,
+// Observe follows the Function's build (status.build) through its PipelineRun,
 // mapped back by the build ID the status recorded before the launch (buildRun), and
 // records how the run ended. A run the status does not record is never adopted
 // (sweepRuns). It runs before every other step, so a
 // build is followed even while the source or the Service cannot be read; a build it
 // sees fail shows in MiddlewareUpToDate at once, whether or not the rebuild step
 // (which words it further) runs after it.
-func (r *Reconciler) observeBuild(ctx context.Context, fn *v1alpha1.Function, _ *observation) (Result, error) {
+func (r *Reconciler) Observe(ctx context.Context, fn *v1alpha1.Function) (step.Result, error) {
 	if !r.Builds.TektonServed() {
-		return Result{}, nil // no rebuilds, or none followed without Tekton
+		return step.Result{}, nil // no rebuilds, or none followed without Tekton
 	}
 	following := fn.Status.Build != nil && fn.Status.Build.Phase != v1alpha1.BuildPhaseFailed
 	res, err := r.followBuild(ctx, fn)
@@ -43,11 +41,11 @@ func (r *Reconciler) observeBuild(ctx context.Context, fn *v1alpha1.Function, _ 
 	return res, err
 }
 
-// followBuild is observeBuild's work on status.build.
-func (r *Reconciler) followBuild(ctx context.Context, fn *v1alpha1.Function) (Result, error) {
+// followBuild is Observe's work on status.build.
+func (r *Reconciler) followBuild(ctx context.Context, fn *v1alpha1.Function) (step.Result, error) {
 	runs, err := r.pipelineRuns(ctx, fn)
 	if err != nil {
-		return Result{}, err
+		return step.Result{}, err
 	}
 	if err := r.pruneHistory(ctx, fn, runs); err != nil {
 		// Best effort: following the build matters more, and the next reconcile tries again.
@@ -55,7 +53,7 @@ func (r *Reconciler) followBuild(ctx context.Context, fn *v1alpha1.Function) (Re
 	}
 	b := fn.Status.Build
 	if !rebuild.InFlight(b) {
-		return Result{}, r.sweepRuns(ctx, fn, runs)
+		return step.Result{}, r.sweepRuns(ctx, fn, runs)
 	}
 
 	pr := buildRun(fn, runs)
@@ -72,16 +70,16 @@ func (r *Reconciler) followBuild(ctx context.Context, fn *v1alpha1.Function) (Re
 			RunStart: startTime(pr), RunCreated: pr.CreationTimestamp, Timeout: timeout})
 		r.apply(fn, t)
 		if t.Stop {
-			return Result{}, r.timedOut(ctx, fn, pr, timeout)
+			return step.Result{}, r.timedOut(ctx, fn, pr, timeout)
 		}
-		return Result{RequeueAfter: t.RequeueAfter}, nil
+		return step.Result{RequeueAfter: t.RequeueAfter}, nil
 	case c.IsTrue():
 		r.apply(fn, m.Next(b, rebuild.Event{Kind: rebuild.RunSucceeded, At: now, Run: pr.Name, Ended: completionTime(pr, now).Time}))
 	default:
 		r.apply(fn, m.Next(b, rebuild.Event{Kind: rebuild.RunFailed, At: now, Run: pr.Name, Ended: completionTime(pr, now).Time,
 			Failure: rebuild.FailedTask(ctx, r.APIReader, pr)}))
 	}
-	return Result{}, nil
+	return step.Result{}, nil
 }
 
 // buildRun returns the PipelineRun of fn's build in flight (status.build), nil when
@@ -114,7 +112,7 @@ func buildRun(fn *v1alpha1.Function, runs []pipelinev1.PipelineRun) *pipelinev1.
 // earlierClaim orders two runs of one build ID: one fn controls first, then the first
 // created, then by name.
 func earlierClaim(fn *v1alpha1.Function, a, b *pipelinev1.PipelineRun) bool {
-	if ca, cb := controlledBy(a, fn), controlledBy(b, fn); ca != cb {
+	if ca, cb := resources.ControlledBy(a, fn), resources.ControlledBy(b, fn); ca != cb {
 		return ca
 	}
 	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
@@ -143,7 +141,7 @@ func (r *Reconciler) sweepRuns(ctx context.Context, fn *v1alpha1.Function, runs 
 			continue
 		}
 		id := pr.Labels[resources.LabelBuildID]
-		if b == nil || b.ID == "" || id != b.ID || !controlledBy(pr, fn) {
+		if b == nil || b.ID == "" || id != b.ID || !resources.ControlledBy(pr, fn) {
 			if r.Builds.Ignored.First(pr.UID) {
 				log.FromContext(ctx).Info("ignoring an unfinished PipelineRun labelled as a build of the Function: no build the operator started records it, "+
 					"so it is neither followed nor counted in the fleet budget, and it is left alone", "pipelineRun", pr.Name, "build", id)
@@ -166,7 +164,7 @@ func (r *Reconciler) sweepRuns(ctx context.Context, fn *v1alpha1.Function, runs 
 // observeLaunch follows a build whose PipelineRun does not exist (yet): launched by
 // this process and on its way, failed before its run existed, deleted, or launched by
 // a process that is gone.
-func (r *Reconciler) observeLaunch(ctx context.Context, fn *v1alpha1.Function) (Result, error) {
+func (r *Reconciler) observeLaunch(ctx context.Context, fn *v1alpha1.Function) (step.Result, error) {
 	key := client.ObjectKeyFromObject(fn)
 	b, now, m := fn.Status.Build, r.now(), r.machine()
 	launched, ended, launchErr := r.Builds.Launcher.Launched(key, b.ID)
@@ -174,18 +172,18 @@ func (r *Reconciler) observeLaunch(ctx context.Context, fn *v1alpha1.Function) (
 	if t.AskLeader {
 		earlier, err := r.launchedByEarlierLeader(ctx, fn, now)
 		if err != nil {
-			return Result{}, err
+			return step.Result{}, err
 		}
 		if !earlier {
-			return requeueAfter(t.RequeueAfter), nil
+			return step.RequeueAfter(t.RequeueAfter), nil
 		}
 		t = m.Next(b, rebuild.Event{Kind: rebuild.LaunchLost, At: now})
 	}
 	r.apply(fn, t)
 	if t.RequeueAfter > 0 {
-		return requeueAfter(t.RequeueAfter), nil // the PipelineRun is on its way
+		return step.RequeueAfter(t.RequeueAfter), nil // the PipelineRun is on its way
 	}
-	return Result{}, nil
+	return step.Result{}, nil
 }
 
 // launchedByEarlierLeader reports a build launched before this process led (start
@@ -221,18 +219,6 @@ func (r *Reconciler) timedOut(ctx context.Context, fn *v1alpha1.Function, pr *pi
 	}
 	r.apply(fn, r.machine().Next(fn.Status.Build, rebuild.Event{Kind: rebuild.TimedOut, At: r.now(), Failure: rebuild.Failure{Message: msg}}))
 	return nil
-}
-
-// failureSummary describes a failed build for the condition message.
-func failureSummary(b *v1alpha1.BuildStatus) string {
-	where := ""
-	switch {
-	case b.FailedTask != "" && b.FailedStep != "":
-		where = fmt.Sprintf(" in task %s, step %s", b.FailedTask, b.FailedStep)
-	case b.FailedTask != "":
-		where = fmt.Sprintf(" in task %s", b.FailedTask)
-	}
-	return fmt.Sprintf("build %s failed%s (%d in a row): %s; the running revision keeps serving", b.ID, where, b.Failures, b.Message)
 }
 
 // pipelineRuns returns the Function's PipelineRuns, newest first.

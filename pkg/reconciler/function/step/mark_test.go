@@ -1,4 +1,4 @@
-package function
+package step
 
 import (
 	"errors"
@@ -20,10 +20,10 @@ func TestMarkedBy(t *testing.T) {
 		cond apis.ConditionType
 	}{
 		{"reason from the error", func(fn *v1alpha1.Function, err *rerror.Stalling) error {
-			return markedBy(fn.Status.MarkMiddlewareUnknown, err)
+			return MarkedBy(fn.Status.MarkMiddlewareUnknown, err)
 		}, v1alpha1.FunctionConditionMiddlewareUpToDate},
 		{"fixed reason", func(fn *v1alpha1.Function, err *rerror.Stalling) error {
-			return markedBy(withReason(fn.Status.MarkRebuildNotPossible), err)
+			return MarkedBy(WithReason(fn.Status.MarkRebuildNotPossible), err)
 		}, v1alpha1.FunctionConditionMiddlewareUpToDate},
 	}
 	for _, tt := range tests {
@@ -33,7 +33,7 @@ func TestMarkedBy(t *testing.T) {
 			stall := rerror.NewStalling(v1alpha1.ReasonRebuildNotPossible, "the build cannot start: %w", cause)
 			got := tt.mark(fn, stall)
 			if got != error(stall) || !errors.Is(got, cause) {
-				t.Fatalf("markedBy returned %v, want the stall it was given, wrapping its cause", got)
+				t.Fatalf("MarkedBy returned %v, want the stall it was given, wrapping its cause", got)
 			}
 			c := fn.Status.GetCondition(tt.cond)
 			if c == nil || c.Reason != v1alpha1.ReasonRebuildNotPossible || c.Message != stall.Error() {

@@ -1,11 +1,10 @@
-package function
+package build
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -32,7 +31,7 @@ func (r *Reconciler) pruneHistory(ctx context.Context, fn *v1alpha1.Function, ru
 	var finished []*pipelinev1.PipelineRun
 	for i := range runs {
 		pr := &runs[i]
-		if pr.IsDone() && pr.DeletionTimestamp.IsZero() && pr.Labels[resources.LabelBuildID] != current && controlledBy(pr, fn) {
+		if pr.IsDone() && pr.DeletionTimestamp.IsZero() && pr.Labels[resources.LabelBuildID] != current && resources.ControlledBy(pr, fn) {
 			finished = append(finished, pr)
 		}
 	}
@@ -69,15 +68,15 @@ func (r *Reconciler) pruneHistory(ctx context.Context, fn *v1alpha1.Function, ru
 // It reads the namespace's Secret watch (an index), not the API server. Only Secrets
 // fn owns are deleted.
 func (r *Reconciler) sweepGitCredentials(ctx context.Context, fn *v1alpha1.Function) {
-	if r.Secrets == nil || (r.Builds != nil && r.Builds.Launcher.Busy(client.ObjectKeyFromObject(fn))) {
+	if r.GitCredentials == nil || (r.Builds != nil && r.Builds.Launcher.Busy(client.ObjectKeyFromObject(fn))) {
 		return // a launch of this process may be creating one
 	}
 	inFlight := ""
 	if b := fn.Status.Build; b.InFlight() {
 		inFlight = b.ID
 	}
-	for _, m := range r.Secrets.GitCredentials(fn.Namespace, fn.Name) {
-		if m.Labels[resources.LabelBuildID] == inFlight || !m.DeletionTimestamp.IsZero() || !ownedBy(m, fn) {
+	for _, m := range r.GitCredentials.GitCredentials(fn.Namespace, fn.Name) {
+		if m.Labels[resources.LabelBuildID] == inFlight || !m.DeletionTimestamp.IsZero() || !resources.OwnedBy(m, fn) {
 			continue
 		}
 		uid := m.UID
@@ -88,31 +87,4 @@ func (r *Reconciler) sweepGitCredentials(ctx context.Context, fn *v1alpha1.Funct
 				"secret", m.Name, "build", m.Labels[resources.LabelBuildID], "reason", err.Error())
 		}
 	}
-}
-
-// controlledBy reports whether fn is o's controller, as the API proxy makes it of
-// every object of a build (resources.Owner). Whoever may create objects in the
-// namespace may write such a reference too: it tells the operator's objects from
-// others only together with a build ID the status recorded.
-func controlledBy(o metav1.Object, fn *v1alpha1.Function) bool {
-	ref := metav1.GetControllerOfNoCopy(o)
-	return fn.UID != "" && ref != nil && ref.UID == fn.UID && isFunctionRef(*ref)
-}
-
-// ownedBy reports whether fn owns o.
-func ownedBy(o metav1.Object, fn *v1alpha1.Function) bool {
-	for _, ref := range o.GetOwnerReferences() {
-		if ref.UID == fn.UID && ref.Kind == functionKind {
-			return true
-		}
-	}
-	return false
-}
-
-// functionKind is the kind of a Function, as owner references name it.
-const functionKind = "Function"
-
-// isFunctionRef reports whether ref names a Function, of any version of its group.
-func isFunctionRef(ref metav1.OwnerReference) bool {
-	return ref.Kind == functionKind && strings.HasPrefix(ref.APIVersion, v1alpha1.SchemeGroupVersion.Group+"/")
 }

@@ -1,0 +1,324 @@
+package build
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/config"
+	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/git"
+	"github.com/fnops/func-operator/pkg/rebuild"
+	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
+	"github.com/fnops/func-operator/pkg/reconciler/function/step"
+	"github.com/fnops/func-operator/pkg/registry"
+	"github.com/fnops/func-operator/pkg/rerror"
+	"github.com/fnops/func-operator/pkg/tenancy"
+)
+
+// Rebuild is the rebuild step: it follows a build in flight or just succeeded, and
+// rebuilds a Function a Cause makes due (dueCause) when its preconditions hold
+// (plan) and the fleet's budget has a slot (admit), through func's Tekton
+// pipeline, launched after the status that records the build is written. A Function
+// that need not or cannot build now (a stall) gives its place in the queue up.
+func (r *Reconciler) Rebuild(ctx context.Context, fn *v1alpha1.Function, obs Observed) (step.Result, error) {
+	if !r.Enabled() {
+		return step.Result{}, nil
+	}
+	if res, following := r.unsettled(fn, obs); following {
+		return res, nil
+	}
+	cause := dueCause(obs)
+	if cause == nil {
+		r.GiveUpPlace(fn)
+		return step.Result{}, nil
+	}
+	if r.Builds.Launcher.Busy(client.ObjectKeyFromObject(fn)) {
+		// Launched by this process, and not yet in the status this reconcile read.
+		fn.Status.MarkRebuilding("a build of the function is starting")
+		return step.Result{}, nil
+	}
+	p, err := r.plan(ctx, fn, obs, cause)
+	var res step.Result
+	if err == nil {
+		res, err = r.admit(ctx, fn, obs, p)
+	}
+	if rerror.IsStalling(err) {
+		r.GiveUpPlace(fn)
+	}
+	return res, err
+}
+
+// unsettled words a build in flight, and follows one that succeeded until its image
+// serves (verify). It reports true while the build's outcome is not settled.
+func (r *Reconciler) unsettled(fn *v1alpha1.Function, obs Observed) (step.Result, bool) {
+	b := fn.Status.Build
+	switch {
+	case b == nil:
+	case b.InFlight():
+		fn.Status.MarkRebuilding("build %s %s: PipelineRun %s rebuilds the function %s",
+			b.ID, strings.ToLower(b.Phase), cmp.Or(b.PipelineRun, "(being created)"), describe(b))
+		return step.Result{}, true
+	case b.Phase == v1alpha1.BuildPhaseSucceeded:
+		return r.verify(fn, obs)
+	}
+	return step.Result{}, false
+}
+
+// plan is a rebuild the preconditions let start: what it builds, and with what.
+type plan struct {
+	cause  *Cause
+	commit string
+	meta   funclib.Metadata
+	clone  *git.CloneCredentials
+}
+
+// plan checks the preconditions of a rebuild for cause: Tekton served, the commit
+// to build and its func.yaml, a pipeline func can run, a deployer that will not
+// strand what is deployed, credentials the clone step can take, a namespace that
+// onboarded the operator. Each unmet one is a stall that words the condition.
+func (r *Reconciler) plan(ctx context.Context, fn *v1alpha1.Function, obs Observed, cause *Cause) (plan, error) {
+	notPossible := step.WithReason(fn.Status.MarkRebuildNotPossible)
+	if !r.Builds.TektonServed() {
+		return plan{}, cause.blocked(notPossible, v1alpha1.ReasonRebuildNotPossible,
+			"the cluster has no Tekton Pipelines API (tekton.dev/v1 PipelineRun): install Tekton Pipelines: the operator picks it up within a minute, without a restart")
+	}
+	commit, meta, err := r.source(ctx, fn, obs, cause)
+	if err != nil {
+		return plan{}, err
+	}
+	if err := funclib.CheckBuildable(meta); err != nil {
+		return plan{}, cause.blocked(notPossible, v1alpha1.ReasonRebuildNotPossible, "func's pipeline cannot build the function: %w", err)
+	}
+	// func's pipeline deploys with the deployer func.yaml names at the commit it builds:
+	// never one that would leave what deployed the function beside what it deploys.
+	if err := r.checkDeployer(fn, obs, cause, commit, meta); err != nil {
+		return plan{}, err
+	}
+	// The clone step gets the credentials the check read the repository with.
+	var clone *git.CloneCredentials
+	if obs.Auth != nil {
+		clone, err = obs.Auth.ForClone()
+		if err == nil && clone != nil {
+			err = funclib.CheckGitCredentials(fn.Spec.Repository.URL, gitCredentials(clone))
+		}
+		if err != nil {
+			return plan{}, cause.blocked(notPossible, v1alpha1.ReasonRebuildNotPossible,
+				"the repository's credentials cannot be handed to the build's clone step: %w", err)
+		}
+	}
+	// Only a Function that may build now holds a place in the queue.
+	// A keda function's deploy writes an HTTPScaledObject: a grant of its own.
+	keda := funclib.DeployerOf(meta) == funclib.DeployerKeda
+	if err := r.Access.CheckFor(ctx, fn.Namespace, r.Config.Load().PipelineServiceAccount, keda); err != nil {
+		if tenancy.IsNotOnboarded(err) {
+			err = fmt.Errorf("%s but %w", cause, err)
+			fn.Status.MarkNamespaceNotOnboarded("%s", err)
+		}
+		return plan{}, err
+	}
+	return plan{cause: cause, commit: commit, meta: meta, clone: clone}, nil
+}
+
+// admit starts p when the machine and the fleet's queue let it: after a failure's
+// backoff, with a slot of the budget. The launch waits for the status that records
+// the build to be written.
+func (r *Reconciler) admit(ctx context.Context, fn *v1alpha1.Function, obs Observed, p plan) (step.Result, error) {
+	key, b, cfg := client.ObjectKeyFromObject(fn), fn.Status.Build, r.Config.Load()
+	now, m := r.now(), r.machine()
+	due := m.Next(b, rebuild.Event{Kind: rebuild.Due, At: now})
+	if due.Backoff {
+		fn.Status.MarkBuildFailed("%s; retry %d at %s", failureSummary(b), b.Failures+1, b.RetryAfter.UTC().Format(time.RFC3339))
+		return step.RequeueAfter(due.RequeueAfter), nil
+	}
+	admitted, position, length := r.Builds.Queue.Admit(key, due.QueuedAt)
+	if !admitted {
+		r.apply(fn, m.Next(b, rebuild.Event{Kind: rebuild.NoSlot, At: now, QueuedAt: due.QueuedAt, Position: int32(position)}))
+		limit := fmt.Sprintf("at most %d rebuilds run at once (ConfigMap %s, key %s)", cfg.MaxConcurrentBuilds, config.ConfigMapName, config.KeyMaxConcurrentBuilds)
+		if full, n, perNS := r.Builds.Queue.NamespaceFull(fn.Namespace); full {
+			limit = fmt.Sprintf("namespace %s runs %d, and at most %d of a namespace run at once (ConfigMap %s, key %s)",
+				fn.Namespace, n, perNS, config.ConfigMapName, config.KeyMaxConcurrentBuildsPerNamespace)
+		}
+		fn.Status.MarkRebuildQueued("%s: the rebuild of commit %s waits in the queue at position %d of %d; %s",
+			p.cause, v1alpha1.ShortCommit(p.commit), position, length, limit)
+		return step.Result{}, nil
+	}
+	if err := r.ensurePullSecret(ctx, fn, p.meta); err != nil {
+		r.Builds.Queue.Release(key)
+		return step.Result{}, err
+	}
+	id := rand.String(10)
+	start := rebuild.Start{ID: id, Commit: p.commit, FromImage: obs.Deployed.Image, Cause: p.cause.Kind, BoundUID: obs.Deployed.BoundUID}
+	if p.cause.Kind == v1alpha1.BuildCauseMiddleware {
+		start.FromMiddleware, start.ToMiddleware = p.cause.Running, p.cause.Brings
+	}
+	started := m.Next(b, rebuild.Event{Kind: rebuild.Admitted, At: now, QueuedAt: due.QueuedAt, Start: start})
+	r.apply(fn, started)
+	fn.Status.MarkRebuilding("build %s starting: rebuilding commit %s %s", id, v1alpha1.ShortCommit(p.commit), describe(fn.Status.Build))
+	req := resources.BuildRequest(fn, id, p.commit, p.meta, cfg.BuilderImages)
+	req.StepImages = funclib.StepImages{Bash: cfg.BashImage, Buildah: cfg.BuildahImage}
+	req.Labels[resources.LabelServiceUID] = string(obs.Deployed.BoundUID)
+	req.Credentials = r.registryCredentials(fn)
+	req.GitCredentials = gitCredentials(p.clone)
+	req.WorkDir = r.Builds.WorkDir
+	return step.Result{
+		RequeueAfter: started.RequeueAfter,
+		// Launched only once the status records the build: a stale read cannot start a second one.
+		AfterPatch: func(patched bool) {
+			if patched {
+				r.Builds.Launcher.Launch(key, id, req)
+			} else {
+				r.Builds.Queue.Release(key)
+			}
+		},
+	}, nil
+}
+
+// describe words what build b brings, by its cause: "to bring <middleware> (running: <middleware>)".
+func describe(b *v1alpha1.BuildStatus) string {
+	switch b.Cause {
+	default: // v1alpha1.BuildCauseMiddleware, and builds recorded before causes were
+		return fmt.Sprintf("to bring %s (running: %s)", b.ToMiddleware, cmp.Or(b.FromMiddleware, "unknown"))
+	}
+}
+
+// checkDeployer stalls a rebuild whose deploy would not go well: func's pipeline
+// deploys with func.yaml's deployer at the commit it builds, which must not strand
+// what deployed the function (DeployerMismatch), nor switch from the deployer func.yaml
+// recorded (func's deploy refuses that itself, in every build); a keda deploy needs
+// the KEDA HTTP add-on.
+func (r *Reconciler) checkDeployer(fn *v1alpha1.Function, obs Observed, cause *Cause, built string, meta funclib.Metadata) error {
+	commit := v1alpha1.ShortCommit(built)
+	mismatch := step.WithReason(fn.Status.MarkDeployerMismatch)
+	want, have := funclib.DeployerOf(meta), ""
+	if obs.Deployed.Target != nil {
+		have = obs.Deployed.Target.Deployer()
+	}
+	if have != "" {
+		if err := funclib.CheckDeployerSwitch(have, want); err != nil {
+			return cause.blocked(mismatch, v1alpha1.ReasonDeployerMismatch, "func's pipeline would deploy commit %s with func's %s deployer "+
+				"(func.yaml's deployer, else deploy.deployer, else func's default), while func's %s deployer deployed the function: the operator does not rebuild it (%w). "+
+				"Set func.yaml's deployer to %s, or func delete the function and deploy it again",
+				commit, want, have, err, have)
+		}
+	}
+	if err := funclib.CheckRecordedSwitch(meta); err != nil {
+		return cause.blocked(mismatch, v1alpha1.ReasonDeployerMismatch, "func's deploy would refuse commit %s: its func.yaml asks for func's %s deployer "+
+			"and records a deploy with %s (deploy.deployer) (%w). Make the two agree in func.yaml",
+			commit, meta.Deployer, meta.DeployedWith, err)
+	}
+	if want == funclib.DeployerKeda && (r.KEDAServed == nil || !r.KEDAServed()) {
+		return cause.blocked(step.WithReason(fn.Status.MarkRebuildNotPossible), v1alpha1.ReasonRebuildNotPossible,
+			"func's pipeline would deploy commit %s with func's keda deployer, and the cluster serves no HTTPScaledObjects (http.keda.sh/v1alpha1): "+
+				"install the KEDA HTTP add-on: the operator picks it up within a minute, without a restart", commit)
+	}
+	return nil
+}
+
+// verify follows a successful build until what func deployed runs its image
+// (obs.Deployed) with the middleware it was to bring (obs.Middleware). It returns
+// decided when the build's outcome is settled for this reconcile: still waiting for
+// the deploy, or failed; not decided once the rebuild is recorded (or was already).
+func (r *Reconciler) verify(fn *v1alpha1.Function, obs Observed) (step.Result, bool) {
+	mw, b := fn.Status.Middleware, fn.Status.Build
+	t := r.machine().Next(b, rebuild.Event{Kind: rebuild.Deployed, At: r.now(), Deploy: rebuild.Deploy{
+		Recorded: mw.LastRebuild != nil && b.CompletionTime != nil && mw.LastRebuild.Equal(b.CompletionTime),
+		BoundUID: obs.Deployed.BoundUID, Image: obs.Deployed.Image, RollingOut: obs.Deployed.RollingOut,
+		Current: obs.Middleware.Current, Available: obs.Middleware.Available, RebuildDue: obs.Middleware.Due,
+	}})
+	switch t.Deploy {
+	case rebuild.DeployRecorded:
+		return step.Result{}, false
+	case rebuild.DeployFailed:
+		r.apply(fn, t)
+		fn.Status.MarkBuildFailed("%s", failureSummary(fn.Status.Build))
+		return step.Result{}, true
+	case rebuild.DeployWaiting:
+		fn.Status.MarkRebuilding("PipelineRun %s succeeded: waiting for %s to run the new image", b.PipelineRun, obs.Deployed.Target)
+		return step.RequeueAfter(t.RequeueAfter), true
+	}
+	r.apply(fn, t)
+	b = fn.Status.Build
+	mw.LastRebuild = b.CompletionTime.DeepCopy()
+	fn.Status.Deployment.ImageBuilt = b.CompletionTime.DeepCopy()
+	msg := rebuild.UpdatedMessage(b, obs.Middleware.Current)
+	fn.Status.AddHistory(v1alpha1.HistoryEntry{Time: *b.CompletionTime.DeepCopy(), Message: msg})
+	r.Recorder.Eventf(fn, corev1.EventTypeNormal, "Rebuilt", "%s (PipelineRun %s)", msg, b.PipelineRun)
+	return step.Result{}, false
+}
+
+// gitCredentials are c for the func library's build, nil when anonymous.
+func gitCredentials(c *git.CloneCredentials) *funclib.GitCredentials {
+	if c == nil {
+		return nil
+	}
+	return &funclib.GitCredentials{Username: c.Username, Password: c.Password,
+		SSHPrivateKey: c.SSHPrivateKey, KnownHosts: c.KnownHosts, CABundle: c.CABundle}
+}
+
+// source returns the commit a rebuild builds (obs.From) and func.yaml at that
+// commit: the builder, runtime and build envs a build uses are the ones of the source
+// it builds. The deployed commit, when it is not the followed one, is looked up in
+// the followed reference's history (Sources.ReadAt), with the credentials the check
+// read the repository with.
+func (r *Reconciler) source(ctx context.Context, fn *v1alpha1.Function, obs Observed, cause *Cause) (string, funclib.Metadata, error) {
+	from, followed := obs.From, obs.Head.Commit
+	notPossible := step.WithReason(fn.Status.MarkRebuildNotPossible)
+	if from.Problem != "" {
+		return "", funclib.Metadata{}, cause.blocked(notPossible, v1alpha1.ReasonRebuildNotPossible, "%s: %s", from.Problem, from.Remedy)
+	}
+	if from.Commit == followed || from.Source != v1alpha1.RebuildFromDeployed {
+		meta, err := r.metadata(ctx, fn, obs)
+		return followed, meta, err
+	}
+	anchor := ""
+	if fn.Status.Deployment != nil {
+		anchor = fn.Status.Deployment.FollowedAtDeploy
+	}
+	res, err := r.Sources.ReadAt(ctx, fn.Spec.Repository.URL, obs.Head, from.Commit, anchor, fn.Spec.Repository.CleanPath(), obs.Auth, r.Config.Load().GitTimeout)
+	if rerror.IsStalling(err) {
+		return "", funclib.Metadata{}, cause.blocked(notPossible, v1alpha1.ReasonRebuildNotPossible,
+			"commit %s, the one the running image was built from, cannot be rebuilt: %w; %s", v1alpha1.ShortCommit(from.Commit), err, from.Remedy)
+	}
+	if err != nil {
+		return "", funclib.Metadata{}, fmt.Errorf("reading func.yaml at commit %s, the one the running image was built from, for the build: %w", from.Commit, err)
+	}
+	// Looked up: the status names it in full from now on (the middleware step keeps it).
+	if rf := fn.Status.Middleware.RebuildFrom; rf != nil {
+		rf.Commit = res.Commit
+	}
+	return res.Commit, res.Metadata, nil
+}
+
+// metadata returns func.yaml at obs.Head: as the source step read it, or from the
+// Sources' cache (a clone when a restart emptied it).
+func (r *Reconciler) metadata(ctx context.Context, fn *v1alpha1.Function, obs Observed) (funclib.Metadata, error) {
+	if obs.Metadata != nil {
+		return *obs.Metadata, nil
+	}
+	res, err := r.Sources.Read(ctx, fn.Spec.Repository.URL, obs.Head, fn.Spec.Repository.CleanPath(), obs.Auth, r.Config.Load().GitTimeout)
+	if err != nil {
+		return funclib.Metadata{}, fmt.Errorf("reading func.yaml for the build: %w", err)
+	}
+	return res.Metadata, nil
+}
+
+// registryCredentials returns the pipeline's registry credentials, read from the
+// Function's registry Secret when the build starts.
+func (r *Reconciler) registryCredentials(fn *v1alpha1.Function) func(ctx context.Context, image string) (string, string, error) {
+	fn = fn.DeepCopy()
+	return func(ctx context.Context, image string) (string, string, error) {
+		kc, _, err := r.Keychain(ctx, fn)
+		if err != nil {
+			return "", "", fmt.Errorf("reading the registry Secret: %w", err)
+		}
+		return registry.Login(kc, image)
+	}
+}
