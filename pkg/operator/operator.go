@@ -259,13 +259,11 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 	services := &knative.Services{Reader: mgr.GetClient()}
 	workloads := &workload.Workloads{Reader: mgr.GetClient(), Subscriptions: services.SubscriptionsTo}
 	repositories := function.NewRepositories()
-	// The Secret watches bring Functions back through the Reconciler they are wired into.
-	var r *function.Reconciler
-	secretWatches, secrets, err := secretReaders(restConfig, mgr, func(ctx context.Context, o client.Object) { r.SecretChanged(ctx, o) })
+	secretWatches, secrets, err := secretReaders(restConfig, mgr)
 	if err != nil {
 		return nil, err
 	}
-	r = function.New(function.Deps{
+	r := function.New(function.Deps{
 		Describer: funclib.NewDescriber(services).
 			WithSource(funclib.DeployerRaw, workloads.Source(funclib.DeployerRaw)).
 			WithSource(funclib.DeployerKeda, workloads.Source(funclib.DeployerKeda)),
@@ -291,6 +289,8 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 		WatchSelected: watchSelected,
 		APIRecheck:    o.APIRecheck,
 	})
+	// The Secret watches bring Functions back through the Reconciler that reads them.
+	secretWatches.OnChange = r.SecretChanged
 	// A repository whose listing changed brings back every Function reading it.
 	fetcher.OnChange = r.RepositoryChanged
 	if err := addWebhooks(mgr, o, repositories, wakeups, fetcher); err != nil {
@@ -325,14 +325,15 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 	return mgr, nil
 }
 
-// secretReaders returns the Secret watches of the onboarded namespaces (by metadata,
-// calling onChange) and the reader of the Secrets Functions name, which uses them.
-func secretReaders(restConfig *rest.Config, mgr manager.Manager, onChange func(context.Context, client.Object)) (*tenancy.SecretWatches, *tenancy.Secrets, error) {
+// secretReaders returns the Secret watches of the onboarded namespaces (by metadata;
+// set their OnChange before the manager starts) and the reader of the Secrets
+// Functions name, which uses them.
+func secretReaders(restConfig *rest.Config, mgr manager.Manager) (*tenancy.SecretWatches, *tenancy.Secrets, error) {
 	metadataClient, err := metadata.NewForConfig(restConfig)
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the metadata client: %w", err)
 	}
-	watches := &tenancy.SecretWatches{Client: metadataClient, OnChange: onChange}
+	watches := &tenancy.SecretWatches{Client: metadataClient}
 	return watches, tenancy.NewSecrets(mgr.GetAPIReader(), watches), nil
 }
 

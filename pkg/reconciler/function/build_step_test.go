@@ -22,6 +22,7 @@ import (
 	"github.com/fnops/func-operator/pkg/rebuild"
 	"github.com/fnops/func-operator/pkg/reconciler/function/build"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
+	"github.com/fnops/func-operator/pkg/rerror"
 	"github.com/fnops/func-operator/pkg/workload"
 )
 
@@ -36,6 +37,14 @@ func (r taskRunsUnreadable) Get(ctx context.Context, key client.ObjectKey, obj c
 		return errors.New("reading TaskRuns is broken")
 	}
 	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+// unreadable is a Fetcher whose reads of func.yaml stall, as a path that is gone at
+// the commit does.
+type unreadable struct{ Fetcher }
+
+func (unreadable) Read(context.Context, string, git.Head, string, *git.Auth, time.Duration) (git.Result, error) {
+	return git.Result{}, rerror.NewStalling(v1alpha1.ReasonPathNotFound, "no func.yaml at the commit (simulated)")
 }
 
 // lagging is a cache that has not seen any PipelineRun yet, as one listed from a
@@ -314,11 +323,14 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 		// func.yaml (meta.ServiceAccountName) gets as an image pull Secret; createSA
 		// creates that ServiceAccount.
 		pullSecret, createSA bool
-		want                 outcome
-		wantPhase    string
-		wantLaunch   bool
-		wantSoon     time.Duration
-		wantQueued   bool // the Function waits in the queue after the step
+		// bare: the namespace has not onboarded the operator; noKEDAGrant: not for keda
+		// functions; unreadable: func.yaml cannot be read at the commit (a stall).
+		bare, noKEDAGrant, unreadable bool
+		want                          outcome
+		wantPhase                     string
+		wantLaunch                    bool
+		wantSoon                      time.Duration
+		wantQueued                    bool // the Function waits in the queue after the step
 	}{{
 		name:       "due, a slot free: recorded Starting, launched after the patch",
 		middleware: due, budget: 2, meta: meta,
@@ -405,11 +417,26 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 		want:      outcome{Condition: "False/Rebuilding/"},
 		wantPhase: v1alpha1.BuildPhaseStarting, wantLaunch: true, wantSoon: rebuild.PollWhileWaiting,
 	}, {
+		name:       "the namespace has not onboarded the operator: stalls and leaves the queue and the status",
+		middleware: due, budget: 2, queued: true, bare: true, meta: meta,
+		build: &v1alpha1.BuildStatus{Phase: v1alpha1.BuildPhaseQueued, QueuedAt: &metav1.Time{Time: now}},
+		want:  outcome{Kind: "stalling", Reason: v1alpha1.ReasonNamespaceNotOnboarded, Condition: "False/NamespaceNotOnboarded/"},
+	}, {
+		name:       "keda, the namespace has not onboarded keda functions: stalls",
+		middleware: due, budget: 2, deployedWith: "keda", noKEDAGrant: true,
+		meta: funclib.Metadata{Name: "hello", Runtime: "go", Registry: "registry.invalid/fns", Deployer: "keda"},
+		want: outcome{Kind: "stalling", Reason: v1alpha1.ReasonNamespaceNotOnboarded, Condition: "False/NamespaceNotOnboarded/"},
+	}, {
+		name:       "func.yaml cannot be read for the build (a stall): leaves the queue and the status",
+		middleware: due, budget: 2, queued: true, unreadable: true, meta: meta,
+		build: &v1alpha1.BuildStatus{Phase: v1alpha1.BuildPhaseQueued, QueuedAt: &metav1.Time{Time: now}},
+		want:  outcome{Kind: "stalling", Reason: v1alpha1.ReasonRebuildNotPossible, Condition: "False/RebuildNotPossible/"},
+	}, {
 		name:       "the function's ServiceAccount does not exist: stalls, frees its slot and leaves the queue and the status",
 		middleware: due, budget: 2, queued: true, pullSecret: true,
 		build: &v1alpha1.BuildStatus{Phase: v1alpha1.BuildPhaseQueued, QueuedAt: &metav1.Time{Time: now}},
-		meta: funclib.Metadata{Name: "hello", Runtime: "go", Registry: "registry.invalid/fns", ServiceAccountName: "fn-sa"},
-		want: outcome{Kind: "stalling", Reason: v1alpha1.ReasonRebuildNotPossible, Condition: "False/RebuildNotPossible/"},
+		meta:  funclib.Metadata{Name: "hello", Runtime: "go", Registry: "registry.invalid/fns", ServiceAccountName: "fn-sa"},
+		want:  outcome{Kind: "stalling", Reason: v1alpha1.ReasonRebuildNotPossible, Condition: "False/RebuildNotPossible/"},
 	}, {
 		name:       "the function's ServiceAccount exists: it gets the pull Secret, launched (the positive control)",
 		middleware: due, budget: 2, queued: true, pullSecret: true, createSA: true,
@@ -420,7 +447,14 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ns := newNamespace(t)
+			if tt.bare {
+				ns = newBareNamespace(t)
+			}
 			r, rec := newBuildReconciler(t)
+			if tt.unreadable {
+				r.Fetcher = unreadable{r.Fetcher}
+				r.wire()
+			}
 			cfg := r.Config.Load()
 			cfg.MaxConcurrentBuilds = tt.budget
 			r.Config.Set(cfg)
@@ -429,7 +463,7 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 				r.Workloads = &workload.Workloads{Reader: k8sClient}
 				r.wire()
 			}
-			if funclib.DeployerOf(tt.meta) == funclib.DeployerKeda {
+			if funclib.DeployerOf(tt.meta) == funclib.DeployerKeda && !tt.noKEDAGrant {
 				// A keda deploy needs config/namespace/onboard-keda.yaml's grant too.
 				onboardKEDA(t, ns)
 			}
@@ -452,9 +486,12 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 			fn.Status.Build = tt.build
 			fn.Status.Middleware = &v1alpha1.MiddlewareStatus{}
 			fn.Status.Deployment = &v1alpha1.DeploymentStatus{Image: image}
-			md := tt.meta
+			md := &tt.meta
+			if tt.unreadable {
+				md = nil // read again for the build, as after a restart
+			}
 			obs := &observation{
-				source:     sourceArtifact{head: git.Head{Branch: "main", Commit: "0123456789abcdef"}, name: "hello", runtime: "go", metadata: &md},
+				source:     sourceArtifact{head: git.Head{Branch: "main", Commit: "0123456789abcdef"}, name: "hello", runtime: "go", metadata: md},
 				deployment: deployment{image: image, found: testTarget(tt.deployedWith)},
 				middleware: tt.middleware,
 			}

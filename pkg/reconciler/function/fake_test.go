@@ -36,7 +36,9 @@ type fakeCluster struct {
 	client.WithWatch
 	mu         sync.Mutex
 	namespaces int
-	onboarded  map[string]bool
+	// onboarded and keda: the namespaces that granted the operator a build's RBAC,
+	// and a keda function's too (onboard, onboardKEDA).
+	onboarded, keda map[string]bool
 }
 
 // onFakeClient puts the test on a fake cluster of its own: k8sClient is its client
@@ -58,20 +60,18 @@ func onFakeClient(t *testing.T) {
 		WithIndex(&v1alpha1.Function{}, functionNameIndex, functionName).
 		Build()
 	prevAPI, prevClient := fakeAPI, k8sClient
-	fakeAPI = &fakeCluster{WithWatch: c, onboarded: map[string]bool{}}
+	fakeAPI = &fakeCluster{WithWatch: c, onboarded: map[string]bool{}, keda: map[string]bool{}}
 	k8sClient = fakeAPI
 	t.Cleanup(func() { fakeAPI, k8sClient = prevAPI, prevClient })
 }
 
-// Create creates o as an API server would: with a UID and a creation time, and a
-// Secret's stringData merged into its data.
+// Create creates o as an API server would: with a UID of its own, a creation time and
+// generation 1, and a Secret's stringData merged into its data. (Generations do not
+// move on updates here: the tests of a spec change run on the control plane.)
 func (f *fakeCluster) Create(ctx context.Context, o client.Object, opts ...client.CreateOption) error {
-	if o.GetUID() == "" {
-		o.SetUID(uuid.NewUUID())
-	}
-	if ts := o.GetCreationTimestamp(); ts.IsZero() {
-		o.SetCreationTimestamp(metav1.Now())
-	}
+	o.SetUID(uuid.NewUUID())
+	o.SetCreationTimestamp(metav1.Now())
+	o.SetGeneration(1)
 	if s, ok := o.(*corev1.Secret); ok && len(s.StringData) > 0 {
 		if s.Data == nil {
 			s.Data = map[string][]byte{}
@@ -99,13 +99,17 @@ func (f *fakeCluster) namespace(t *testing.T, onboarded bool) string {
 }
 
 // CheckFor simulates tenancy.NamespaceAccess: a namespace made onboarded has granted
-// the operator a build's RBAC (the real check, SelfSubjectRulesReview, needs the
-// API server's authorizer; pkg/tenancy tests it).
-func (f *fakeCluster) CheckFor(_ context.Context, namespace, _ string, _ bool) error {
+// the operator a build's RBAC, and one onboardKEDA made a keda function's too (the
+// real check, SelfSubjectRulesReview, needs the API server's authorizer; pkg/tenancy
+// tests it).
+func (f *fakeCluster) CheckFor(_ context.Context, namespace, _ string, keda bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !f.onboarded[namespace] {
+	switch {
+	case !f.onboarded[namespace]:
 		return tenancy.NotOnboarded(namespace, "namespace "+namespace+" has not onboarded func-operator (simulated)")
+	case keda && !f.keda[namespace]:
+		return tenancy.NotOnboarded(namespace, "namespace "+namespace+" has not onboarded func-operator for keda functions (simulated)")
 	}
 	return nil
 }

@@ -121,6 +121,11 @@ func newTestReconciler(t *testing.T, events int) (*testReconciler, *record.FakeR
 		r.Access = fakeAPI
 	}
 	r.wire()
+	t.Cleanup(func() {
+		if r.Deps != r.wired {
+			t.Error("a dependency of the test Reconciler changed after it was wired: call wire()")
+		}
+	})
 	return r, rec
 }
 
@@ -129,10 +134,13 @@ func newTestReconciler(t *testing.T, events int) (*testReconciler, *record.FakeR
 type testReconciler struct {
 	*Reconciler
 	Deps
+	// wired is what the Reconciler was built of: a test that changed Deps since and
+	// did not wire fails (newTestReconciler's cleanup).
+	wired Deps
 }
 
 // wire builds the Reconciler of r.Deps again.
-func (r *testReconciler) wire() { r.Reconciler = New(r.Deps) }
+func (r *testReconciler) wire() { r.Reconciler, r.wired = New(r.Deps), r.Deps }
 
 func newFunction(ns, name string, repo v1alpha1.Repository) *v1alpha1.Function {
 	return &v1alpha1.Function{
@@ -173,6 +181,9 @@ func reconcileOnce(t *testing.T, r reconcile.Reconciler, ns, name string) (recon
 // asOperator is a client with the operator's identity and only the RBAC of config/.
 func asOperator(t *testing.T) client.Client {
 	t.Helper()
+	if fakeAPI != nil {
+		t.Fatal("asOperator needs the control plane's authorizer: the test cannot run on the fake client")
+	}
 	apiServer(t)
 	return envtest.OperatorClient(t, restConfig, k8sClient.Scheme())
 }
@@ -196,6 +207,9 @@ func onboard(t *testing.T, ns string) {
 func onboardKEDA(t *testing.T, ns string) {
 	t.Helper()
 	if fakeAPI != nil {
+		fakeAPI.mu.Lock()
+		fakeAPI.keda[ns] = true
+		fakeAPI.mu.Unlock()
 		return
 	}
 	if err := envtest.OnboardKEDA(context.Background(), restConfig, ns); err != nil {

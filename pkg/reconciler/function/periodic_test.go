@@ -163,6 +163,7 @@ func TestReconcile_PeriodicCheck(t *testing.T) {
 	restarted := &countingClient{Client: k8sClient}
 	r2, _ := newTestReconciler(t, 10)
 	r2.Client = restarted
+	r2.wire()
 	if _, err := reconcileOnce(t, r2, ns, "a"); err != nil {
 		t.Fatal(err)
 	}

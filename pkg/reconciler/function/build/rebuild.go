@@ -276,6 +276,9 @@ func (r *Reconciler) source(ctx context.Context, fn *v1alpha1.Function, obs Obse
 	}
 	if from.Commit == followed || from.Source != v1alpha1.RebuildFromDeployed {
 		meta, err := r.metadata(ctx, fn, obs)
+		if rerror.IsStalling(err) {
+			return "", funclib.Metadata{}, cause.blocked(notPossible, v1alpha1.ReasonRebuildNotPossible, "%w", err)
+		}
 		return followed, meta, err
 	}
 	anchor := ""
