@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -479,15 +480,38 @@ current-context: c
 	return path
 }
 
+// freeAddr is a loopback address for one of the operator's listeners. Its port is
+// below the kernel's ephemeral range (32768-60999 here), so that no listener on port 0
+// and no outgoing connection of the tests running beside can take it between the
+// choice and the operator's bind: that once crashed a start ("address already in
+// use"), which a pod, in a network namespace of its own, never sees. No port is handed
+// out twice in a process.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	freePorts.Lock()
+	defer freePorts.Unlock()
+	for range 100 {
+		port := 20000 + rand.IntN(12000)
+		if freePorts.given[port] {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue // taken: another one
+		}
+		_ = l.Close()
+		freePorts.given[port] = true
+		return l.Addr().String()
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
+	t.Fatal("no free port below the ephemeral range in 100 tries")
+	return ""
 }
+
+// freePorts are the ports freeAddr handed out.
+var freePorts = struct {
+	sync.Mutex
+	given map[int]bool
+}{given: map[int]bool{}}
 
 // deleteObject deletes obj, as a user would.
 func (s *suite) deleteObject(t *testing.T, obj client.Object) {
