@@ -54,6 +54,13 @@ type Function struct {
 // of it is fresh.
 const AnnotationRequestedAt = "functions.dev/requested-at"
 
+// AnnotationRebuildRequestedAt, set to a new value (a time, say), asks for one rebuild
+// of the function now, of the commit a middleware rebuild would build
+// (status.middleware.rebuildFrom), through the fleet's queue, past a failed build's
+// backoff. status.lastHandledRebuildRequest records the value once a build started
+// for it or it was refused, so one value never builds twice, across restarts.
+const AnnotationRebuildRequestedAt = "functions.dev/rebuild-requested-at"
+
 // FunctionSpec is where a function's source lives and how to reach it. It is
 // wire-compatible with the Function objects that `func deploy` writes.
 type FunctionSpec struct {
@@ -215,6 +222,13 @@ type FunctionStatus struct {
 	// bytes shows as "sha256:" and its digest.
 	// +optional
 	LastHandledRequestedAt string `json:"lastHandledRequestedAt,omitempty"`
+
+	// LastHandledRebuildRequest is the value of annotation
+	// functions.dev/rebuild-requested-at the operator last handled: a build started for
+	// it, or it was refused (Event RebuildRequestRefused says why). Shown as
+	// lastHandledRequestedAt is.
+	// +optional
+	LastHandledRebuildRequest string `json:"lastHandledRebuildRequest,omitempty"`
 
 	// History lists notable events in the function's life, newest first, at most 20.
 	// +optional
@@ -488,6 +502,8 @@ const (
 const (
 	// BuildCauseMiddleware: the function runs an older middleware than func builds.
 	BuildCauseMiddleware = "Middleware"
+	// BuildCauseRequest: annotation functions.dev/rebuild-requested-at asked for it.
+	BuildCauseRequest = "Request"
 )
 
 // BuildStatus is a rebuild of the function on the cluster, through Tekton.
@@ -560,7 +576,7 @@ type BuildStatus struct {
 	RetryAfter *metav1.Time `json:"retryAfter,omitempty"`
 
 	// Cause is why the build was started: Middleware, a newer middleware than the
-	// function runs is available.
+	// function runs is available; Request, annotation functions.dev/rebuild-requested-at.
 	// +optional
 	Cause string `json:"cause,omitempty"`
 

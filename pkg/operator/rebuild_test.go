@@ -278,6 +278,36 @@ func TestOperator_RebuildOutdatedFunction(t *testing.T) {
 	if n := len(pipelineRuns(t, ns)); n != 1 || len(sim.Started()) != 1 {
 		t.Errorf("%d PipelineRuns, %d started, after the rebuild; want 1", n, len(sim.Started()))
 	}
+
+	// A rebuild on request: one more build of the up-to-date function (cause Request),
+	// through Tekton, verified; the same value asks for nothing more.
+	requestRebuild(t, ns, "hello", "r1")
+	eventually(t, 60*time.Second, func() string {
+		fn := getFunction(t, ns, "hello")
+		if b := fn.Status.Build; b == nil || b.Cause != v1alpha1.BuildCauseRequest || b.Phase != v1alpha1.BuildPhaseSucceeded ||
+			fn.Status.LastHandledRebuildRequest != "r1" || len(fn.Status.History) == 0 || !strings.HasPrefix(fn.Status.History[0].Message, "Rebuilt as requested") {
+			return fmt.Sprintf("build = %+v, lastHandledRebuildRequest = %q, history = %+v", b, fn.Status.LastHandledRebuildRequest, fn.Status.History)
+		}
+		return ""
+	})
+	requestRebuild(t, ns, "hello", "r1") // an unrelated write of the same value
+	time.Sleep(time.Second)
+	if n := len(pipelineRuns(t, ns)); n != 2 || len(sim.Started()) != 2 {
+		t.Errorf("%d PipelineRuns, %d started, after the requested rebuild; want 2", n, len(sim.Started()))
+	}
+	if ev := eventsOf(t, ns, "hello"); len(ev["Rebuilding"]) != 2 || !strings.Contains(ev["Rebuilding"][1]+ev["Rebuilding"][0], "(cause: Request)") {
+		t.Errorf("Rebuilding events = %q, want a second one, of cause Request", ev["Rebuilding"])
+	}
+}
+
+// requestRebuild sets annotation functions.dev/rebuild-requested-at of Function name to value.
+func requestRebuild(t *testing.T, ns, name, value string) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.AnnotationRebuildRequestedAt, value)
+	fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if err := k8sClient.Patch(context.Background(), fn, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestOperator_RebuildBudget(t *testing.T) {

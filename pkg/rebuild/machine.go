@@ -23,6 +23,11 @@ const (
 	// Service, or its raw or keda Deployment) may
 	// still run the old image before the build counts as failed.
 	DeployGrace = 2 * time.Minute
+	// SameImageGrace is how long after a successful requested rebuild the function may
+	// run the image it ran before until that counts as the rebuild's own (the same
+	// image: nothing it is built from changed). func's deploy step ran before the
+	// PipelineRun succeeded; this is the watch caches' lag, not a rollout.
+	SameImageGrace = 15 * time.Second
 	// LeaderSettle is how long a new leader waits before it counts a launch of an
 	// earlier leader as lost: past the lease duration (15s), an earlier leader that
 	// stalled has noticed it lost.
@@ -101,6 +106,8 @@ type Event struct {
 	Start Start
 	// Waiting: the queue holds the Function in its waiting list (GaveUp).
 	Waiting bool
+	// Requested: a user asked for this rebuild (Due): a failed build's backoff is not waited out.
+	Requested bool
 
 	// BoundUID is the Knative Service (or raw or keda Deployment) the Function is bound to now (Bound).
 	BoundUID types.UID
@@ -294,7 +301,7 @@ func (m Machine) Next(b *v1alpha1.BuildStatus, ev Event) Transition {
 // time a queued build joined it.
 func (m Machine) due(t Transition, ev Event) Transition {
 	b := t.Build
-	if b != nil && b.Phase == v1alpha1.BuildPhaseFailed && b.RetryAfter != nil && ev.At.Before(b.RetryAfter.Time) {
+	if b != nil && b.Phase == v1alpha1.BuildPhaseFailed && b.RetryAfter != nil && ev.At.Before(b.RetryAfter.Time) && !ev.Requested {
 		t.Backoff, t.RequeueAfter = true, b.RetryAfter.Sub(ev.At)
 		return t
 	}
@@ -357,6 +364,14 @@ func (m Machine) deployed(t Transition, ev Event) Transition {
 			"(UID %s: a Knative Service, or a raw or keda Deployment) was replaced since: not counted as a rebuild",
 			b.PipelineRun, b.ServiceUID)})
 		t.Deploy = DeployFailed
+	case d.Image == b.FromImage && b.FromImage != "" && b.CompletionTime != nil && ev.At.Sub(b.CompletionTime.Time) > SameImageGrace &&
+		b.Cause == v1alpha1.BuildCauseRequest && !d.RebuildDue:
+		// A requested rebuild of an unchanged commit, builder and base is the same image
+		// (buildpacks builds are reproducible): func's deploy step ran before the
+		// PipelineRun succeeded, and nothing changed.
+		b.Message = fmt.Sprintf("%s by PipelineRun %s: the same image as before, %s (nothing it is built from changed)",
+			UpdatedMessage(b, d.Current), b.PipelineRun, d.Image)
+		t.Deploy = DeployVerified
 	case d.Image == b.FromImage && b.FromImage != "" && b.CompletionTime != nil && ev.At.Sub(b.CompletionTime.Time) > DeployGrace:
 		t = m.failed(t, ev.At, Failure{Message: fmt.Sprintf("PipelineRun %s succeeded but the function still runs %s after %s", b.PipelineRun, b.FromImage, DeployGrace)})
 		t.Deploy = DeployFailed
@@ -380,6 +395,9 @@ func (m Machine) deployed(t Transition, ev Event) Transition {
 
 // UpdatedMessage says what a verified rebuild brought: the history entry and event.
 func UpdatedMessage(b *v1alpha1.BuildStatus, current string) string {
+	if b.Cause == v1alpha1.BuildCauseRequest {
+		return fmt.Sprintf("Rebuilt as requested (middleware %s)", orUnknown(current))
+	}
 	return fmt.Sprintf("Middleware updated from %s to %s", orUnknown(b.FromMiddleware), orUnknown(current))
 }
 

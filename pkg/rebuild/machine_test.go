@@ -60,6 +60,10 @@ func TestMachine_Next(t *testing.T) {
 		build: failed, event: Event{Kind: Due, At: t0},
 		want: Transition{Build: failed, Backoff: true, RequeueAfter: 20 * time.Second},
 	}, {
+		name:  "Failed, requested within its backoff: a user's request does not wait it out (ask the queue)",
+		build: failed, event: Event{Kind: Due, At: t0, Requested: true},
+		want: Transition{Build: failed, AskQueue: true, QueuedAt: t0},
+	}, {
 		name:  "Failed, due after its backoff: retried (ask the queue)",
 		build: failed, event: Event{Kind: Due, At: t0.Add(time.Minute)},
 		want: Transition{Build: failed, AskQueue: true, QueuedAt: t0.Add(time.Minute)},
@@ -204,6 +208,19 @@ func TestMachine_Next(t *testing.T) {
 		build: succeeded, event: Event{Kind: Deployed, At: t0.Add(DeployGrace), Deploy: Deploy{BoundUID: "svc-1", Image: "img@old"}},
 		want: Transition{Build: failedAt(succeeded, DeployGrace, "PipelineRun fn-run-b1 succeeded but the function still runs img@old after 2m0s"),
 			Slot: SlotRelease, Deploy: DeployFailed},
+	}, {
+		name:  "Succeeded, requested, the same image past SameImageGrace: verified, nothing it is built from changed",
+		build: with(succeeded, func(b *v1alpha1.BuildStatus) { b.Cause, b.ToMiddleware = v1alpha1.BuildCauseRequest, "v1" }),
+		event: Event{Kind: Deployed, At: t0.Add(SameImageGrace), Deploy: Deploy{BoundUID: "svc-1", Image: "img@old", Current: "v1", Available: "v1"}},
+		want: Transition{Build: with(succeeded, func(b *v1alpha1.BuildStatus) {
+			b.Cause, b.ToMiddleware = v1alpha1.BuildCauseRequest, "v1"
+			b.Message = "Rebuilt as requested (middleware v1) by PipelineRun fn-run-b1: the same image as before, img@old (nothing it is built from changed)"
+		}), Deploy: DeployVerified},
+	}, {
+		name:  "Succeeded, requested, the same image within SameImageGrace: wait (the caches may lag)",
+		build: with(succeeded, func(b *v1alpha1.BuildStatus) { b.Cause = v1alpha1.BuildCauseRequest }),
+		event: Event{Kind: Deployed, At: t0.Add(-time.Minute + time.Second), Deploy: Deploy{BoundUID: "svc-1", Image: "img@old", Current: "v1", Available: "v1"}},
+		want:  Transition{Build: with(succeeded, func(b *v1alpha1.BuildStatus) { b.Cause = v1alpha1.BuildCauseRequest }), Deploy: DeployWaiting, RequeueAfter: PollWhileWaiting},
 	}, {
 		name:  "Succeeded → Failed: the Service it was started for was replaced",
 		build: succeeded, event: Event{Kind: Deployed, At: t0, Deploy: Deploy{BoundUID: "svc-2", Image: "img@new"}},

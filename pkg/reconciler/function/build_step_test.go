@@ -306,6 +306,7 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 	const image = "registry.invalid/fns/hello@sha256:0123"
 	meta := funclib.Metadata{Name: "hello", Runtime: "go", Registry: "registry.invalid/fns"}
 	due := middlewareVerdict{current: "v0.1.0", available: "v0.21.3", rebuildDue: true}
+	upToDate := middlewareVerdict{current: "v0.21.3", available: "v0.21.3"}
 	now := time.Now()
 	tests := []struct {
 		name       string
@@ -326,6 +327,13 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 		// bare: the namespace has not onboarded the operator; noKEDAGrant: not for keda
 		// functions; unreadable: func.yaml cannot be read at the commit (a stall).
 		bare, noKEDAGrant, unreadable bool
+		// sourceManaged: the middleware lives in the function's source (no image read).
+		sourceManaged bool
+		// request is annotation functions.dev/rebuild-requested-at, handled the status's
+		// lastHandledRebuildRequest before the step; wantHandled after it, and
+		// wantRefused whether a RebuildRequestRefused Event was emitted.
+		request, handled, wantHandled string
+		wantRefused                   bool
 		want                          outcome
 		wantPhase                     string
 		wantLaunch                    bool
@@ -417,6 +425,34 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 		want:      outcome{Condition: "False/Rebuilding/"},
 		wantPhase: v1alpha1.BuildPhaseStarting, wantLaunch: true, wantSoon: rebuild.PollWhileWaiting,
 	}, {
+		name:       "requested, middleware up to date: launched (cause Request), the request handled",
+		middleware: upToDate, budget: 2, meta: meta, request: "t1", wantHandled: "t1",
+		want:      outcome{Condition: "False/Rebuilding/"},
+		wantPhase: v1alpha1.BuildPhaseStarting, wantLaunch: true, wantSoon: rebuild.PollWhileWaiting,
+	}, {
+		name:       "requested again with the value handled: nothing",
+		middleware: upToDate, budget: 2, meta: meta, request: "t1", handled: "t1", wantHandled: "t1",
+		want: outcome{Condition: "Unknown//"},
+	}, {
+		name:       "requested within a failed build's backoff: launched at once",
+		middleware: upToDate, budget: 2, meta: meta, request: "t2", handled: "t1", wantHandled: "t2",
+		build:     &v1alpha1.BuildStatus{ID: "b0", Phase: v1alpha1.BuildPhaseFailed, Failures: 1, RetryAfter: &metav1.Time{Time: now.Add(time.Hour)}},
+		want:      outcome{Condition: "False/Rebuilding/"},
+		wantPhase: v1alpha1.BuildPhaseStarting, wantLaunch: true, wantSoon: rebuild.PollWhileWaiting,
+	}, {
+		name:       "requested, no slot: queued, the request kept until the build starts",
+		middleware: upToDate, budget: 0, meta: meta, request: "t1",
+		want:      outcome{Condition: "False/RebuildQueued/"},
+		wantPhase: v1alpha1.BuildPhaseQueued, wantQueued: true,
+	}, {
+		name:       "requested, the namespace has not onboarded the operator: refused, handled, an Event says why",
+		middleware: upToDate, budget: 2, meta: meta, bare: true, request: "t1", wantHandled: "t1", wantRefused: true,
+		want: outcome{Kind: "stalling", Reason: v1alpha1.ReasonNamespaceNotOnboarded, Condition: "False/NamespaceNotOnboarded/"},
+	}, {
+		name:       "requested, the middleware lives in the source (deployed commit unknown): refused",
+		middleware: upToDate, budget: 2, meta: meta, sourceManaged: true, request: "t1", wantHandled: "t1", wantRefused: true,
+		want: outcome{Kind: "stalling", Reason: v1alpha1.ReasonRebuildNotPossible, Condition: "False/RebuildNotPossible/"},
+	}, {
 		name:       "the namespace has not onboarded the operator: stalls and leaves the queue and the status",
 		middleware: due, budget: 2, queued: true, bare: true, meta: meta,
 		build: &v1alpha1.BuildStatus{Phase: v1alpha1.BuildPhaseQueued, QueuedAt: &metav1.Time{Time: now}},
@@ -473,6 +509,10 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 			}
 			fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fn", UID: "uid-1"}}
 			fn.Spec.Repository.URL = "http://127.0.0.1:1/fn.git"
+			if tt.request != "" {
+				fn.Annotations = map[string]string{v1alpha1.AnnotationRebuildRequestedAt: tt.request}
+			}
+			fn.Status.LastHandledRebuildRequest = tt.handled
 			if tt.private {
 				fn.Spec.Repository.AuthSecretRef = secretRef("git")
 			}
@@ -486,6 +526,7 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 			fn.Status.Build = tt.build
 			fn.Status.Middleware = &v1alpha1.MiddlewareStatus{}
 			fn.Status.Deployment = &v1alpha1.DeploymentStatus{Image: image}
+			tt.middleware.sourceManaged = tt.sourceManaged
 			md := &tt.meta
 			if tt.unreadable {
 				md = nil // read again for the build, as after a restart
@@ -525,6 +566,18 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 			if diff := cmp.Diff(tt.wantLaunch, r.Builds.Queue.IsRunning(key)); diff != "" {
 				t.Errorf("holds a slot (-want +got):\n%s", diff)
 			}
+			if diff := cmp.Diff(tt.wantHandled, fn.Status.LastHandledRebuildRequest); diff != "" {
+				t.Errorf("status.lastHandledRebuildRequest (-want +got):\n%s", diff)
+			}
+			refused := false
+			for events := r.Recorder.(*record.FakeRecorder).Events; len(events) > 0; {
+				if e := <-events; strings.Contains(e, "RebuildRequestRefused") {
+					refused = true
+				}
+			}
+			if refused != tt.wantRefused {
+				t.Errorf("RebuildRequestRefused Event emitted: %t, want %t", refused, tt.wantRefused)
+			}
 			// Nothing is launched before the status that records it is written.
 			r.Builds.Launcher.Wait()
 			if n := len(rec.requests()); n != 0 {
@@ -537,8 +590,12 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 				return
 			}
 			b := fn.Status.Build
-			if b.Commit != "0123456789abcdef" || b.FromImage != image || b.FromMiddleware != "v0.1.0" || b.ToMiddleware != "v0.21.3" ||
-				b.Cause != v1alpha1.BuildCauseMiddleware {
+			wantCause := v1alpha1.BuildCauseMiddleware
+			if tt.request != "" && !tt.middleware.rebuildDue {
+				wantCause = v1alpha1.BuildCauseRequest
+			}
+			if b.Commit != "0123456789abcdef" || b.FromImage != image || b.FromMiddleware != tt.middleware.current ||
+				b.ToMiddleware != tt.middleware.available || b.Cause != wantCause {
 				t.Errorf("status.build = %+v", b)
 			}
 			if tt.createSA {

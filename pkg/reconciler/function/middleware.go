@@ -58,7 +58,7 @@ func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Funct
 		mw.PendingRebuild = false
 		notRead(fn)
 		markSourceManaged(fn, runtime, pin)
-		obs.middleware = middlewareVerdict{current: mw.Current, available: pin.Version}
+		obs.middleware = middlewareVerdict{current: mw.Current, available: pin.Version, sourceManaged: true}
 		return Result{}, nil
 	}
 	if mw.CurrentSource == v1alpha1.MiddlewareSourceSource {

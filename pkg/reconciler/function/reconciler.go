@@ -199,6 +199,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 			fn.Status.MarkMiddlewareOutdated("a rebuild was queued; it gave its place up as %s is true", settings.SuspendFrom)
 		}
 		r.build.GiveUpPlace(fn)
+		r.build.RefuseRequest(fn, "the Function is suspended ("+settings.SuspendFrom+" is true)")
 		r.watch.repositories.Forget(req.NamespacedName)
 		r.metrics.Checked(req.NamespacedName, false)
 		fn.Status.MarkSuspendedBy(settings.SuspendFrom)

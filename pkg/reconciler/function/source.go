@@ -2,8 +2,6 @@ package function
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,7 +69,7 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 	}
 
 	maxAge := checkFloor(cfg.CheckInterval)
-	requested := handledValue(fn.Annotations[v1alpha1.AnnotationRequestedAt])
+	requested := v1alpha1.HandledValue(fn.Annotations[v1alpha1.AnnotationRequestedAt])
 	if requested != fn.Status.LastHandledRequestedAt {
 		// A check asked for now: a listing made before it does not do.
 		maxAge = 0
@@ -238,16 +236,6 @@ func (r *Reconciler) repositoryAuth(ctx context.Context, fn *v1alpha1.Function) 
 	}
 	auth, err := git.AuthFromSecret(fn.Spec.Repository.URL, secret)
 	return auth, auth.Identity(), err
-}
-
-// handledValue is how status.lastHandledRequestedAt shows a requested-at value: as it
-// is, or by its digest when over 64 bytes (an annotation may hold 256 KiB).
-func handledValue(v string) string {
-	if len(v) <= 64 {
-		return v
-	}
-	sum := sha256.Sum256([]byte(v))
-	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // specRef is the ref spec.repository follows.

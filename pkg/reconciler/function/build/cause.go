@@ -15,8 +15,9 @@ import (
 type Cause struct {
 	// Kind is a v1alpha1.BuildCause*.
 	Kind string
-	// Running is what the function runs ("" when unknown); Brings what a rebuild brings.
-	Running, Brings string
+	// Running is the middleware the function runs ("" when unknown); Brings what a
+	// rebuild brings (Middleware), Request the annotation's value (Request).
+	Running, Brings, Request string
 }
 
 // outdatedMiddleware is the cause of a function whose middleware is older than what func
@@ -25,8 +26,19 @@ func outdatedMiddleware(running, available string) *Cause {
 	return &Cause{Kind: v1alpha1.BuildCauseMiddleware, Running: running, Brings: available}
 }
 
-// String says what a rebuild brings: "<brings> is available (running: <running>)".
+// requested is the cause of a rebuild asked for by annotation
+// functions.dev/rebuild-requested-at (value request, as the status shows it).
+func requested(request, running string) *Cause {
+	return &Cause{Kind: v1alpha1.BuildCauseRequest, Running: running, Brings: running, Request: request}
+}
+
+// String says why a rebuild is due: "<brings> is available (running: <running>)", or
+// "a rebuild was requested (...)".
 func (c *Cause) String() string {
+	if c.Kind == v1alpha1.BuildCauseRequest {
+		return fmt.Sprintf("a rebuild was requested (annotation %s: %q; running: %s)",
+			v1alpha1.AnnotationRebuildRequestedAt, c.Request, cmp.Or(c.Running, "unknown"))
+	}
 	return fmt.Sprintf("%s is available (running: %s)", c.Brings, cmp.Or(c.Running, "unknown"))
 }
 
@@ -38,10 +50,15 @@ func (c *Cause) blocked(mark step.MarkFunc, reason, why string, args ...any) *re
 }
 
 // dueCause is why a rebuild of the observed function is due; nil when none is. A new
-// cause of rebuilds is a new case here.
-func dueCause(obs Observed) *Cause {
-	if mw := obs.Middleware; mw.Due {
+// cause of rebuilds is a new case here. An outdated middleware comes first: its
+// rebuild answers a request too (handled when it starts).
+func dueCause(fn *v1alpha1.Function, obs Observed) *Cause {
+	mw := obs.Middleware
+	switch {
+	case mw.Due:
 		return outdatedMiddleware(mw.Current, mw.Available)
+	case fn.PendingRebuildRequest() != "":
+		return requested(fn.PendingRebuildRequest(), mw.Current)
 	}
 	return nil
 }

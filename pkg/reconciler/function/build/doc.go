@@ -5,7 +5,7 @@
 //     interfaces it calls: Sources, Access), and what it reads of the checks that ran
 //     before it (Observed).
 //   - cause.go: why a rebuild is due. A new cause (a new commit on the branch, a
-//     patched base image, a request) is a new case of dueCause, worded by describe;
+//     patched base image) is a new case of dueCause (as Request was), worded by describe;
 //     the plan, the machine, the status (status.build.cause) and the Events carry it.
 //   - rebuild.go: the rebuild step: plan (the preconditions, each a stall that
 //     gives the Function's place in the queue up), then admit (the machine, the

@@ -35,7 +35,7 @@ func (r *Reconciler) Rebuild(ctx context.Context, fn *v1alpha1.Function, obs Obs
 	if res, following := r.unsettled(fn, obs); following {
 		return res, nil
 	}
-	cause := dueCause(obs)
+	cause := dueCause(fn, obs)
 	if cause == nil {
 		r.GiveUpPlace(fn)
 		return step.Result{}, nil
@@ -52,8 +52,22 @@ func (r *Reconciler) Rebuild(ctx context.Context, fn *v1alpha1.Function, obs Obs
 	}
 	if rerror.IsStalling(err) {
 		r.GiveUpPlace(fn)
+		r.RefuseRequest(fn, err.Error())
 	}
 	return res, err
+}
+
+// RefuseRequest records fn's pending rebuild request as handled, refused for why,
+// with a RebuildRequestRefused Event: a rebuild a user asked for that cannot start is
+// not kept waiting for a change that may never come (they ask again).
+func (r *Reconciler) RefuseRequest(fn *v1alpha1.Function, why string) {
+	req := fn.PendingRebuildRequest()
+	if req == "" {
+		return
+	}
+	fn.Status.LastHandledRebuildRequest = req
+	r.Recorder.Eventf(fn, corev1.EventTypeWarning, "RebuildRequestRefused", "the rebuild requested (annotation %s: %q) does not start: %s",
+		v1alpha1.AnnotationRebuildRequestedAt, req, why)
 }
 
 // unsettled words a build in flight, and follows one that succeeded until its image
@@ -133,7 +147,8 @@ func (r *Reconciler) plan(ctx context.Context, fn *v1alpha1.Function, obs Observ
 func (r *Reconciler) admit(ctx context.Context, fn *v1alpha1.Function, obs Observed, p plan) (step.Result, error) {
 	key, b, cfg := client.ObjectKeyFromObject(fn), fn.Status.Build, r.Config.Load()
 	now, m := r.now(), r.machine()
-	due := m.Next(b, rebuild.Event{Kind: rebuild.Due, At: now})
+	request := fn.PendingRebuildRequest()
+	due := m.Next(b, rebuild.Event{Kind: rebuild.Due, At: now, Requested: request != ""})
 	if due.Backoff {
 		fn.Status.MarkBuildFailed("%s; retry %d at %s", failureSummary(b), b.Failures+1, b.RetryAfter.UTC().Format(time.RFC3339))
 		return step.RequeueAfter(due.RequeueAfter), nil
@@ -156,11 +171,12 @@ func (r *Reconciler) admit(ctx context.Context, fn *v1alpha1.Function, obs Obser
 	}
 	id := rand.String(10)
 	start := rebuild.Start{ID: id, Commit: p.commit, FromImage: obs.Deployed.Image, Cause: p.cause.Kind, BoundUID: obs.Deployed.BoundUID}
-	if p.cause.Kind == v1alpha1.BuildCauseMiddleware {
-		start.FromMiddleware, start.ToMiddleware = p.cause.Running, p.cause.Brings
-	}
+	start.FromMiddleware, start.ToMiddleware = p.cause.Running, p.cause.Brings
 	started := m.Next(b, rebuild.Event{Kind: rebuild.Admitted, At: now, QueuedAt: due.QueuedAt, Start: start})
 	r.apply(fn, started)
+	if request != "" {
+		fn.Status.LastHandledRebuildRequest = request // one value never builds twice, across restarts
+	}
 	fn.Status.MarkRebuilding("build %s starting: rebuilding commit %s %s", id, v1alpha1.ShortCommit(p.commit), describe(fn.Status.Build))
 	req := resources.BuildRequest(fn, id, p.commit, p.meta, cfg.BuilderImages)
 	req.StepImages = funclib.StepImages{Bash: cfg.BashImage, Buildah: cfg.BuildahImage}
@@ -181,9 +197,12 @@ func (r *Reconciler) admit(ctx context.Context, fn *v1alpha1.Function, obs Obser
 	}, nil
 }
 
-// describe words what build b brings, by its cause: "to bring <middleware> (running: <middleware>)".
+// describe words what build b brings, by its cause: "to bring <middleware> (running:
+// <middleware>)", "as requested (middleware <middleware>)".
 func describe(b *v1alpha1.BuildStatus) string {
 	switch b.Cause {
+	case v1alpha1.BuildCauseRequest:
+		return fmt.Sprintf("as requested (middleware %s)", cmp.Or(b.FromMiddleware, "unknown"))
 	default: // v1alpha1.BuildCauseMiddleware, and builds recorded before causes were
 		return fmt.Sprintf("to bring %s (running: %s)", b.ToMiddleware, cmp.Or(b.FromMiddleware, "unknown"))
 	}
