@@ -305,8 +305,9 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 	onFakeClient(t)
 	const image = "registry.invalid/fns/hello@sha256:0123"
 	meta := funclib.Metadata{Name: "hello", Runtime: "go", Registry: "registry.invalid/fns"}
-	due := middlewareVerdict{current: "v0.1.0", available: "v0.21.3", rebuildDue: true}
-	upToDate := middlewareVerdict{current: "v0.21.3", available: "v0.21.3"}
+	followed := rebuildFrom{commit: "0123456789abcdef", source: v1alpha1.RebuildFromFollowed}
+	due := middlewareVerdict{current: "v0.1.0", available: "v0.21.3", rebuildDue: true, from: followed}
+	upToDate := middlewareVerdict{current: "v0.21.3", available: "v0.21.3", from: followed}
 	now := time.Now()
 	tests := []struct {
 		name       string
@@ -327,8 +328,9 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 		// bare: the namespace has not onboarded the operator; noKEDAGrant: not for keda
 		// functions; unreadable: func.yaml cannot be read at the commit (a stall).
 		bare, noKEDAGrant, unreadable bool
-		// sourceManaged: the middleware lives in the function's source (no image read).
-		sourceManaged bool
+		// unread: the middleware step did not read the image (middleware in the source):
+		// the commit is the followed one only when the policy says so (unreadFrom).
+		unread bool
 		// request is annotation functions.dev/rebuild-requested-at, handled the status's
 		// lastHandledRebuildRequest before the step; wantHandled after it, and
 		// wantRefused whether a RebuildRequestRefused Event was emitted.
@@ -445,13 +447,25 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 		want:      outcome{Condition: "False/RebuildQueued/"},
 		wantPhase: v1alpha1.BuildPhaseQueued, wantQueued: true,
 	}, {
-		name:       "requested, the namespace has not onboarded the operator: refused, handled, an Event says why",
+		name:       "requested, the namespace has not onboarded the operator: refused by an Event, handled, the conditions untouched",
 		middleware: upToDate, budget: 2, meta: meta, bare: true, request: "t1", wantHandled: "t1", wantRefused: true,
-		want: outcome{Kind: "stalling", Reason: v1alpha1.ReasonNamespaceNotOnboarded, Condition: "False/NamespaceNotOnboarded/"},
+		want: outcome{Condition: "Unknown//"},
 	}, {
 		name:       "requested, the middleware lives in the source (deployed commit unknown): refused",
-		middleware: upToDate, budget: 2, meta: meta, sourceManaged: true, request: "t1", wantHandled: "t1", wantRefused: true,
-		want: outcome{Kind: "stalling", Reason: v1alpha1.ReasonRebuildNotPossible, Condition: "False/RebuildNotPossible/"},
+		middleware: upToDate, budget: 2, meta: meta, unread: true, request: "t1", wantHandled: "t1", wantRefused: true,
+		want: outcome{Condition: "Unknown//"},
+	}, {
+		name:       "a requested build failed, its backoff over: retried (cause Request), nothing new handled",
+		middleware: upToDate, budget: 2, meta: meta, request: "t1", handled: "t1", wantHandled: "t1",
+		build:     &v1alpha1.BuildStatus{ID: "b0", Phase: v1alpha1.BuildPhaseFailed, Failures: 1, Cause: v1alpha1.BuildCauseRequest, RetryAfter: &metav1.Time{Time: now.Add(-time.Second)}},
+		want:      outcome{Condition: "False/Rebuilding/"},
+		wantPhase: v1alpha1.BuildPhaseStarting, wantLaunch: true, wantSoon: rebuild.PollWhileWaiting,
+	}, {
+		name:       "a new request within a failed requested build's backoff: waits it out, kept pending",
+		middleware: upToDate, budget: 2, meta: meta, request: "t2", handled: "t1", wantHandled: "t1",
+		build:     &v1alpha1.BuildStatus{ID: "b0", Phase: v1alpha1.BuildPhaseFailed, Failures: 1, Cause: v1alpha1.BuildCauseRequest, RetryAfter: &metav1.Time{Time: now.Add(time.Hour)}},
+		want:      outcome{Condition: "False/BuildFailed/"},
+		wantPhase: v1alpha1.BuildPhaseFailed,
 	}, {
 		name:       "the namespace has not onboarded the operator: stalls and leaves the queue and the status",
 		middleware: due, budget: 2, queued: true, bare: true, meta: meta,
@@ -526,7 +540,9 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 			fn.Status.Build = tt.build
 			fn.Status.Middleware = &v1alpha1.MiddlewareStatus{}
 			fn.Status.Deployment = &v1alpha1.DeploymentStatus{Image: image}
-			tt.middleware.sourceManaged = tt.sourceManaged
+			if tt.unread {
+				tt.middleware.from = unreadFrom(fn, config.Defaults(), "0123456789abcdef")
+			}
 			md := &tt.meta
 			if tt.unreadable {
 				md = nil // read again for the build, as after a restart
@@ -591,7 +607,7 @@ func TestReconciler_reconcileRebuild(t *testing.T) {
 			}
 			b := fn.Status.Build
 			wantCause := v1alpha1.BuildCauseMiddleware
-			if tt.request != "" && !tt.middleware.rebuildDue {
+			if (tt.request != "" || tt.build != nil && tt.build.Cause == v1alpha1.BuildCauseRequest) && !tt.middleware.rebuildDue {
 				wantCause = v1alpha1.BuildCauseRequest
 			}
 			if b.Commit != "0123456789abcdef" || b.FromImage != image || b.FromMiddleware != tt.middleware.current ||

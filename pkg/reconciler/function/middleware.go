@@ -46,6 +46,7 @@ func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Funct
 		fn.Status.MarkSourceManagedUpToDate(
 			"func %s templates pin no middleware for runtime %s: its dependencies live in the function's own source; a rebuild cannot change them",
 			mw.FuncVersion, runtime)
+		obs.middleware = middlewareVerdict{from: unreadFrom(fn, cfg, obs.source.head.Commit)}
 		return Result{}, nil
 	}
 	if err != nil {
@@ -58,7 +59,7 @@ func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Funct
 		mw.PendingRebuild = false
 		notRead(fn)
 		markSourceManaged(fn, runtime, pin)
-		obs.middleware = middlewareVerdict{current: mw.Current, available: pin.Version, sourceManaged: true}
+		obs.middleware = middlewareVerdict{current: mw.Current, available: pin.Version, from: unreadFrom(fn, cfg, obs.source.head.Commit)}
 		return Result{}, nil
 	}
 	if mw.CurrentSource == v1alpha1.MiddlewareSourceSource {

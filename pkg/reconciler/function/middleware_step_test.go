@@ -108,18 +108,18 @@ func TestReconciler_reconcileMiddleware(t *testing.T) {
 		runtime:     "node",
 		current:     &v1alpha1.MiddlewareStatus{Current: "^2.3.0", CurrentSource: v1alpha1.MiddlewareSourceSource},
 		want:        outcome{Condition: "False/SourceManagedMiddleware/Info"},
-		wantVerdict: middlewareVerdict{current: "^2.3.0", available: nodePin.Version, sourceManaged: true},
+		wantVerdict: middlewareVerdict{current: "^2.3.0", available: nodePin.Version},
 	}, {
 		name:        "node: the source pins the template's version",
 		runtime:     "node",
 		current:     &v1alpha1.MiddlewareStatus{Current: nodePin.Version, CurrentSource: v1alpha1.MiddlewareSourceSource},
 		want:        outcome{Condition: "True/SourceManagedMiddleware/"},
-		wantVerdict: middlewareVerdict{current: nodePin.Version, available: nodePin.Version, sourceManaged: true},
+		wantVerdict: middlewareVerdict{current: nodePin.Version, available: nodePin.Version},
 	}, {
 		name:        "node: no version in the source: Unknown, severity Info",
 		runtime:     "node",
 		want:        outcome{Condition: "Unknown/SourceManagedMiddleware/Info"},
-		wantVerdict: middlewareVerdict{available: nodePin.Version, sourceManaged: true},
+		wantVerdict: middlewareVerdict{available: nodePin.Version},
 	}, {
 		name:    "runtime func has no template for: stalls",
 		runtime: "cobol",

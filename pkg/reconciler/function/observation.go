@@ -63,9 +63,6 @@ type middlewareVerdict struct {
 	rebuildDue bool
 	// from is the commit a rebuild builds.
 	from rebuildFrom
-	// sourceManaged: the middleware lives in the function's own source; the image is
-	// not read, so the commit it was built from is not known.
-	sourceManaged bool
 }
 
 // forBuild is what the build sub-reconciler reads of the checks: the source, what
@@ -80,11 +77,6 @@ func (o *observation) forBuild() build.Observed {
 	}
 	if d.found != nil {
 		out.Deployed.Target = d.found
-	}
-	if mw.sourceManaged {
-		// Only a request comes here: a rebuild cannot change such a middleware.
-		out.From = build.From{Problem: "the function's middleware lives in its own source, so the operator does not read the running image " +
-			"and cannot tell which commit it was built from", Remedy: "deploy the function again with func"}
 	}
 	return out
 }

@@ -34,6 +34,19 @@ type rebuildFrom struct {
 	problem string
 }
 
+// unreadFrom is the commit a rebuild of a function whose image the middleware step
+// does not read (its middleware lives in its source, or its runtime has none) builds:
+// the followed one when the policy says so; else none, as the commit the running
+// image was built from is not known (only a request rebuilds such a function).
+func unreadFrom(fn *v1alpha1.Function, cfg config.Config, followed string) rebuildFrom {
+	d := decideRebuildFrom(fn, cfg, "", followed)
+	if d.policy == v1alpha1.RebuildCommitFollowed {
+		return d
+	}
+	return rebuildFrom{policy: d.policy, policySource: d.policySource,
+		problem: "the running image is not read (the function's middleware lives in its own source), so the commit it was built from is not known"}
+}
+
 // revisionLabel is what an image's revision label says of the source it was built from.
 type revisionLabel struct {
 	// commit is the commit id, lower-case, as abbreviated as the label has it; empty

@@ -227,8 +227,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 	} else if !lanes.IsHostBusy(stepErr) {
 		// A check failed: the Function cannot build now, and a queued one gives its
 		// place up rather than block the queue's head (not for a moment's wait for
-		// its host).
+		// its host); a stall refuses a pending rebuild request (a wait or a passing
+		// fault keeps it).
 		r.build.GiveUpPlace(fn)
+		if rerror.IsStalling(stepErr) {
+			r.build.RefuseRequest(fn, stepErr.Error())
+		}
 	}
 	return r.result(ctx, res, stepErr)
 }

@@ -60,3 +60,34 @@ func TestReconcile_RebuildRequestWhileSuspended(t *testing.T) {
 		})
 	}
 }
+
+// TestReconcile_RebuildRequestWhenACheckStalls: a check that only a change can help (a
+// missing Secret) refuses a pending request at once, with an Event, instead of
+// building it whenever the change comes (Stalled shows the path ran).
+func TestReconcile_RebuildRequestWhenACheckStalls(t *testing.T) {
+	onFakeClient(t)
+	ns := newNamespace(t)
+	fn := newFunction(ns, "fn", v1alpha1.Repository{URL: "http://127.0.0.1:1/fn.git", AuthSecretRef: secretRef("missing")})
+	fn.Annotations = map[string]string{v1alpha1.AnnotationRebuildRequestedAt: "now"}
+	mustCreate(t, fn)
+	r, _ := newBuildReconciler(t)
+	if _, err := reconcileOnce(t, r, ns, "fn"); err != nil {
+		t.Fatal(err)
+	}
+	got := getFunction(t, ns, "fn")
+	if c := got.Status.GetCondition(v1alpha1.FunctionConditionStalled); c == nil || !c.IsTrue() || c.Reason != v1alpha1.ReasonAuthSecretNotFound {
+		t.Fatalf("Stalled = %+v, want True, %s (the path ran)", c, v1alpha1.ReasonAuthSecretNotFound)
+	}
+	if got.Status.LastHandledRebuildRequest != "now" {
+		t.Errorf("status.lastHandledRebuildRequest = %q, want the refused request's value", got.Status.LastHandledRebuildRequest)
+	}
+	refused := 0
+	for events := r.Recorder.(*record.FakeRecorder).Events; len(events) > 0; {
+		if e := <-events; strings.Contains(e, "RebuildRequestRefused") && strings.Contains(e, "missing") {
+			refused++
+		}
+	}
+	if refused != 1 {
+		t.Errorf("%d RebuildRequestRefused Events naming the missing Secret, want 1", refused)
+	}
+}

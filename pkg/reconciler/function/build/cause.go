@@ -51,14 +51,18 @@ func (c *Cause) blocked(mark step.MarkFunc, reason, why string, args ...any) *re
 
 // dueCause is why a rebuild of the observed function is due; nil when none is. A new
 // cause of rebuilds is a new case here. An outdated middleware comes first: its
-// rebuild answers a request too (handled when it starts).
+// rebuild answers a request too (handled when it starts). A requested build that
+// failed (its launch lost to a restart included) is retried, after its backoff, as a
+// middleware rebuild is while the middleware is outdated, until a build succeeds.
 func dueCause(fn *v1alpha1.Function, obs Observed) *Cause {
-	mw := obs.Middleware
+	mw, b := obs.Middleware, fn.Status.Build
 	switch {
 	case mw.Due:
 		return outdatedMiddleware(mw.Current, mw.Available)
 	case fn.PendingRebuildRequest() != "":
 		return requested(fn.PendingRebuildRequest(), mw.Current)
+	case b != nil && b.Phase == v1alpha1.BuildPhaseFailed && b.Cause == v1alpha1.BuildCauseRequest:
+		return requested(fn.Status.LastHandledRebuildRequest, mw.Current)
 	}
 	return nil
 }

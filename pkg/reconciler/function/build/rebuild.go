@@ -45,6 +45,9 @@ func (r *Reconciler) Rebuild(ctx context.Context, fn *v1alpha1.Function, obs Obs
 		fn.Status.MarkRebuilding("a build of the function is starting")
 		return step.Result{}, nil
 	}
+	// A request is refused by an Event, not by the conditions: nothing of the running
+	// function is wrong because it cannot be rebuilt on request now.
+	conditions := fn.Status.Conditions.DeepCopy()
 	p, err := r.plan(ctx, fn, obs, cause)
 	var res step.Result
 	if err == nil {
@@ -53,6 +56,10 @@ func (r *Reconciler) Rebuild(ctx context.Context, fn *v1alpha1.Function, obs Obs
 	if rerror.IsStalling(err) {
 		r.GiveUpPlace(fn)
 		r.RefuseRequest(fn, err.Error())
+		if cause.Kind == v1alpha1.BuildCauseRequest {
+			fn.Status.Conditions = conditions
+			return res, nil
+		}
 	}
 	return res, err
 }
@@ -147,8 +154,11 @@ func (r *Reconciler) plan(ctx context.Context, fn *v1alpha1.Function, obs Observ
 func (r *Reconciler) admit(ctx context.Context, fn *v1alpha1.Function, obs Observed, p plan) (step.Result, error) {
 	key, b, cfg := client.ObjectKeyFromObject(fn), fn.Status.Build, r.Config.Load()
 	now, m := r.now(), r.machine()
+	// A new request does not wait out a failed build's backoff, but for a failed
+	// requested build's: a new value each second must not build back to back.
 	request := fn.PendingRebuildRequest()
-	due := m.Next(b, rebuild.Event{Kind: rebuild.Due, At: now, Requested: request != ""})
+	skipBackoff := request != "" && (b == nil || b.Cause != v1alpha1.BuildCauseRequest)
+	due := m.Next(b, rebuild.Event{Kind: rebuild.Due, At: now, Requested: skipBackoff})
 	if due.Backoff {
 		fn.Status.MarkBuildFailed("%s; retry %d at %s", failureSummary(b), b.Failures+1, b.RetryAfter.UTC().Format(time.RFC3339))
 		return step.RequeueAfter(due.RequeueAfter), nil
@@ -292,6 +302,10 @@ func (r *Reconciler) source(ctx context.Context, fn *v1alpha1.Function, obs Obse
 	notPossible := step.WithReason(fn.Status.MarkRebuildNotPossible)
 	if from.Problem != "" {
 		return "", funclib.Metadata{}, cause.blocked(notPossible, v1alpha1.ReasonRebuildNotPossible, "%s: %s", from.Problem, from.Remedy)
+	}
+	if from.Source == "" {
+		// No step decided which commit: never the followed one by default.
+		return "", funclib.Metadata{}, cause.blocked(notPossible, v1alpha1.ReasonRebuildNotPossible, "no commit to build was decided: %s", from.Remedy)
 	}
 	if from.Commit == followed || from.Source != v1alpha1.RebuildFromDeployed {
 		meta, err := r.metadata(ctx, fn, obs)
