@@ -96,7 +96,7 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, fn *v1alpha1.Funct
 		return Result{}, step.MarkedBy(fn.Status.MarkDeployedUnknown, rerror.NewTransient(v1alpha1.ReasonDescribeFailed, "describing function %s failed: %w", name, err))
 	}
 
-	obs.deployment = deployment{image: in.Image, uid: d.UID(), found: d}
+	obs.deployment = deployment{image: in.Image, found: d}
 	if fn.Status.Deployment == nil {
 		fn.Status.Deployment = &v1alpha1.DeploymentStatus{}
 	}
@@ -240,7 +240,7 @@ func (r *Reconciler) reconcileServiceReady(ctx context.Context, fn *v1alpha1.Fun
 		// It was there a moment ago: retry.
 		return Result{}, fmt.Errorf("reading Knative Service %s/%s: %w", fn.Namespace, obs.source.name, err)
 	}
-	if svc.UID != obs.deployment.uid {
+	if svc.UID != obs.deployment.uid() {
 		// Replaced since it was described: the next reconcile binds again.
 		return Result{}, fmt.Errorf("knative Service %s/%s was replaced while it was reconciled", fn.Namespace, svc.Name)
 	}

@@ -164,7 +164,7 @@ func TestReconciler_reconcileServiceReady(t *testing.T) {
 				fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fn"}}
 				fn.Status.InitializeConditions()
 				_, err = r.reconcileServiceReady(context.Background(), fn, &observation{source: sourceArtifact{name: "hello"},
-					deployment: deployment{uid: w.UID(), found: workloadTarget{w: w}}})
+					deployment: deployment{found: workloadTarget{w: w}}})
 				if diff := cmp.Diff(tt.want, outcomeOf(err, fn, v1alpha1.FunctionConditionServiceReady)); diff != "" {
 					t.Errorf("outcome (-want +got):\n%s\nerror: %v", diff, err)
 				}
@@ -184,7 +184,7 @@ func TestReconciler_reconcileServiceReady(t *testing.T) {
 			fn.Status.InitializeConditions()
 
 			_, err := r.reconcileServiceReady(context.Background(), fn,
-				&observation{source: sourceArtifact{name: "hello"}, deployment: deployment{uid: described}})
+				&observation{source: sourceArtifact{name: "hello"}, deployment: deployment{found: knativeTarget{svc: &servingv1.Service{ObjectMeta: metav1.ObjectMeta{Name: "hello", UID: described}}}}})
 
 			if diff := cmp.Diff(tt.want, outcomeOf(err, fn, v1alpha1.FunctionConditionServiceReady)); diff != "" {
 				t.Errorf("outcome (-want +got):\n%s\nerror: %v", diff, err)

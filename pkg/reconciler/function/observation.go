@@ -43,16 +43,23 @@ type deployment struct {
 	// image is the image it runs: by digest when a Revision resolved it (knative), the
 	// Deployment's template's (raw, keda).
 	image string
-	// uid is the bound object's (Knative Service, Deployment), which the Function is bound to.
-	uid types.UID
-	// found is what func deployed (its deployer, the Knative Service or workload).
+	// found is what func deployed (its deployer, the Knative Service or workload),
+	// which the Function is bound to; nil when nothing is.
 	found deployed
 	// rollingOut: a raw or keda Deployment has not rolled its template out yet
 	// (reconcileServiceReady): its image does not serve every replica yet.
 	rollingOut bool
 	// unbound: the step left the Service the Function was bound to (gone, or not the
-	// Function's any more); a build in flight for it is stopped (stopUnboundBuild).
+	// Function's any more); a build in flight for it is stopped (build.StopUnbound).
 	unbound bool
+}
+
+// uid is the bound object's (Knative Service, Deployment); "" when none is.
+func (d deployment) uid() types.UID {
+	if d.found == nil {
+		return ""
+	}
+	return d.found.UID()
 }
 
 // middlewareVerdict is how the running middleware compares with what a rebuild brings.
@@ -70,7 +77,7 @@ type middlewareVerdict struct {
 func (o *observation) forBuild() build.Observed {
 	d, mw := o.deployment, o.middleware
 	out := build.Observed{Head: o.source.head, Auth: o.source.auth, Metadata: o.source.metadata,
-		Deployed:   build.Deployed{BoundUID: d.uid, Image: d.image, RollingOut: d.rollingOut, Unbound: d.unbound},
+		Deployed:   build.Deployed{BoundUID: d.uid(), Image: d.image, RollingOut: d.rollingOut, Unbound: d.unbound},
 		Middleware: build.Middleware{Current: mw.current, Available: mw.available, Due: mw.rebuildDue},
 		From: build.From{Commit: mw.from.commit, Source: mw.from.source, Problem: mw.from.problem,
 			Remedy: mw.from.remedy(o.source.head.Commit)},
