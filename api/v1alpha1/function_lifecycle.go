@@ -246,12 +246,12 @@ func (fs *FunctionStatus) markUnknown(t apis.ConditionType, reason, messageForma
 	fs.recomputeReady(before)
 }
 
-// markInfo sets a condition that does not gate Ready: Knative severity Info, which the
-// ConditionSet leaves out when it derives Ready.
-func (fs *FunctionStatus) markInfo(t apis.ConditionType, status corev1.ConditionStatus, reason, messageFormat string, messageA ...interface{}) {
+// markMiddlewareInfo sets MiddlewareUpToDate so that it does not gate Ready: Knative
+// severity Info, which the ConditionSet leaves out when it derives Ready.
+func (fs *FunctionStatus) markMiddlewareInfo(status corev1.ConditionStatus, reason, messageFormat string, messageA ...interface{}) {
 	before := fs.GetCondition(FunctionConditionReady)
 	functionCondSet.Manage(fs).SetCondition(apis.Condition{
-		Type: t, Status: status, Reason: reason, Message: fmt.Sprintf(messageFormat, messageA...),
+		Type: FunctionConditionMiddlewareUpToDate, Status: status, Reason: reason, Message: fmt.Sprintf(messageFormat, messageA...),
 		Severity: apis.ConditionSeverityInfo,
 	})
 	fs.recomputeReady(before)
@@ -385,7 +385,7 @@ func (fs *FunctionStatus) MarkMiddlewareOutdated(messageFormat string, messageA 
 // MarkAutoUpdateDisabled records outdated middleware that is not rebuilt because
 // auto-update is off: False, with severity Info, so Ready does not depend on it.
 func (fs *FunctionStatus) MarkAutoUpdateDisabled(messageFormat string, messageA ...interface{}) {
-	fs.markInfo(FunctionConditionMiddlewareUpToDate, corev1.ConditionFalse, ReasonAutoUpdateDisabled, messageFormat, messageA...)
+	fs.markMiddlewareInfo(corev1.ConditionFalse, ReasonAutoUpdateDisabled, messageFormat, messageA...)
 }
 
 // MarkSourceManagedUpToDate records middleware of the function's own source that is
@@ -398,13 +398,13 @@ func (fs *FunctionStatus) MarkSourceManagedUpToDate(messageFormat string, messag
 // older than what the linked func library pins. A rebuild cannot change it, so it
 // does not gate Ready (severity Info): the function's owner updates the source.
 func (fs *FunctionStatus) MarkSourceManagedOutdated(messageFormat string, messageA ...interface{}) {
-	fs.markInfo(FunctionConditionMiddlewareUpToDate, corev1.ConditionFalse, ReasonSourceManagedMiddleware, messageFormat, messageA...)
+	fs.markMiddlewareInfo(corev1.ConditionFalse, ReasonSourceManagedMiddleware, messageFormat, messageA...)
 }
 
 // MarkSourceManagedUnknown records middleware of the function's own source whose
 // version could not be read (severity Info: it does not gate Ready).
 func (fs *FunctionStatus) MarkSourceManagedUnknown(messageFormat string, messageA ...interface{}) {
-	fs.markInfo(FunctionConditionMiddlewareUpToDate, corev1.ConditionUnknown, ReasonSourceManagedMiddleware, messageFormat, messageA...)
+	fs.markMiddlewareInfo(corev1.ConditionUnknown, ReasonSourceManagedMiddleware, messageFormat, messageA...)
 }
 
 // Queued reports whether the build waits for a slot of the fleet budget (nil: no build).

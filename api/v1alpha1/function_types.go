@@ -36,6 +36,8 @@ import (
 // +kubebuilder:printcolumn:name="Commit",type=string,JSONPath=`.status.git.observedCommit`,priority=1
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.deployment.revision`,priority=1
 // +kubebuilder:printcolumn:name="Rebuilds",type=string,JSONPath=`.status.middleware.rebuildFrom.source`,priority=1
+// +kubebuilder:printcolumn:name="Deployed-Commit",type=string,JSONPath=`.status.deployOnCommit.deployedCommit`,priority=1
+// +kubebuilder:printcolumn:name="Cause",type=string,JSONPath=`.status.build.cause`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Function struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -215,6 +217,11 @@ type FunctionStatus struct {
 	// Build is the operator's latest rebuild of the function: queued, running or finished.
 	// +optional
 	Build *BuildStatus `json:"build,omitempty"`
+
+	// DeployOnCommit is the source policy (annotation functions.dev/deploy-on-commit,
+	// ConfigMap key deployOnCommit) and the commit deployed against the one followed.
+	// +optional
+	DeployOnCommit *DeployOnCommitStatus `json:"deployOnCommit,omitempty"`
 
 	// LastHandledRequestedAt is the value of annotation functions.dev/requested-at the
 	// operator last handled: a new value checks the repository at once, without the
@@ -576,7 +583,8 @@ type BuildStatus struct {
 	RetryAfter *metav1.Time `json:"retryAfter,omitempty"`
 
 	// Cause is why the build was started: Middleware, a newer middleware than the
-	// function runs is available; Request, annotation functions.dev/rebuild-requested-at.
+	// function runs is available; Request, annotation functions.dev/rebuild-requested-at;
+	// Source, a new commit changed the function and the source policy is on.
 	// +optional
 	Cause string `json:"cause,omitempty"`
 

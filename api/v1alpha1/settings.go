@@ -80,6 +80,10 @@ type Settings struct {
 	// is invalid, nothing is rebuilt (HoldRebuilds).
 	RebuildCommit string
 
+	// DeployOnCommitSet is annotation functions.dev/deploy-on-commit; nil when it is
+	// absent or invalid: the operator's ConfigMap decides (DeployOnCommit).
+	DeployOnCommitSet *bool
+
 	// HoldRebuilds is true while an annotation that decides suspend, auto-update or
 	// the commit a rebuild builds is invalid: nothing is rebuilt until it is fixed
 	// (checks go on).
@@ -167,6 +171,17 @@ func (f *Function) Settings() Settings {
 			s.HoldRebuilds = true
 			bad(AnnotationRebuildCommit, fmt.Errorf("%s is not %s, %s or %s", quoteValue(v), RebuildCommitDeployed, RebuildCommitDeployedOnly, RebuildCommitFollowed),
 				": no rebuild until it is fixed")
+		}
+	}
+
+	// Deploy on commit: no spec field. An invalid value builds no new commit it would
+	// not have built anyway: the ConfigMap's default stands.
+	if v, has := ann[AnnotationDeployOnCommit]; has {
+		on, err := parseBoolSetting(v)
+		if err != nil {
+			bad(AnnotationDeployOnCommit, err, " (ConfigMap func-operator-config's deployOnCommit applies now)")
+		} else {
+			s.DeployOnCommitSet = &on
 		}
 	}
 

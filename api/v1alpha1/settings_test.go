@@ -51,6 +51,15 @@ func TestFunction_Settings(t *testing.T) {
 		want:        with(func(s *Settings) { s.HoldRebuilds = true }),
 		wantInvalid: []string{`annotation functions.dev/rebuild-commit: "head" is not Deployed, DeployedOnly or Followed: no rebuild until it is fixed`},
 	}, {
+		name:        "deploy-on-commit annotation",
+		annotations: map[string]string{AnnotationDeployOnCommit: " true"},
+		want:        with(func(s *Settings) { s.DeployOnCommitSet = ptr.To(true) }),
+	}, {
+		name:        "invalid deploy-on-commit annotation: the ConfigMap decides, nothing held",
+		annotations: map[string]string{AnnotationDeployOnCommit: "yes"},
+		want:        defaults,
+		wantInvalid: []string{`annotation functions.dev/deploy-on-commit: "yes" is not true or false (ConfigMap func-operator-config's deployOnCommit applies now)`},
+	}, {
 		name: "spec only",
 		spec: FunctionSpec{AutoUpdateMiddleware: ptr.To(false), Suspend: true, BuildHistoryLimit: ptr.To[int32](7)},
 		want: Settings{AutoUpdateMiddleware: ptr.To(false), AutoUpdateFrom: fromSpecAuto, Suspend: true, SuspendFrom: fromSpecSuspend,
@@ -248,5 +257,26 @@ func TestServiceReadiness_UnmarshalJSON(t *testing.T) {
 	out, err := json.Marshal(ServiceStatus{Ready: ServiceReadyTrue})
 	if err != nil || string(out) != `{"ready":"True"}` {
 		t.Errorf("marshalled as %s, %v; want a string", out, err)
+	}
+}
+
+func TestSettings_DeployOnCommit(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		set        *bool
+		def        bool
+		wantOn     bool
+		wantSource string
+	}{
+		{name: "no annotation: the ConfigMap's default", def: true, wantOn: true, wantSource: AutoUpdateSourceOperatorConfig},
+		{name: "annotation off over a default on", set: ptr.To(false), def: true, wantOn: false, wantSource: AutoUpdateSourceAnnotation},
+		{name: "annotation on over a default off", set: ptr.To(true), def: false, wantOn: true, wantSource: AutoUpdateSourceAnnotation},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			on, source := Settings{DeployOnCommitSet: tt.set}.DeployOnCommit(tt.def)
+			if on != tt.wantOn || source != tt.wantSource {
+				t.Errorf("DeployOnCommit(%v) = %v, %s; want %v, %s", tt.def, on, source, tt.wantOn, tt.wantSource)
+			}
+		})
 	}
 }

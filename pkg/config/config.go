@@ -44,6 +44,14 @@ const (
 	// "DeployedOnly" (the deployed commit, or no rebuild) or "Followed" (the commit
 	// the followed reference points at).
 	KeyRebuildCommit = "rebuildCommit"
+	// KeyDeployOnCommit says whether a new commit on the followed reference that
+	// changes a function's directory is built and deployed ("true" or "false"), for
+	// Functions without annotation functions.dev/deploy-on-commit.
+	KeyDeployOnCommit = "deployOnCommit"
+	// KeyMinSourceBuildInterval is the least time between two builds of one Function
+	// for new commits (a Go duration): a burst of pushes builds the newest commit once
+	// the interval is over, not each.
+	KeyMinSourceBuildInterval = "minSourceBuildInterval"
 	// KeyMaxConcurrentBuilds is how many rebuilds may run at once, cluster-wide; the
 	// others wait in a fair queue. 0 pauses rebuilds.
 	KeyMaxConcurrentBuilds = "maxConcurrentBuilds"
@@ -147,10 +155,13 @@ const (
 	// DefaultMaxConcurrentBuildsPerNamespace is half the slots: of the default two, one.
 	DefaultMaxConcurrentBuildsPerNamespace = "50%"
 	DefaultBuildBackoff                    = time.Minute
-	DefaultBuildBackoffMax                 = time.Hour
-	DefaultBuildTimeout                    = time.Hour
-	DefaultOutageGrace                     = 30 * time.Minute
-	DefaultPipelineServiceAccount          = "func-operator-builder"
+	// DefaultMinSourceBuildInterval is minSourceBuildInterval's default: pushes
+	// minutes apart each deploy, a burst deploys its newest commit.
+	DefaultMinSourceBuildInterval = 2 * time.Minute
+	DefaultBuildBackoffMax        = time.Hour
+	DefaultBuildTimeout           = time.Hour
+	DefaultOutageGrace            = 30 * time.Minute
+	DefaultPipelineServiceAccount = "func-operator-builder"
 
 	DefaultCloneMaxBytes            = 100 << 20
 	DefaultCloneMaxFiles            = 100000
@@ -179,6 +190,12 @@ type Config struct {
 	// functions.dev/rebuild-commit: v1alpha1.RebuildCommitDeployed, ...DeployedOnly
 	// or ...Followed.
 	RebuildCommit string
+	// DeployOnCommit is the default source policy of Functions without annotation
+	// functions.dev/deploy-on-commit: build and deploy a new commit that changes the
+	// function.
+	DeployOnCommit bool
+	// MinSourceBuildInterval is the least time between two source builds of a Function.
+	MinSourceBuildInterval time.Duration
 	// MaxConcurrentBuilds is how many rebuilds may run at once, cluster-wide.
 	MaxConcurrentBuilds int
 	// MaxConcurrentBuildsPerNamespace is how many of them one namespace may run: a
@@ -292,6 +309,7 @@ func Defaults() Config {
 		AutoUpdateMiddleware:            true,
 		UnknownMiddlewarePolicy:         UnknownMiddlewareOutdated,
 		RebuildCommit:                   v1alpha1.RebuildCommitDeployed,
+		MinSourceBuildInterval:          DefaultMinSourceBuildInterval,
 		MaxConcurrentBuilds:             DefaultMaxConcurrentBuilds,
 		MaxConcurrentBuildsPerNamespace: intstr.FromString(DefaultMaxConcurrentBuildsPerNamespace),
 		BuildBackoff:                    DefaultBuildBackoff,
@@ -358,7 +376,11 @@ var keepers = map[string]func(c *Config, last Config){
 	KeyAutoUpdateMiddleware:    func(c *Config, last Config) { c.AutoUpdateMiddleware = last.AutoUpdateMiddleware },
 	KeyUnknownMiddlewarePolicy: func(c *Config, last Config) { c.UnknownMiddlewarePolicy = last.UnknownMiddlewarePolicy },
 	KeyRebuildCommit:           func(c *Config, last Config) { c.RebuildCommit = last.RebuildCommit },
-	KeyMaxConcurrentBuilds:     func(c *Config, last Config) { c.MaxConcurrentBuilds = last.MaxConcurrentBuilds },
+	KeyDeployOnCommit:          func(c *Config, last Config) { c.DeployOnCommit = last.DeployOnCommit },
+	KeyMinSourceBuildInterval: func(c *Config, last Config) {
+		c.MinSourceBuildInterval = last.MinSourceBuildInterval
+	},
+	KeyMaxConcurrentBuilds: func(c *Config, last Config) { c.MaxConcurrentBuilds = last.MaxConcurrentBuilds },
 	KeyMaxConcurrentBuildsPerNamespace: func(c *Config, last Config) {
 		c.MaxConcurrentBuildsPerNamespace = last.MaxConcurrentBuildsPerNamespace
 	},
@@ -435,13 +457,14 @@ func parse(cm *corev1.ConfigMap) (c Config, bad []string, invalid []error, unkno
 		into *time.Duration
 		min  time.Duration
 	}{
-		KeyCheckInterval:   {&c.CheckInterval, MinCheckInterval},
-		KeyGitTimeout:      {&c.GitTimeout, time.Second},
-		KeyRegistryTimeout: {&c.RegistryTimeout, time.Second},
-		KeyBuildBackoff:    {&c.BuildBackoff, time.Second},
-		KeyBuildBackoffMax: {&c.BuildBackoffMax, time.Second},
-		KeyBuildTimeout:    {&c.BuildTimeout, 10 * time.Second},
-		KeyOutageGrace:     {&c.OutageGrace, 0},
+		KeyCheckInterval:          {&c.CheckInterval, MinCheckInterval},
+		KeyGitTimeout:             {&c.GitTimeout, time.Second},
+		KeyRegistryTimeout:        {&c.RegistryTimeout, time.Second},
+		KeyBuildBackoff:           {&c.BuildBackoff, time.Second},
+		KeyBuildBackoffMax:        {&c.BuildBackoffMax, time.Second},
+		KeyBuildTimeout:           {&c.BuildTimeout, 10 * time.Second},
+		KeyOutageGrace:            {&c.OutageGrace, 0},
+		KeyMinSourceBuildInterval: {&c.MinSourceBuildInterval, 0},
 	}
 	keys := make([]string, 0, len(durations))
 	for k := range durations {
@@ -469,6 +492,14 @@ func parse(cm *corev1.ConfigMap) (c Config, bad []string, invalid []error, unkno
 			fail(KeyAutoUpdateMiddleware, fmt.Errorf("key %s: %q is not true or false", KeyAutoUpdateMiddleware, v))
 		} else {
 			c.AutoUpdateMiddleware = b
+		}
+	}
+	if v, ok := cm.Data[KeyDeployOnCommit]; ok {
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			fail(KeyDeployOnCommit, fmt.Errorf("key %s: %q is not true or false", KeyDeployOnCommit, v))
+		} else {
+			c.DeployOnCommit = b
 		}
 	}
 	if v, ok := cm.Data[KeyUnknownMiddlewarePolicy]; ok {

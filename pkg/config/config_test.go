@@ -38,7 +38,7 @@ func durations(check, git time.Duration) Config {
 
 func TestDefaults(t *testing.T) {
 	want := Config{CheckInterval: 5 * time.Minute, GitTimeout: 60 * time.Second, RegistryTimeout: 60 * time.Second,
-		AutoUpdateMiddleware: true, UnknownMiddlewarePolicy: "Outdated", RebuildCommit: "Deployed",
+		AutoUpdateMiddleware: true, UnknownMiddlewarePolicy: "Outdated", RebuildCommit: "Deployed", MinSourceBuildInterval: 2 * time.Minute,
 		MaxConcurrentBuilds: 2, MaxConcurrentBuildsPerNamespace: intstr.FromString("50%"), BuildBackoff: time.Minute, BuildBackoffMax: time.Hour, BuildTimeout: time.Hour, OutageGrace: 30 * time.Minute, PipelineServiceAccount: "func-operator-builder",
 		CloneMaxBytes: 100 << 20, CloneMaxFiles: 100000, CloneMaxObjectBytes: 32 << 20, CommitStoreMaxBytes: 64 << 20, InspectMaxMemory: 16 << 20, InspectMaxBytes: 4 << 30,
 		ConditionMessageMaxBytes: 1024, EventMessageMaxBytes: 1024, BuildLogLines: 20}
@@ -79,6 +79,22 @@ func TestFromConfigMap(t *testing.T) {
 		name: "rebuild commit",
 		cm:   configMap(map[string]string{KeyRebuildCommit: " Followed "}),
 		want: func() Config { c := Defaults(); c.RebuildCommit = "Followed"; return c }(),
+	}, {
+		name: "deploy on commit, with its interval",
+		cm:   configMap(map[string]string{KeyDeployOnCommit: " true", KeyMinSourceBuildInterval: "30s"}),
+		want: func() Config {
+			c := Defaults()
+			c.DeployOnCommit, c.MinSourceBuildInterval = true, 30*time.Second
+			return c
+		}(),
+	}, {
+		name: "invalid deploy on commit: off",
+		cm:   configMap(map[string]string{KeyDeployOnCommit: "yes", KeyMinSourceBuildInterval: "-1s"}),
+		want: Defaults(),
+		wantErrs: []string{
+			`key deployOnCommit: "yes" is not true or false`,
+			`key minSourceBuildInterval: -1s is shorter than the minimum 0s`,
+		},
 	}, {
 		name: "invalid rebuild commit at start: only the deployed commit is ever built",
 		cm:   configMap(map[string]string{KeyRebuildCommit: "tip"}),

@@ -63,6 +63,7 @@ func (w *Watcher) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile
 	w.Store.Set(c)
 	log.FromContext(ctx).Info("operator configuration loaded", "checkInterval", c.CheckInterval, "gitTimeout", c.GitTimeout,
 		"autoUpdateMiddleware", c.AutoUpdateMiddleware, "unknownMiddlewarePolicy", c.UnknownMiddlewarePolicy, "rebuildCommit", c.RebuildCommit,
+		"deployOnCommit", c.DeployOnCommit, "minSourceBuildInterval", c.MinSourceBuildInterval,
 		"maxConcurrentBuilds", c.MaxConcurrentBuilds, "maxConcurrentBuildsPerNamespace", c.MaxConcurrentBuildsPerNamespace.String(), "buildBackoff", c.BuildBackoff, "buildBackoffMax", c.BuildBackoffMax,
 		"pipelineServiceAccount", c.PipelineServiceAccount, "deployerImage", c.DeployerImage, "builderImages", c.BuilderImages,
 		"bashImage", c.BashImage, "buildahImage", c.BuildahImage,

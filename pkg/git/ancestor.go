@@ -150,7 +150,9 @@ func (f *Fetcher) cloneAncestor(ctx context.Context, url string, head Head, want
 		return f.load(found.String(), nil, nil, err)
 	}
 	content, files, err := s.read(fnPath)
-	return f.load(found.String(), content, files, err)
+	c, err := f.load(found.String(), content, files, err)
+	c.layout = s.layoutOf(fnPath)
+	return c, err
 }
 
 // maxAncestorParents bounds the parent ids ReadAt keeps of the commits it fetched,

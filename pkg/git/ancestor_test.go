@@ -97,7 +97,7 @@ func TestFetcher_ReadAt(t *testing.T) {
 		got, err := f.ReadAt(ctx, url, main, s.want, s.anchor, "fns/hello", auth, gitTimeout)
 		t.Run(s.name, func(t *testing.T) {
 			checkError(t, s.wantErr, err)
-			if diff := cmp.Diff(s.result, got, ignoreSourceMiddleware); diff != "" {
+			if diff := cmp.Diff(s.result, got, ignoreSourceMiddleware, ignoreLayout); diff != "" {
 				t.Errorf("Result (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(s.wantUpload, g.srv.UploadPacks("history")); diff != "" {
@@ -165,7 +165,7 @@ func TestFetcher_ReadAtSSH(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(Result{Head: Head{Commit: a}, Metadata: md("hello", "go"), Cloned: true}, got, ignoreSourceMiddleware); diff != "" {
+	if diff := cmp.Diff(Result{Head: Head{Commit: a}, Metadata: md("hello", "go"), Cloned: true}, got, ignoreSourceMiddleware, ignoreLayout); diff != "" {
 		t.Errorf("Result (-want +got):\n%s", diff)
 	}
 	// The control: the head's commit, by the same route.

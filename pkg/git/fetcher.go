@@ -110,6 +110,12 @@ type Result struct {
 	// SourceMiddleware is the middleware version the function's own source pins, for
 	// runtimes whose middleware lives there.
 	SourceMiddleware SourceMiddleware
+	// Tree is the id of the git tree of the function's directory at the commit: two
+	// commits hold the same function source exactly when their Trees are equal.
+	Tree string
+	// PipelinesAsCode is true when the repository root holds a .tekton/ directory,
+	// where Tekton Pipelines-as-Code keeps the pipelines it runs on a push.
+	PipelinesAsCode bool
 }
 
 // SourceMiddleware is what the function's source says of its middleware.
@@ -125,6 +131,7 @@ type cached struct {
 	commit   string
 	metadata funcyaml.Metadata
 	source   SourceMiddleware
+	layout   layout
 	err      error
 }
 
@@ -155,6 +162,7 @@ func (f *Fetcher) Read(ctx context.Context, url string, head Head, fnPath string
 		}
 		content, files, err := s.read(fnPath)
 		c, err := f.load(s.commit, content, files, err)
+		c.layout = s.layoutOf(fnPath)
 		if err != nil {
 			return nil, err
 		}
@@ -199,7 +207,8 @@ func (f *Fetcher) netOptions(url string, timeout time.Duration, listing bool) ne
 func (f *Fetcher) result(head Head, c cached, cloned bool) (Result, error) {
 	h := head
 	h.Commit = c.commit
-	r := Result{Head: h, Metadata: c.metadata, Cloned: cloned, SourceMiddleware: c.source}
+	r := Result{Head: h, Metadata: c.metadata, Cloned: cloned, SourceMiddleware: c.source,
+		Tree: c.layout.tree, PipelinesAsCode: c.layout.pipelinesAsCode}
 	if c.err != nil {
 		return r, c.err
 	}

@@ -109,34 +109,69 @@ func (s *snapshot) read(fnPath string) ([]byte, fileReader, error) {
 	return bytes.Clone(b.content), s.files(dir), nil
 }
 
+// layout is what a commit says of a function's directory besides its files: its tree
+// id, which changes exactly when something in the directory does (a rebuild's input),
+// and whether the repository root holds a Pipelines-as-Code .tekton/ directory.
+type layout struct {
+	tree            string
+	pipelinesAsCode bool
+}
+
+// layoutOf returns the layout of directory fnPath; its tree is empty when the
+// directory cannot be read.
+func (s *snapshot) layoutOf(fnPath string) layout {
+	var l layout
+	if raw, ok := s.trees[s.root]; ok {
+		e, found, err := findEntry(raw, PipelinesAsCodeDir)
+		l.pipelinesAsCode = err == nil && found && e.mode == filemode.Dir
+	}
+	if h, err := s.dirHash(fnPath, ""); err == nil {
+		l.tree = h.String()
+	}
+	return l
+}
+
+// PipelinesAsCodeDir is where Tekton Pipelines-as-Code keeps a repository's
+// pipelines: a directory of that name at the root.
+const PipelinesAsCodeDir = ".tekton"
+
 // dir returns the content of the tree of directory fnPath ("" is the root).
 func (s *snapshot) dir(fnPath, short string) ([]byte, error) {
-	hash := s.root
-	if fnPath != "" {
-		parts := strings.Split(fnPath, "/")
-		for i, part := range parts {
-			raw, ok := s.trees[hash]
-			if !ok {
-				return nil, stalling(v1alpha1.ReasonPathNotFound, "path %q cannot be read at commit %s: tree %s is missing", fnPath, short, hash)
-			}
-			e, found, err := findEntry(raw, part)
-			last := i == len(parts)-1
-			switch {
-			case err != nil:
-				return nil, stalling(v1alpha1.ReasonPathNotFound, "path %q cannot be read at commit %s: %s", fnPath, short, err)
-			case !found || (!last && e.mode != filemode.Dir):
-				return nil, stalling(v1alpha1.ReasonPathNotFound, "path %q does not exist at commit %s", fnPath, short)
-			case e.mode != filemode.Dir:
-				return nil, stalling(v1alpha1.ReasonPathNotFound, "path %q is not a directory at commit %s", fnPath, short)
-			}
-			hash = e.hash
-		}
+	hash, err := s.dirHash(fnPath, short)
+	if err != nil {
+		return nil, err
 	}
 	raw, ok := s.trees[hash]
 	if !ok {
 		return nil, stalling(v1alpha1.ReasonPathNotFound, "path %q cannot be read at commit %s: tree %s is missing", fnPath, short, hash)
 	}
 	return raw, nil
+}
+
+// dirHash returns the id of the tree of directory fnPath ("" is the root).
+func (s *snapshot) dirHash(fnPath, short string) (plumbing.Hash, error) {
+	hash := s.root
+	if fnPath != "" {
+		parts := strings.Split(fnPath, "/")
+		for i, part := range parts {
+			raw, ok := s.trees[hash]
+			if !ok {
+				return plumbing.ZeroHash, stalling(v1alpha1.ReasonPathNotFound, "path %q cannot be read at commit %s: tree %s is missing", fnPath, short, hash)
+			}
+			e, found, err := findEntry(raw, part)
+			last := i == len(parts)-1
+			switch {
+			case err != nil:
+				return plumbing.ZeroHash, stalling(v1alpha1.ReasonPathNotFound, "path %q cannot be read at commit %s: %s", fnPath, short, err)
+			case !found || (!last && e.mode != filemode.Dir):
+				return plumbing.ZeroHash, stalling(v1alpha1.ReasonPathNotFound, "path %q does not exist at commit %s", fnPath, short)
+			case e.mode != filemode.Dir:
+				return plumbing.ZeroHash, stalling(v1alpha1.ReasonPathNotFound, "path %q is not a directory at commit %s", fnPath, short)
+			}
+			hash = e.hash
+		}
+	}
+	return hash, nil
 }
 
 // files reads the regular files of the directory whose tree is dir.

@@ -123,7 +123,7 @@ func TestFetcher_SSH(t *testing.T) {
 			}
 			checkError(t, wantReadErr, err)
 			assertNoSecretValues(t, errString(err), tt.data)
-			if diff := cmp.Diff(tt.want, got, ignoreSourceMiddleware); diff != "" {
+			if diff := cmp.Diff(tt.want, got, ignoreSourceMiddleware, ignoreLayout); diff != "" {
 				t.Errorf("Result (-want +got):\n%s", diff)
 			}
 			testfs.AssertEmptyDir(t, tmp)
@@ -175,7 +175,7 @@ func TestFetcher_SSHUpstreamSecret(t *testing.T) {
 			t.Fatalf("Read: %v", err)
 		}
 		want := Result{Head: head, Metadata: md("up-fn", "go"), Cloned: true}
-		if diff := cmp.Diff(want, got, ignoreSourceMiddleware); diff != "" {
+		if diff := cmp.Diff(want, got, ignoreSourceMiddleware, ignoreLayout); diff != "" {
 			t.Errorf("Result (-want +got):\n%s", diff)
 		}
 		testfs.AssertEmptyDir(t, tmp)

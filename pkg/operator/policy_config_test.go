@@ -47,6 +47,8 @@ var configPolicyCases = func() []configPolicyCase {
 			" true\n", "\tfalse ", "yes", "on", "tRue", "", "2"},
 		config.KeyUnknownMiddlewarePolicy: {"Outdated", "UpToDate", " UpToDate\n", "outdated", "uptodate", "Unknown", ""},
 		config.KeyRebuildCommit:           {"Deployed", "DeployedOnly", "Followed", " Followed ", "deployed", "Latest", ""},
+		config.KeyDeployOnCommit:          {"true", "false", " True\n", "0", "yes", "on", ""},
+		config.KeyMinSourceBuildInterval:  {"2m", "0s", "0", "-1s", "1h30m", "1d", "soon"},
 		config.KeyMaxConcurrentBuilds: {"2", "0", "+3", "-0", " 7 ", "100000", "9223372036854775807",
 			"-1", "1.5", "two", "", "1_000", "0x10", "2 3"},
 		config.KeyMaxConcurrentBuildsPerNamespace: {"50%", "1", "+3", " 2 ", "100%", "1%", "050%", "100", "9223372036854775807",

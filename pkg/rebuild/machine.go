@@ -398,6 +398,9 @@ func UpdatedMessage(b *v1alpha1.BuildStatus, current string) string {
 	if b.Cause == v1alpha1.BuildCauseRequest {
 		return fmt.Sprintf("Rebuilt as requested (middleware %s)", orUnknown(current))
 	}
+	if b.Cause == v1alpha1.BuildCauseSource {
+		return fmt.Sprintf("Built and deployed commit %s (middleware %s)", v1alpha1.ShortCommit(b.Commit), orUnknown(current))
+	}
 	return fmt.Sprintf("Middleware updated from %s to %s", orUnknown(b.FromMiddleware), orUnknown(current))
 }
 

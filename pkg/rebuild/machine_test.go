@@ -274,3 +274,22 @@ func TestBound_NeverSplitsACharacter(t *testing.T) {
 		t.Errorf("a message of maxMessage bytes was cut")
 	}
 }
+
+// TestUpdatedMessage: the history entry and Event of a verified build say what it
+// brought, by its cause.
+func TestUpdatedMessage(t *testing.T) {
+	for _, tt := range []struct {
+		b    v1alpha1.BuildStatus
+		want string
+	}{
+		{b: v1alpha1.BuildStatus{Cause: v1alpha1.BuildCauseMiddleware, FromMiddleware: "v1"}, want: "Middleware updated from v1 to v2"},
+		{b: v1alpha1.BuildStatus{}, want: "Middleware updated from unknown to v2"},
+		{b: v1alpha1.BuildStatus{Cause: v1alpha1.BuildCauseRequest}, want: "Rebuilt as requested (middleware v2)"},
+		{b: v1alpha1.BuildStatus{Cause: v1alpha1.BuildCauseSource, Commit: strings.Repeat("ab", 20)},
+			want: "Built and deployed commit abababababab (middleware v2)"},
+	} {
+		if got := UpdatedMessage(&tt.b, "v2"); got != tt.want {
+			t.Errorf("UpdatedMessage(%+v) = %q, want %q", tt.b, got, tt.want)
+		}
+	}
+}

@@ -51,6 +51,9 @@ type Metadata struct {
 	// function was last deployed with (deploy.deployer), and DeployedNamespace where
 	// (deploy.namespace). DeployerOf resolves them.
 	Deployer, DeployedWith, DeployedNamespace string
+	// ManagementDisabled is deploy.managementDisabled (func v0.50, `func deploy
+	// --management-disabled`): the function's owner asked that no operator manage it.
+	ManagementDisabled bool
 }
 
 // InvalidError says that func.yaml cannot be used: it does not parse, migrate or validate.
@@ -137,6 +140,7 @@ func LoadFuncYAML(content []byte, tmpDir string) (Metadata, error) {
 		Deployer:           f.Deployer,
 		DeployedWith:       f.Deploy.Deployer,
 		DeployedNamespace:  f.Deploy.Namespace,
+		ManagementDisabled: f.Deploy.ManagementDisabled,
 	}, nil
 }
 

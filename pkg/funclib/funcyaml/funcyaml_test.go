@@ -117,6 +117,10 @@ build:
 `,
 		want: Metadata{Name: "echo", Runtime: "python", Invoke: "cloudevent", Builder: "s2i", SpecVersion: "0.36.0"},
 	}, {
+		name:    "func deploy --management-disabled: the operator stands down",
+		content: "specVersion: 0.36.0\nname: hands-off\nruntime: go\ndeploy:\n  managementDisabled: true\n",
+		want:    Metadata{Name: "hands-off", Runtime: "go", SpecVersion: "0.36.0", ManagementDisabled: true},
+	}, {
 		name:    "minimal func.yaml: defaults stay empty",
 		content: "specVersion: 0.36.0\nname: tiny\nruntime: rust\n",
 		want:    Metadata{Name: "tiny", Runtime: "rust", SpecVersion: "0.36.0"},

@@ -191,6 +191,11 @@ func newImage(fn *v1alpha1.Function, image, followed string) {
 	d := fn.Status.Deployment
 	if d.Image != image || d.FollowedAtDeploy == "" {
 		d.FollowedAtDeploy = followed
+		// The operator's build deployed it: the commit it built, not one pushed since.
+		if b := fn.Status.Build; b != nil && len(b.Commit) == 40 && b.FromImage != image && d.Image != "" &&
+			(b.Phase == v1alpha1.BuildPhaseSucceeded || b.Phase == v1alpha1.BuildPhaseRunning) {
+			d.FollowedAtDeploy = b.Commit
+		}
 	}
 	if d.Image != image {
 		d.Revision = ""

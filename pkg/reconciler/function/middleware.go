@@ -104,10 +104,14 @@ func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Funct
 			outcome = middleware.UpToDate
 		}
 	}
-	mw.PendingRebuild = outcome == middleware.Outdated && mw.AutoUpdate.Enabled
+	standDown := fn.Status.ManagementDisabled()
+	mw.PendingRebuild = outcome == middleware.Outdated && mw.AutoUpdate.Enabled && !standDown
 	switch {
 	case outcome == middleware.UpToDate:
 		fn.Status.MarkMiddlewareUpToDate("%s %s is the newest func %s builds (running: %s)", pin.Module, pin.Version, mw.FuncVersion, current)
+	case standDown:
+		fn.Status.MarkMiddlewareNotManaged("%s %s is available (running: %s) but func.yaml sets deploy.managementDisabled: no rebuild",
+			pin.Module, pin.Version, current)
 	case !mw.AutoUpdate.Enabled:
 		fn.Status.MarkAutoUpdateDisabled("%s %s is available (running: %s) but auto-update is off (set by %s): no rebuild; %s",
 			pin.Module, pin.Version, current, mw.AutoUpdate.Source, strings.Replace(from.text(), "a rebuild builds", "a rebuild would build", 1))

@@ -22,6 +22,8 @@ type observation struct {
 	deployment deployment
 	// middleware is set by reconcileMiddleware.
 	middleware middlewareVerdict
+	// onCommit is set by reconcileDeployOnCommit.
+	onCommit build.OnCommit
 }
 
 // sourceArtifact is the function's source at the branch head.
@@ -36,6 +38,10 @@ type sourceArtifact struct {
 	// metadata is func.yaml in full when this reconcile read it; nil when the status
 	// already showed head (the rebuild step reads it then, from the Fetcher's cache).
 	metadata *funclib.Metadata
+	// tree is the git tree of the function's directory at head, and pipelinesAsCode
+	// whether the repository has a .tekton/ directory there, when this reconcile read it.
+	tree            string
+	pipelinesAsCode bool
 }
 
 // deployment is what func deployed for the function, as described through the func library.
@@ -81,6 +87,7 @@ func (o *observation) forBuild() build.Observed {
 		Middleware: build.Middleware{Current: mw.current, Available: mw.available, Due: mw.rebuildDue},
 		From: build.From{Commit: mw.from.commit, Source: mw.from.source, Problem: mw.from.problem,
 			Remedy: mw.from.remedy(o.source.head.Commit)},
+		OnCommit: o.onCommit,
 	}
 	if d.found != nil {
 		out.Deployed.Target = d.found

@@ -254,6 +254,7 @@ func (r *Reconciler) check(ctx context.Context, fn *v1alpha1.Function, obs *obse
 		r.reconcileDeployment,
 		r.reconcileServiceReady,
 		r.reconcileMiddleware,
+		r.reconcileDeployOnCommit,
 	} {
 		var sr Result
 		sr, err = step(ctx, fn, obs)

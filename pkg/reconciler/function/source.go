@@ -145,6 +145,7 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 
 	md := res.Metadata
 	obs.source.head, obs.source.metadata = res.Head, &md
+	obs.source.tree, obs.source.pipelinesAsCode = res.Tree, res.PipelinesAsCode
 	obs.source.name, obs.source.runtime, obs.source.invoke = md.Name, md.Runtime, md.Invoke
 	fn.Status.Name = md.Name
 	if fn.Status.Deployment == nil {
@@ -153,6 +154,7 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 	fn.Status.Deployment.Runtime = md.Runtime
 	fn.Status.Deployment.Invoke = md.Invoke
 	fn.Status.Deployment.RequestedDeployer = requestedIn(md)
+	fn.Status.MarkManagementDisabled(md.ManagementDisabled)
 	if sm := res.SourceMiddleware; sm.Version != "" || sm.Problem != "" {
 		// The middleware of this runtime lives in the function's own source.
 		if fn.Status.Middleware == nil {

@@ -3,6 +3,7 @@ package build
 import (
 	"cmp"
 	"fmt"
+	"time"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/reconciler/function/step"
@@ -16,8 +17,10 @@ type Cause struct {
 	// Kind is a v1alpha1.BuildCause*.
 	Kind string
 	// Running is the middleware the function runs ("" when unknown); Brings what a
-	// rebuild brings (Middleware), Request the annotation's value (Request).
+	// rebuild brings (Middleware, Source), Request the annotation's value (Request).
 	Running, Brings, Request string
+	// Commit is the followed commit a Source build builds; Deployed the one it replaces.
+	Commit, Deployed string
 }
 
 // outdatedMiddleware is the cause of a function whose middleware is older than what func
@@ -32,9 +35,20 @@ func requested(request, running string) *Cause {
 	return &Cause{Kind: v1alpha1.BuildCauseRequest, Running: running, Brings: running, Request: request}
 }
 
+// newCommit is the cause of a build of followed, a commit that changes the function
+// against deployed, the commit it runs, while the source policy is on: it brings the
+// middleware func builds now, too.
+func newCommit(followed, deployed, running, available string) *Cause {
+	return &Cause{Kind: v1alpha1.BuildCauseSource, Running: running, Brings: available, Commit: followed, Deployed: deployed}
+}
+
 // String says why a rebuild is due: "<brings> is available (running: <running>)", or
-// "a rebuild was requested (...)".
+// "a rebuild was requested (...)", or "commit <c> changes the function (...)".
 func (c *Cause) String() string {
+	if c.Kind == v1alpha1.BuildCauseSource {
+		return fmt.Sprintf("commit %s changes the function (running: commit %s) and annotation %s or ConfigMap key deployOnCommit says to deploy it",
+			v1alpha1.ShortCommit(c.Commit), v1alpha1.ShortCommit(c.Deployed), v1alpha1.AnnotationDeployOnCommit)
+	}
 	if c.Kind == v1alpha1.BuildCauseRequest {
 		return fmt.Sprintf("a rebuild was requested (annotation %s: %q; running: %s)",
 			v1alpha1.AnnotationRebuildRequestedAt, c.Request, cmp.Or(c.Running, "unknown"))
@@ -54,9 +68,20 @@ func (c *Cause) blocked(mark step.MarkFunc, reason, why string, args ...any) *re
 // rebuild answers a request too (handled when it starts). A requested build that
 // failed (its launch lost to a restart included) is retried, after its backoff, as a
 // middleware rebuild is while the middleware is outdated, until a build succeeds.
-func dueCause(fn *v1alpha1.Function, obs Observed) *Cause {
-	mw, b := obs.Middleware, fn.Status.Build
+//
+// A new commit (the source policy) comes before an outdated middleware, whose rebuild
+// a build of it brings too, but for a commit whose build failed: then the deployed
+// commit's middleware rebuild goes first, so that a commit that does not build never
+// keeps the running function on old middleware. A source build waits out
+// minSourceBuildInterval after the last (onCommitWaits).
+func dueCause(fn *v1alpha1.Function, obs Observed, now time.Time) *Cause {
+	mw, b, oc := obs.Middleware, fn.Status.Build, obs.OnCommit
+	failedHere := b != nil && b.Phase == v1alpha1.BuildPhaseFailed && b.Cause == v1alpha1.BuildCauseSource && b.Commit == obs.Head.Commit
 	switch {
+	case fn.Status.ManagementDisabled():
+		return nil
+	case oc.Enabled && oc.Changed && !now.Before(oc.NotBefore) && (!failedHere || !mw.Due):
+		return newCommit(obs.Head.Commit, oc.Deployed, mw.Current, mw.Available)
 	case mw.Due:
 		return outdatedMiddleware(mw.Current, mw.Available)
 	case fn.PendingRebuildRequest() != "":
@@ -65,4 +90,21 @@ func dueCause(fn *v1alpha1.Function, obs Observed) *Cause {
 		return requested(fn.Status.LastHandledRebuildRequest, mw.Current)
 	}
 	return nil
+}
+
+// skipsBackoff reports whether a build for c, of commit, starts without waiting out
+// the backoff of b, the failed build before it: a build of one cause never waits for
+// another cause's failure (a new commit that does not build never delays a middleware
+// rebuild, nor the other way round), nor a new commit for an older one's.
+func skipsBackoff(b *v1alpha1.BuildStatus, c *Cause, commit string) bool {
+	if b == nil {
+		return false
+	}
+	switch c.Kind {
+	case v1alpha1.BuildCauseSource:
+		return b.Cause != v1alpha1.BuildCauseSource || b.Commit != commit
+	case v1alpha1.BuildCauseMiddleware:
+		return b.Cause == v1alpha1.BuildCauseSource
+	}
+	return false
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,9 +36,18 @@ func (r *Reconciler) Rebuild(ctx context.Context, fn *v1alpha1.Function, obs Obs
 	if res, following := r.unsettled(fn, obs); following {
 		return res, nil
 	}
-	cause := dueCause(fn, obs)
+	if fn.Status.ManagementDisabled() {
+		r.GiveUpPlace(fn)
+		r.RefuseRequest(fn, "func.yaml sets deploy.managementDisabled: the operator stands down")
+		return step.Result{}, nil
+	}
+	now := r.now()
+	cause := dueCause(fn, obs, now)
 	if cause == nil {
 		r.GiveUpPlace(fn)
+		if oc := obs.OnCommit; oc.Enabled && oc.Changed && now.Before(oc.NotBefore) {
+			return step.RequeueAfter(oc.NotBefore.Sub(now)), nil // SourceDeployed says why
+		}
 		return step.Result{}, nil
 	}
 	if r.Builds.Launcher.Busy(client.ObjectKeyFromObject(fn)) {
@@ -97,8 +107,10 @@ func (r *Reconciler) unsettled(fn *v1alpha1.Function, obs Observed) (step.Result
 type plan struct {
 	cause  *Cause
 	commit string
-	meta   funclib.Metadata
-	clone  *git.CloneCredentials
+	// tree is the function directory's git tree at commit, when read (Source).
+	tree  string
+	meta  funclib.Metadata
+	clone *git.CloneCredentials
 }
 
 // plan checks the preconditions of a rebuild for cause: Tekton served, the commit
@@ -111,7 +123,7 @@ func (r *Reconciler) plan(ctx context.Context, fn *v1alpha1.Function, obs Observ
 		return plan{}, cause.blocked(notPossible, v1alpha1.ReasonRebuildNotPossible,
 			"the cluster has no Tekton Pipelines API (tekton.dev/v1 PipelineRun): install Tekton Pipelines: the operator picks it up within a minute, without a restart")
 	}
-	commit, meta, err := r.source(ctx, fn, obs, cause)
+	commit, tree, meta, err := r.source(ctx, fn, obs, cause)
 	if err != nil {
 		return plan{}, err
 	}
@@ -145,7 +157,7 @@ func (r *Reconciler) plan(ctx context.Context, fn *v1alpha1.Function, obs Observ
 		}
 		return plan{}, err
 	}
-	return plan{cause: cause, commit: commit, meta: meta, clone: clone}, nil
+	return plan{cause: cause, commit: commit, tree: tree, meta: meta, clone: clone}, nil
 }
 
 // admit starts p when the machine and the fleet's queue let it: after a failure's
@@ -157,7 +169,7 @@ func (r *Reconciler) admit(ctx context.Context, fn *v1alpha1.Function, obs Obser
 	// A new request does not wait out a failed build's backoff, but for a failed
 	// requested build's: a new value each second must not build back to back.
 	request := fn.PendingRebuildRequest()
-	skipBackoff := request != "" && (b == nil || b.Cause != v1alpha1.BuildCauseRequest)
+	skipBackoff := (request != "" && (b == nil || b.Cause != v1alpha1.BuildCauseRequest)) || skipsBackoff(b, p.cause, p.commit)
 	due := m.Next(b, rebuild.Event{Kind: rebuild.Due, At: now, Requested: skipBackoff})
 	if due.Backoff {
 		fn.Status.MarkBuildFailed("%s; retry %d at %s", failureSummary(b), b.Failures+1, b.RetryAfter.UTC().Format(time.RFC3339))
@@ -187,6 +199,10 @@ func (r *Reconciler) admit(ctx context.Context, fn *v1alpha1.Function, obs Obser
 	if request != "" {
 		fn.Status.LastHandledRebuildRequest = request // one value never builds twice, across restarts
 	}
+	if st := fn.Status.DeployOnCommit; st != nil && p.cause.Kind == v1alpha1.BuildCauseSource {
+		// The interval runs from here; the tree tells the next commit from this one.
+		st.LastBuildTime, st.LastBuildCommit, st.LastBuildTree = &metav1.Time{Time: now}, p.commit, p.tree
+	}
 	fn.Status.MarkRebuilding("build %s starting: rebuilding commit %s %s", id, v1alpha1.ShortCommit(p.commit), describe(fn.Status.Build))
 	req := resources.BuildRequest(fn, id, p.commit, p.meta, cfg.BuilderImages)
 	req.StepImages = funclib.StepImages{Bash: cfg.BashImage, Buildah: cfg.BuildahImage}
@@ -213,6 +229,8 @@ func describe(b *v1alpha1.BuildStatus) string {
 	switch b.Cause {
 	case v1alpha1.BuildCauseRequest:
 		return fmt.Sprintf("as requested (middleware %s)", cmp.Or(b.FromMiddleware, "unknown"))
+	case v1alpha1.BuildCauseSource:
+		return fmt.Sprintf("to deploy it: a new commit of the followed reference changed the function (middleware %s)", cmp.Or(b.ToMiddleware, b.FromMiddleware, "unknown"))
 	default: // v1alpha1.BuildCauseMiddleware, and builds recorded before causes were
 		return fmt.Sprintf("to bring %s (running: %s)", b.ToMiddleware, cmp.Or(b.FromMiddleware, "unknown"))
 	}
@@ -297,22 +315,33 @@ func gitCredentials(c *git.CloneCredentials) *funclib.GitCredentials {
 // it builds. The deployed commit, when it is not the followed one, is looked up in
 // the followed reference's history (Sources.ReadAt), with the credentials the check
 // read the repository with.
-func (r *Reconciler) source(ctx context.Context, fn *v1alpha1.Function, obs Observed, cause *Cause) (string, funclib.Metadata, error) {
+func (r *Reconciler) source(ctx context.Context, fn *v1alpha1.Function, obs Observed, cause *Cause) (string, string, funclib.Metadata, error) {
 	from, followed := obs.From, obs.Head.Commit
 	notPossible := step.WithReason(fn.Status.MarkRebuildNotPossible)
+	// A new commit, or a request while the source policy is on: the followed commit.
+	if cause.Kind == v1alpha1.BuildCauseSource || (cause.Kind == v1alpha1.BuildCauseRequest && obs.OnCommit.Enabled) {
+		res, err := r.Sources.Read(ctx, fn.Spec.Repository.URL, obs.Head, fn.Spec.Repository.CleanPath(), obs.Auth, r.Config.Load().GitTimeout)
+		switch {
+		case rerror.IsStalling(err):
+			return "", "", funclib.Metadata{}, cause.blocked(notPossible, v1alpha1.ReasonRebuildNotPossible, "%w", err)
+		case err != nil:
+			return "", "", funclib.Metadata{}, fmt.Errorf("reading func.yaml for the build: %w", err)
+		}
+		return res.Commit, res.Tree, res.Metadata, nil
+	}
 	if from.Problem != "" {
-		return "", funclib.Metadata{}, cause.blocked(notPossible, v1alpha1.ReasonRebuildNotPossible, "%s: %s", from.Problem, from.Remedy)
+		return "", "", funclib.Metadata{}, cause.blocked(notPossible, v1alpha1.ReasonRebuildNotPossible, "%s: %s", from.Problem, from.Remedy)
 	}
 	if from.Source == "" {
 		// No step decided which commit: never the followed one by default.
-		return "", funclib.Metadata{}, cause.blocked(notPossible, v1alpha1.ReasonRebuildNotPossible, "no commit to build was decided: %s", from.Remedy)
+		return "", "", funclib.Metadata{}, cause.blocked(notPossible, v1alpha1.ReasonRebuildNotPossible, "no commit to build was decided: %s", from.Remedy)
 	}
 	if from.Commit == followed || from.Source != v1alpha1.RebuildFromDeployed {
 		meta, err := r.metadata(ctx, fn, obs)
 		if rerror.IsStalling(err) {
-			return "", funclib.Metadata{}, cause.blocked(notPossible, v1alpha1.ReasonRebuildNotPossible, "%w", err)
+			return "", "", funclib.Metadata{}, cause.blocked(notPossible, v1alpha1.ReasonRebuildNotPossible, "%w", err)
 		}
-		return followed, meta, err
+		return followed, "", meta, err
 	}
 	anchor := ""
 	if fn.Status.Deployment != nil {
@@ -320,17 +349,17 @@ func (r *Reconciler) source(ctx context.Context, fn *v1alpha1.Function, obs Obse
 	}
 	res, err := r.Sources.ReadAt(ctx, fn.Spec.Repository.URL, obs.Head, from.Commit, anchor, fn.Spec.Repository.CleanPath(), obs.Auth, r.Config.Load().GitTimeout)
 	if rerror.IsStalling(err) {
-		return "", funclib.Metadata{}, cause.blocked(notPossible, v1alpha1.ReasonRebuildNotPossible,
+		return "", "", funclib.Metadata{}, cause.blocked(notPossible, v1alpha1.ReasonRebuildNotPossible,
 			"commit %s, the one the running image was built from, cannot be rebuilt: %w; %s", v1alpha1.ShortCommit(from.Commit), err, from.Remedy)
 	}
 	if err != nil {
-		return "", funclib.Metadata{}, fmt.Errorf("reading func.yaml at commit %s, the one the running image was built from, for the build: %w", from.Commit, err)
+		return "", "", funclib.Metadata{}, fmt.Errorf("reading func.yaml at commit %s, the one the running image was built from, for the build: %w", from.Commit, err)
 	}
 	// Looked up: the status names it in full from now on (the middleware step keeps it).
 	if rf := fn.Status.Middleware.RebuildFrom; rf != nil {
 		rf.Commit = res.Commit
 	}
-	return res.Commit, res.Metadata, nil
+	return res.Commit, res.Tree, res.Metadata, nil
 }
 
 // metadata returns func.yaml at obs.Head: as the source step read it, or from the

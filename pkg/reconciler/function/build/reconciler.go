@@ -98,6 +98,21 @@ type Observed struct {
 	Middleware Middleware
 	// From is the commit a rebuild builds.
 	From From
+	// OnCommit is the source policy's verdict.
+	OnCommit OnCommit
+}
+
+// OnCommit is the source policy's verdict: whether the followed commit (Head.Commit)
+// is to be built and deployed.
+type OnCommit struct {
+	// Enabled: the source policy is on.
+	Enabled bool
+	// Changed: the followed commit changes the function's directory against Deployed,
+	// the commit the running function was built from (in full).
+	Changed  bool
+	Deployed string
+	// NotBefore is when the minimum interval after the last source build is over.
+	NotBefore time.Time
 }
 
 // Middleware is the middleware step's verdict.
