@@ -298,6 +298,46 @@ func TestOperator_RebuildOutdatedFunction(t *testing.T) {
 	if ev := eventsOf(t, ns, "hello"); len(ev["Rebuilding"]) != 2 || !strings.Contains(ev["Rebuilding"][1]+ev["Rebuilding"][0], "(cause: Request)") {
 		t.Errorf("Rebuilding events = %q, want a second one, of cause Request", ev["Rebuilding"])
 	}
+
+	// Deploy on commit: a commit changing only another directory builds nothing; one
+	// changing the function is built through Tekton (cause Source), deployed and
+	// verified, and then SourceDeployed says it runs.
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, v1alpha1.AnnotationDeployOnCommit)
+	if err := k8sClient.Patch(context.Background(), &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello"}},
+		client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := f.repo.Commit(t, "main", map[string]string{"docs/README.md": "not a function\n"}, "docs")
+	requestCheck(t, ns, "hello")
+	eventually(t, 30*time.Second, func() string {
+		fn := getFunction(t, ns, "hello")
+		c := fn.Status.GetCondition(v1alpha1.FunctionConditionSourceDeployed)
+		if st := fn.Status.DeployOnCommit; st == nil || st.FollowedCommit != elsewhere || c == nil || !c.IsTrue() {
+			return fmt.Sprintf("deployOnCommit = %+v, SourceDeployed = %+v", st, c)
+		}
+		return ""
+	})
+	if n := len(pipelineRuns(t, ns)); n != 2 {
+		t.Fatalf("%d PipelineRuns after a commit that changed no function, want 2", n)
+	}
+	pushed := f.repo.Commit(t, "main", map[string]string{"fns/hello/handle.go": "package function // v2\n"}, "hello v2")
+	requestCheck(t, ns, "hello")
+	eventually(t, 60*time.Second, func() string {
+		fn := getFunction(t, ns, "hello")
+		c := fn.Status.GetCondition(v1alpha1.FunctionConditionSourceDeployed)
+		b := fn.Status.Build
+		if b == nil || b.Cause != v1alpha1.BuildCauseSource || b.Phase != v1alpha1.BuildPhaseSucceeded || b.Commit != pushed ||
+			fn.Status.DeployOnCommit.DeployedCommit != pushed || c == nil || !c.IsTrue() ||
+			len(fn.Status.History) == 0 || !strings.HasPrefix(fn.Status.History[0].Message, "Built and deployed commit "+pushed[:12]) {
+			return fmt.Sprintf("build = %+v, deployOnCommit = %+v, SourceDeployed = %+v, history = %+v", b, fn.Status.DeployOnCommit, c, fn.Status.History)
+		}
+		return ""
+	})
+	runs = pipelineRuns(t, ns)
+	sort.Slice(runs, func(i, j int) bool { return runs[i].CreationTimestamp.Before(&runs[j].CreationTimestamp) })
+	if len(runs) != 3 || param(&runs[2], "gitRevision") != pushed {
+		t.Errorf("%d PipelineRuns, the last of revision %q; want 3, the last of the pushed commit %s", len(runs), param(&runs[len(runs)-1], "gitRevision"), pushed[:12])
+	}
 }
 
 // requestRebuild sets annotation functions.dev/rebuild-requested-at of Function name to value.
