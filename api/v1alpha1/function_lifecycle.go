@@ -60,9 +60,12 @@ const (
 	// ReasonReachable is a True SourceReachable.
 	ReasonReachable      = "Reachable"
 	ReasonBranchNotFound = "BranchNotFound"
-	// ReasonTagNotFound: spec.repository.ref.tag is not in the repository, or no tag
-	// matches spec.repository.ref.semver.
+	// ReasonTagNotFound: spec.repository.ref.tag (or a revision refs/tags/<tag>) is not
+	// in the repository, or no tag matches spec.repository.ref.semver.
 	ReasonTagNotFound = "TagNotFound"
+	// ReasonRevisionNotFound: spec.repository.revision, a plain name, is neither a tag
+	// nor a branch of the repository.
+	ReasonRevisionNotFound = "RevisionNotFound"
 	// ReasonSemVerInvalid: spec.repository.ref.semver is not a semver range.
 	ReasonSemVerInvalid = "SemVerInvalid"
 	// ReasonCommitNotFound: the repository does not hold spec.repository.ref.commit, or
@@ -571,9 +574,34 @@ func (f *Function) String() string {
 	return fmt.Sprintf("%s/%s", f.Namespace, f.Name)
 }
 
-// CleanPath returns spec.repository.path cleaned: "" for the repository root.
+// Reference is the revision spec.repository follows by name: revision as written (a
+// branch or a tag, or a full ref under refs/heads/ or refs/tags/), or branch as its
+// full ref refs/heads/<branch>, so that a branch is never taken for a tag of the same
+// name; empty when neither is set (the remote's default branch, or ref). Every reader
+// goes through it, so that a Function written with either name reads the same.
+func (r Repository) Reference() string {
+	if r.Revision != "" {
+		return r.Revision
+	}
+	if r.Branch != "" {
+		return "refs/heads/" + r.Branch
+	}
+	return ""
+}
+
+// Directory is the function's directory as written: dir (the upstream operator's
+// newer name), else path. CleanPath is what readers use.
+func (r Repository) Directory() string {
+	if r.Dir != "" {
+		return r.Dir
+	}
+	return r.Path
+}
+
+// CleanPath returns the function's directory (Directory: spec.repository.dir or path)
+// cleaned: "" for the repository root.
 func (r Repository) CleanPath() string {
-	p := strings.Trim(path.Clean(r.Path), "/")
+	p := strings.Trim(path.Clean(r.Directory()), "/")
 	if p == "." {
 		return ""
 	}

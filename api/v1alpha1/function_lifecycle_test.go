@@ -561,6 +561,36 @@ func TestRepository_CleanPath(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("CleanPath(%q) (-want +got):\n%s", tt.path, diff)
 			}
+			// dir, upstream's newer name, is read the same.
+			if got := (Repository{Dir: tt.path}).CleanPath(); got != tt.want {
+				t.Errorf("CleanPath of dir %q = %q, want %q", tt.path, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRepository_Names: both names of each pair read the same through the accessors,
+// and a branch is named as a full ref, so that it is never taken for a tag.
+func TestRepository_Names(t *testing.T) {
+	tests := []struct {
+		name          string
+		repo          Repository
+		wantReference string
+		wantDirectory string
+	}{
+		{name: "neither", repo: Repository{}},
+		{name: "branch and path", repo: Repository{Branch: "main", Path: "fns/a"}, wantReference: "refs/heads/main", wantDirectory: "fns/a"},
+		{name: "revision and dir", repo: Repository{Revision: "main", Dir: "fns/a"}, wantReference: "main", wantDirectory: "fns/a"},
+		{name: "revision as a full ref", repo: Repository{Revision: "refs/tags/v1"}, wantReference: "refs/tags/v1"},
+		// The API server refuses both of a pair; were both stored, the newer name wins.
+		{name: "both of each pair", repo: Repository{Branch: "a", Revision: "b", Path: "x", Dir: "y"}, wantReference: "b", wantDirectory: "y"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := [2]string{tt.repo.Reference(), tt.repo.Directory()}
+			if diff := cmp.Diff([2]string{tt.wantReference, tt.wantDirectory}, got); diff != "" {
+				t.Errorf("[Reference, Directory] (-want +got):\n%s", diff)
+			}
 		})
 	}
 }

@@ -105,9 +105,15 @@ type FunctionSpec struct {
 // spec.buildHistoryLimit is unset.
 const DefaultBuildHistoryLimit = 3
 
-// Repository is a git repository and the place of a function inside it.
+// Repository is a git repository and the place of a function inside it. Two pairs of
+// fields name the same thing: branch and revision (upstream's newer name, which also
+// takes a tag), path and dir; set one of each pair. Read them through Reference and
+// Directory.
 //
 // +kubebuilder:validation:XValidation:rule="!(has(self.branch) && has(self.ref))",message="set branch or ref, not both"
+// +kubebuilder:validation:XValidation:rule="!(has(self.branch) && size(self.branch) > 0 && has(self.revision) && size(self.revision) > 0)",message="set branch or revision, not both"
+// +kubebuilder:validation:XValidation:rule="!(has(self.revision) && size(self.revision) > 0 && has(self.ref))",message="set revision or ref, not both"
+// +kubebuilder:validation:XValidation:rule="!(has(self.path) && size(self.path) > 0 && has(self.dir) && size(self.dir) > 0)",message="set path or dir, not both"
 type Repository struct {
 	// URL of the git repository: https://host/org/repo.git, http://..., ssh://[user@]host[:port]/path
 	// or the scp-like form user@host:path. Credentials never belong in the URL: use authSecretRef.
@@ -119,25 +125,47 @@ type Repository struct {
 	URL string `json:"url"`
 
 	// Branch to follow. Empty means the remote's default branch (its HEAD), unless ref
-	// says otherwise; the branch it resolved to is reported in status.git.resolvedBranch.
+	// or revision says otherwise; the branch it resolved to is reported in
+	// status.git.resolvedBranch. func deploy (v0.50) writes it.
 	// +optional
 	// +kubebuilder:validation:MaxLength=255
 	// +kubebuilder:validation:XValidation:rule="!self.startsWith('-') && !self.startsWith('refs/') && !self.contains(' ') && !self.contains('..')",message="branch must be a plain branch name (no leading '-', no 'refs/' prefix, no spaces, no '..')"
 	Branch string `json:"branch,omitempty"`
 
+	// Revision to follow, as the upstream operator names it (it replaced branch there):
+	// a branch or a tag by name, or a full ref, refs/heads/<branch> or refs/tags/<tag>.
+	// A name that is both a tag and a branch is the tag, as git and upstream resolve it;
+	// a tag is followed as ref.tag is (peeled, and moved when the tag moves). Empty
+	// means the remote's default branch. It cannot be set together with branch or ref.
+	// status.git.resolvedRevision shows what it resolved to.
+	// +optional
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('-') && !self.contains(' ') && !self.contains('..') && (!self.startsWith('refs/') || self.matches('^refs/(heads|tags)/[^/]'))",message="revision must be a branch or tag name, or a full ref refs/heads/<branch> or refs/tags/<tag> (no leading '-', no spaces, no '..')"
+	Revision string `json:"revision,omitempty"`
+
 	// Ref follows something other than a branch, as Flux's GitRepository ref does: a
 	// tag, the highest tag in a semver range, or a fixed commit. It cannot be set
-	// together with branch. status.git.resolvedRef shows what it resolved to.
+	// together with branch or revision. status.git.resolvedRef shows what it resolved to.
 	// +optional
 	Ref *GitRef `json:"ref,omitempty"`
 
 	// Path of the function's directory (the one holding func.yaml) inside the repository,
-	// relative to its root, for monorepos. Empty means the repository root.
+	// relative to its root, for monorepos. Empty means the repository root (unless dir,
+	// its newer name, is set). func deploy (v0.50) writes it.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/')",message="path must be relative to the repository root, not absolute"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('(^|/)[.][.](/|$)')",message="path must not contain '..' segments"
 	Path string `json:"path,omitempty"`
+
+	// Dir is path under the upstream operator's newer name: the function's directory
+	// (the one holding func.yaml), relative to the repository root. It cannot be set
+	// together with path.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/')",message="dir must be relative to the repository root, not absolute"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(^|/)[.][.](/|$)')",message="dir must not contain '..' segments"
+	Dir string `json:"dir,omitempty"`
 
 	// AuthSecretRef names a Secret in the Function's namespace with the credentials
 	// for the repository. For HTTP(S): key "token", or keys "username" and "password".
@@ -245,10 +273,18 @@ type FunctionStatus struct {
 
 // GitStatus is what the operator last read from the function's repository.
 type GitStatus struct {
-	// ResolvedBranch is the branch followed: spec.repository.branch, or the remote's
-	// default branch when that and spec.repository.ref are empty.
+	// ResolvedBranch is the branch followed: spec.repository.branch (or a revision
+	// that is a branch), or the remote's default branch when neither, nor
+	// spec.repository.ref, is set. Empty when a tag or a commit is followed.
 	// +optional
 	ResolvedBranch string `json:"resolvedBranch,omitempty"`
+
+	// ResolvedRevision is what is followed, as the upstream operator names it and as
+	// spec.repository.revision takes it: the branch's name, or the tag's full ref
+	// (refs/tags/v1.2.3), or the commit of spec.repository.ref.commit. Written
+	// beside resolvedBranch, whichever field names the spec used.
+	// +optional
+	ResolvedRevision string `json:"resolvedRevision,omitempty"`
 
 	// ResolvedRef is the reference followed, in full (refs/heads/main,
 	// refs/tags/v1.2.3: for a semver range, the tag it resolved to), or the commit

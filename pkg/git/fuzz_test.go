@@ -219,6 +219,9 @@ func FuzzRepositoryPath(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, p string) {
 		got := v1alpha1.Repository{Path: p}.CleanPath()
+		if dir := (v1alpha1.Repository{Dir: p}).CleanPath(); dir != got {
+			t.Errorf("CleanPath of dir %q = %q, of path %q", p, dir, got)
+		}
 		if got != "" && (path.Clean(got) != got || strings.HasPrefix(got, "/") || strings.HasSuffix(got, "/") || got == ".") {
 			t.Errorf("CleanPath(%q) = %q, not a clean relative path", p, got)
 		}

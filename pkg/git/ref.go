@@ -11,12 +11,15 @@ import (
 
 // Ref is what a Function follows in its repository, as Flux's GitRepository ref: a
 // branch (empty: the remote's default one), a tag, the highest tag matching a semver
-// range, or a fixed commit. At most one field is set (the API server checks it).
+// range, or a fixed commit; or a revision, as the upstream operator names it (a
+// branch or a tag: Listing.Resolve says which). At most one field is set (the API
+// server checks it).
 type Ref struct {
-	Branch string
-	Tag    string
-	SemVer string
-	Commit string
+	Branch   string
+	Revision string
+	Tag      string
+	SemVer   string
+	Commit   string
 }
 
 // Head is a ref resolved against a listing: the reference followed and its commit.
@@ -68,6 +71,15 @@ func (h Head) Resolved() string {
 	return h.Ref
 }
 
+// Revision is head as status.git.resolvedRevision shows it, in the form
+// spec.repository.revision takes: the branch's name, else as Resolved.
+func (h Head) Revision() string {
+	if h.Branch != "" {
+		return h.Branch
+	}
+	return h.Resolved()
+}
+
 // Resolve returns the head ref points at in the listing of repository url, read with
 // auth. A fixed commit resolves to itself: whether the repository holds it shows when
 // it is fetched.
@@ -81,13 +93,11 @@ func (l *Listing) Resolve(ref Ref, url string, auth *Auth) (Head, error) {
 	case ref.Commit != "":
 		return Head{Commit: ref.Commit, Tip: l.tipAt(ref.Commit)}, nil
 	case ref.Tag != "":
-		commit, ok := l.Tags[ref.Tag]
-		if !ok {
-			return Head{}, repositoryStalling(v1alpha1.ReasonTagNotFound, "tag %q not found in repository %s (tags: %s)", ref.Tag, url, listSome(l.Tags))
-		}
-		return Head{Ref: "refs/tags/" + ref.Tag, Commit: commit}, nil
+		return l.resolveTag(ref.Tag, url)
 	case ref.SemVer != "":
 		return l.resolveSemVer(ref.SemVer, url)
+	case ref.Revision != "":
+		return l.resolveRevision(ref.Revision, url)
 	}
 	branch := ref.Branch
 	if branch == "" {
@@ -97,12 +107,51 @@ func (l *Listing) Resolve(ref Ref, url string, auth *Auth) (Head, error) {
 		}
 		branch = l.Default
 	}
+	return l.resolveBranch(branch, url)
+}
+
+func (l *Listing) resolveBranch(branch, url string) (Head, error) {
 	commit, ok := l.Branches[branch]
 	if !ok {
 		return Head{}, repositoryStalling(v1alpha1.ReasonBranchNotFound, "branch %q not found in repository %s (branches: %s)",
 			branch, url, listSome(l.Branches))
 	}
 	return Head{Branch: branch, Ref: "refs/heads/" + branch, Commit: commit}, nil
+}
+
+func (l *Listing) resolveTag(tag, url string) (Head, error) {
+	commit, ok := l.Tags[tag]
+	if !ok {
+		return Head{}, repositoryStalling(v1alpha1.ReasonTagNotFound, "tag %q not found in repository %s (tags: %s)", tag, url, listSome(l.Tags))
+	}
+	return Head{Ref: "refs/tags/" + tag, Commit: commit}, nil
+}
+
+// resolveRevision resolves spec.repository.revision as the upstream operator's clone
+// does (go-git's, which expands a name by git's rules, refs/tags/<name> before
+// refs/heads/<name>): a full ref names a branch or a tag; a plain name is the tag of
+// that name when the repository has one, else the branch. Upstream's clone fails on
+// a name that is only a tag (it fetches refs/heads/<name> alone); it is followed
+// here, as ref.tag is.
+func (l *Listing) resolveRevision(rev, url string) (Head, error) {
+	switch {
+	case strings.HasPrefix(rev, "refs/heads/"):
+		return l.resolveBranch(strings.TrimPrefix(rev, "refs/heads/"), url)
+	case strings.HasPrefix(rev, "refs/tags/"):
+		return l.resolveTag(strings.TrimPrefix(rev, "refs/tags/"), url)
+	case strings.HasPrefix(rev, "refs/"):
+		// The API server refuses it; a Function stored before that rule is told why.
+		return Head{}, stalling(v1alpha1.ReasonRevisionNotFound,
+			"spec.repository.revision %q: only a branch or a tag is followed (refs/heads/..., refs/tags/... or a plain name)", rev)
+	}
+	if _, ok := l.Tags[rev]; ok {
+		return l.resolveTag(rev, url)
+	}
+	if _, ok := l.Branches[rev]; ok {
+		return l.resolveBranch(rev, url)
+	}
+	return Head{}, repositoryStalling(v1alpha1.ReasonRevisionNotFound,
+		"revision %q is neither a tag nor a branch of repository %s (branches: %s; tags: %s)", rev, url, listSome(l.Branches), listSome(l.Tags))
 }
 
 // resolveSemVer picks the tag of the highest version in the range, as Flux does: tags

@@ -42,10 +42,10 @@ func TestListing_Resolve(t *testing.T) {
 	const url = "https://git.example/org/repo.git"
 	l := &Listing{
 		Default:  "main",
-		Branches: map[string]string{"main": "c-main", "dev": "c-dev"},
+		Branches: map[string]string{"main": "c-main", "dev": "c-dev", "both": "c-branch-both"},
 		Tags: map[string]string{
 			"v1.0.0": "c100", "v1.2.0": "c120", "1.2.0": "c120b", "v1.3.0-rc.1": "c13rc", "v2.0.0": "c200",
-			"latest": "c-main", "not-semver": "cx",
+			"latest": "c-main", "not-semver": "cx", "both": "c-tag-both",
 		},
 	}
 	tests := []struct {
@@ -94,6 +94,47 @@ func TestListing_Resolve(t *testing.T) {
 		ref:  Ref{SemVer: "one point two"},
 		err:  &wantError{reason: v1alpha1.ReasonSemVerInvalid, stalling: true, msgHas: []string{"not a semver range"}},
 	}, {
+		name: "branch, also a tag's name: the branch",
+		ref:  Ref{Branch: "both"},
+		want: Head{Branch: "both", Ref: "refs/heads/both", Commit: "c-branch-both"},
+	}, {
+		name: "revision: a branch by name",
+		ref:  Ref{Revision: "dev"},
+		want: Head{Branch: "dev", Ref: "refs/heads/dev", Commit: "c-dev"},
+	}, {
+		name: "revision: a tag by name",
+		ref:  Ref{Revision: "v1.0.0"},
+		want: Head{Ref: "refs/tags/v1.0.0", Commit: "c100"},
+	}, {
+		name: "revision: a name both a tag and a branch is the tag, as upstream's clone takes it",
+		ref:  Ref{Revision: "both"},
+		want: Head{Ref: "refs/tags/both", Commit: "c-tag-both"},
+	}, {
+		name: "revision: a full branch ref",
+		ref:  Ref{Revision: "refs/heads/both"},
+		want: Head{Branch: "both", Ref: "refs/heads/both", Commit: "c-branch-both"},
+	}, {
+		name: "revision: a full tag ref",
+		ref:  Ref{Revision: "refs/tags/both"},
+		want: Head{Ref: "refs/tags/both", Commit: "c-tag-both"},
+	}, {
+		name: "revision: neither a tag nor a branch",
+		ref:  Ref{Revision: "gone"},
+		err: &wantError{reason: v1alpha1.ReasonRevisionNotFound, stalling: true,
+			msgHas: []string{`revision "gone" is neither a tag nor a branch`, "both, dev, main", "1.2.0, both, latest"}},
+	}, {
+		name: "revision: a full branch ref not there",
+		ref:  Ref{Revision: "refs/heads/v1.0.0"},
+		err:  &wantError{reason: v1alpha1.ReasonBranchNotFound, stalling: true, msgHas: []string{`branch "v1.0.0" not found`}},
+	}, {
+		name: "revision: a full tag ref not there",
+		ref:  Ref{Revision: "refs/tags/dev"},
+		err:  &wantError{reason: v1alpha1.ReasonTagNotFound, stalling: true, msgHas: []string{`tag "dev" not found`}},
+	}, {
+		name: "revision: another kind of ref",
+		ref:  Ref{Revision: "refs/pull/1/head"},
+		err:  &wantError{reason: v1alpha1.ReasonRevisionNotFound, stalling: true, msgHas: []string{"only a branch or a tag is followed"}},
+	}, {
 		name: "commit at a branch tip is fetched through it",
 		ref:  Ref{Commit: "c-main"},
 		want: Head{Commit: "c-main", Tip: "refs/heads/main"},
@@ -112,6 +153,27 @@ func TestListing_Resolve(t *testing.T) {
 			checkError(t, tt.err, err)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Resolve(%v) (-want +got):\n%s", tt.ref, diff)
+			}
+		})
+	}
+}
+
+// TestHead_Revision: status.git.resolvedRevision names a branch as
+// spec.repository.revision takes it, plainly, and a tag in full.
+func TestHead_Revision(t *testing.T) {
+	tests := []struct {
+		name string
+		head Head
+		want string
+	}{
+		{name: "branch", head: Head{Branch: "main", Ref: "refs/heads/main", Commit: "c1"}, want: "main"},
+		{name: "tag", head: Head{Ref: "refs/tags/v1", Commit: "c1"}, want: "refs/tags/v1"},
+		{name: "fixed commit", head: Head{Commit: "c1", Tip: "refs/heads/main"}, want: "c1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.head.Revision(); got != tt.want {
+				t.Errorf("Revision() = %q, want %q", got, tt.want)
 			}
 		})
 	}
@@ -152,6 +214,10 @@ func TestFetcher_ReadRefs(t *testing.T) {
 		{name: "annotated tag", ref: Ref{Tag: "v1.0.0"}, wantName: "v1", wantCommit: c1, wantResolved: "refs/tags/v1.0.0"},
 		{name: "lightweight tag", ref: Ref{Tag: "v1.1.0"}, wantName: "v2", wantCommit: c2, wantResolved: "refs/tags/v1.1.0"},
 		{name: "semver range", ref: Ref{SemVer: "^1"}, wantName: "v2", wantCommit: c2, wantResolved: "refs/tags/v1.1.0"},
+		{name: "revision: an annotated tag by name", ref: Ref{Revision: "v1.0.0"}, wantName: "v1", wantCommit: c1, wantResolved: "refs/tags/v1.0.0"},
+		{name: "revision: a full tag ref", ref: Ref{Revision: "refs/tags/v1.1.0"}, wantName: "v2", wantCommit: c2, wantResolved: "refs/tags/v1.1.0"},
+		{name: "revision: a branch by name", ref: Ref{Revision: "main"}, wantName: "v3", wantCommit: c3, wantResolved: "refs/heads/main"},
+		{name: "revision: a full branch ref", ref: Ref{Revision: "refs/heads/main"}, wantName: "v3", wantCommit: c3, wantResolved: "refs/heads/main"},
 		{name: "commit at a tag", ref: Ref{Commit: c1}, wantName: "v1", wantCommit: c1, wantResolved: c1},
 		{name: "commit at the branch tip", ref: Ref{Commit: c3}, wantName: "v3", wantCommit: c3, wantResolved: c3},
 		{name: "commit at no tip, server refuses fetching by id", ref: Ref{Commit: c0},

@@ -59,6 +59,10 @@ func funcYAML(name, rt string) string {
 type gitFixture struct {
 	http                          *gitserver.HTTPServer
 	public, private, basic, trunk *gitserver.Repo
+	// revs is for spec.repository.revision: branch "both" and tag "both" (annotated)
+	// name different commits, and tag "only-tag" (lightweight) is a tag alone; both
+	// tags point at the tip of branch "tagsrc".
+	revs *gitserver.Repo
 }
 
 func newGitFixture(t *testing.T) *gitFixture {
@@ -90,6 +94,14 @@ func newGitFixture(t *testing.T) *gitFixture {
 	f.trunk = gitserver.CreateRepo(t, root, "trunk")
 	f.trunk.Commit(t, "trunk", map[string]string{"func.yaml": funcYAML("trunky", "rust")}, "on trunk")
 	f.trunk.SetHEAD(t, "trunk")
+
+	f.revs = gitserver.CreateRepo(t, root, "revs")
+	f.revs.Commit(t, "main", map[string]string{"func.yaml": funcYAML("rev-main", "go"), "fns/dir/func.yaml": funcYAML("in-dir", "node")}, "main")
+	f.revs.Commit(t, "both", map[string]string{"func.yaml": funcYAML("branch-both", "python")}, "the branch both")
+	tagged := f.revs.Commit(t, "tagsrc", map[string]string{"func.yaml": funcYAML("tagged", "rust")}, "what the tags name")
+	f.revs.Tag(t, "both", tagged, true)
+	f.revs.Tag(t, "only-tag", tagged, false)
+	f.revs.SetHEAD(t, "main")
 	return f
 }
 

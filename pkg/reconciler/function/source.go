@@ -110,11 +110,9 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 	}
 	obs.source = sourceArtifact{head: head, auth: auth}
 	if sourceUpToDate(fn, head) {
-		// Nothing new: no clone, and the status stays as it is (but for the resolved
-		// ref a Function checked by an older operator does not show yet).
-		if g := fn.Status.Git; g.ResolvedRef == "" {
-			g.ResolvedRef = head.Resolved()
-		}
+		// Nothing new: no clone, and the status stays as it is (but for what a
+		// Function checked by an older operator does not show yet).
+		showResolved(fn.Status.Git, head)
 		obs.source.name = fn.Status.Name
 		if d := fn.Status.Deployment; d != nil {
 			obs.source.runtime, obs.source.invoke = d.Runtime, d.Invoke
@@ -134,9 +132,13 @@ func (r *Reconciler) reconcileSource(ctx context.Context, fn *v1alpha1.Function,
 	}
 	if res.Commit != "" {
 		g := fn.Status.Git
-		if g == nil || g.ObservedCommit != res.Commit || g.ResolvedBranch != res.Branch || g.ResolvedRef != res.Resolved() || res.Cloned {
+		if g == nil || g.ObservedCommit != res.Commit || g.ResolvedBranch != res.Branch || g.ResolvedRef != res.Resolved() ||
+			g.ResolvedRevision != res.Revision() || res.Cloned {
 			now := metav1.NewTime(r.clock.Now())
-			fn.Status.Git = &v1alpha1.GitStatus{ResolvedBranch: res.Branch, ResolvedRef: res.Resolved(), ObservedCommit: res.Commit, LastChecked: &now}
+			// Both names of what is followed, upstream's older and newer: a console
+			// of either reads it.
+			fn.Status.Git = &v1alpha1.GitStatus{ResolvedBranch: res.Branch, ResolvedRevision: res.Revision(), ResolvedRef: res.Resolved(),
+				ObservedCommit: res.Commit, LastChecked: &now}
 		}
 	}
 	if err != nil {
@@ -216,6 +218,17 @@ func sourceUpToDate(fn *v1alpha1.Function, head git.Head) bool {
 		c != nil && c.IsTrue() && fn.Status.ObservedGeneration == fn.Generation
 }
 
+// showResolved fills in the names of what is followed that a status written by an
+// older operator lacks: resolvedRef, and upstream's newer resolvedRevision.
+func showResolved(g *v1alpha1.GitStatus, head git.Head) {
+	if g.ResolvedRef == "" {
+		g.ResolvedRef = head.Resolved()
+	}
+	if g.ResolvedRevision == "" {
+		g.ResolvedRevision = head.Revision()
+	}
+}
+
 // repositoryAuth reads the Secret named by spec.repository.authSecretRef from the
 // Function's own namespace, straight from the API server, and returns the credentials
 // and their identity (see git.Auth.Identity).
@@ -240,12 +253,13 @@ func (r *Reconciler) repositoryAuth(ctx context.Context, fn *v1alpha1.Function) 
 	return auth, auth.Identity(), err
 }
 
-// specRef is the ref spec.repository follows.
+// specRef is the ref spec.repository follows: ref, else revision or branch, read
+// through Reference (a branch as refs/heads/<branch>, never taken for a tag).
 func specRef(repo v1alpha1.Repository) git.Ref {
 	if r := repo.Ref; r != nil {
 		return git.Ref{Tag: r.Tag, SemVer: r.SemVer, Commit: r.Commit}
 	}
-	return git.Ref{Branch: repo.Branch}
+	return git.Ref{Revision: repo.Reference()}
 }
 
 // sourceFailed records a failure to read the source in SourceReady and returns it:

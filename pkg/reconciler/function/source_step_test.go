@@ -2,6 +2,7 @@ package function
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -38,6 +39,8 @@ func TestReconciler_reconcileSource(t *testing.T) {
 		want         outcome
 		wantArtifact artifact
 		wantClones   int // upload-pack requests to the repository: clones
+		// wantGit is status.git after the step (lastChecked aside), when set.
+		wantGit *v1alpha1.GitStatus
 	}{{
 		name:         "new Function: func.yaml read at the branch head",
 		repo:         v1alpha1.Repository{URL: g.http.URL("public")},
@@ -55,6 +58,36 @@ func TestReconciler_reconcileSource(t *testing.T) {
 		},
 		want:         outcome{Condition: "True/FuncYamlRead/"},
 		wantArtifact: artifact{Head: head, Name: "from-status", Runtime: "python", Invoke: "cloudevent", HasAuth: true},
+		// An older operator's status gains the names it did not write, without a clone.
+		wantGit: &v1alpha1.GitStatus{ResolvedBranch: "main", ResolvedRevision: "main", ResolvedRef: "refs/heads/main", ObservedCommit: head.Commit},
+	}, {
+		name: "revision and dir, upstream's newer names",
+		repo: v1alpha1.Repository{URL: g.http.URL("revs"), Revision: "main", Dir: "fns/dir"},
+		want: outcome{Condition: "True/FuncYamlRead/"},
+		wantArtifact: artifact{Head: git.Head{Branch: "main", Ref: "refs/heads/main", Commit: g.revs.Head(t, "main")},
+			Name: "in-dir", Runtime: "node", Invoke: "http", HasMetadata: true, HasAuth: true},
+		wantClones: 1,
+		wantGit:    &v1alpha1.GitStatus{ResolvedBranch: "main", ResolvedRevision: "main", ResolvedRef: "refs/heads/main", ObservedCommit: g.revs.Head(t, "main")},
+	}, {
+		name: "revision naming a tag and a branch: the tag",
+		repo: v1alpha1.Repository{URL: g.http.URL("revs"), Revision: "both"},
+		want: outcome{Condition: "True/FuncYamlRead/"},
+		wantArtifact: artifact{Head: git.Head{Ref: "refs/tags/both", Commit: g.revs.Head(t, "tagsrc")},
+			Name: "tagged", Runtime: "rust", Invoke: "http", HasMetadata: true, HasAuth: true},
+		wantClones: 1,
+		wantGit:    &v1alpha1.GitStatus{ResolvedRevision: "refs/tags/both", ResolvedRef: "refs/tags/both", ObservedCommit: g.revs.Head(t, "tagsrc")},
+	}, {
+		name: "branch and path, the older names: a branch also a tag's name is the branch",
+		repo: v1alpha1.Repository{URL: g.http.URL("revs"), Branch: "both", Path: "."},
+		want: outcome{Condition: "True/FuncYamlRead/"},
+		wantArtifact: artifact{Head: git.Head{Branch: "both", Ref: "refs/heads/both", Commit: g.revs.Head(t, "both")},
+			Name: "branch-both", Runtime: "python", Invoke: "http", HasMetadata: true, HasAuth: true},
+		wantClones: 1,
+		wantGit:    &v1alpha1.GitStatus{ResolvedBranch: "both", ResolvedRevision: "both", ResolvedRef: "refs/heads/both", ObservedCommit: g.revs.Head(t, "both")},
+	}, {
+		name: "revision that is neither a tag nor a branch: stalls",
+		repo: v1alpha1.Repository{URL: g.http.URL("revs"), Revision: "nope"},
+		want: outcome{Kind: "stalling", Reason: v1alpha1.ReasonRevisionNotFound, Condition: "False/RevisionNotFound/"},
 	}, {
 		name:         "tag: func.yaml read at the commit it points at",
 		repo:         v1alpha1.Repository{URL: g.http.URL("public"), Ref: &v1alpha1.GitRef{Tag: "v1.0.0"}},
@@ -147,6 +180,56 @@ func TestReconciler_reconcileSource(t *testing.T) {
 			if res.RequeueAfter != 0 || res.AfterPatch != nil {
 				t.Errorf("Result = %+v, want none", res)
 			}
+			if tt.wantGit != nil {
+				checkGit(t, *tt.wantGit, fn.Status.Git)
+			}
 		})
+	}
+}
+
+// checkGit compares status.git with want, lastChecked aside.
+func checkGit(t *testing.T, want v1alpha1.GitStatus, got *v1alpha1.GitStatus) {
+	t.Helper()
+	if got == nil {
+		t.Fatalf("status.git = nil, want %+v", want)
+	}
+	g := *got
+	g.LastChecked = nil
+	if diff := cmp.Diff(want, g); diff != "" {
+		t.Errorf("status.git (-want +got):\n%s", diff)
+	}
+}
+
+// TestReconciler_reconcileSourceFollowsAMovedTag: a tag named by revision is followed
+// as ref.tag is: when it moves, the next listing resolves it to its new commit.
+func TestReconciler_reconcileSourceFollowsAMovedTag(t *testing.T) {
+	onFakeClient(t)
+	g := newGitFixture(t)
+	r, _ := newTestReconciler(t, 10)
+	fn := newFunction(newNamespace(t), "fn", v1alpha1.Repository{URL: g.http.URL("revs"), Revision: "only-tag"})
+	fn.Status.InitializeConditions()
+
+	tagged, onMain := g.revs.Head(t, "tagsrc"), g.revs.Head(t, "main")
+	for i, step := range []struct {
+		moveTo, wantName, wantRuntime, wantCommit string
+	}{
+		{wantName: "tagged", wantRuntime: "rust", wantCommit: tagged},
+		{moveTo: onMain, wantName: "rev-main", wantRuntime: "go", wantCommit: onMain},
+	} {
+		if step.moveTo != "" {
+			g.revs.Tag(t, "only-tag", step.moveTo, false)
+			// A check asked for now lists the repository again.
+			fn.Annotations = map[string]string{v1alpha1.AnnotationRequestedAt: fmt.Sprint(i)}
+		}
+		obs := &observation{}
+		if _, err := r.reconcileSource(context.Background(), fn, obs); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		want := artifact{Head: git.Head{Ref: "refs/tags/only-tag", Commit: step.wantCommit}, Name: step.wantName, Runtime: step.wantRuntime,
+			Invoke: "http", HasMetadata: true, HasAuth: true}
+		if diff := cmp.Diff(want, artifactOf(obs.source)); diff != "" {
+			t.Errorf("step %d: obs.source (-want +got):\n%s", i, diff)
+		}
+		checkGit(t, v1alpha1.GitStatus{ResolvedRevision: "refs/tags/only-tag", ResolvedRef: "refs/tags/only-tag", ObservedCommit: step.wantCommit}, fn.Status.Git)
 	}
 }

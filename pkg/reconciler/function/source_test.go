@@ -43,6 +43,7 @@ func TestReconcile_Source(t *testing.T) {
 		runtime  string
 		name     string
 		branch   string
+		tag      string // the tag followed, instead of a branch
 		commit   string
 	}
 	tests := []struct {
@@ -60,6 +61,42 @@ func TestReconcile_Source(t *testing.T) {
 		repo: v1alpha1.Repository{URL: g.http.URL("public"), Branch: "main", Path: "fns/echo"},
 		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonFuncYamlRead,
 			runtime: "node", name: "echo", branch: "main", commit: g.public.Head(t, "main")},
+	}, {
+		// Upstream's newer names: revision (a branch, a tag or a full ref) and dir.
+		name: "revision: a branch by name, with dir",
+		repo: v1alpha1.Repository{URL: g.http.URL("revs"), Revision: "main", Dir: "fns/dir"},
+		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonFuncYamlRead, message: "branch main",
+			runtime: "node", name: "in-dir", branch: "main", commit: g.revs.Head(t, "main")},
+	}, {
+		name: "revision: a tag by name",
+		repo: v1alpha1.Repository{URL: g.http.URL("revs"), Revision: "only-tag"},
+		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonFuncYamlRead, message: "tag only-tag",
+			runtime: "rust", name: "tagged", tag: "only-tag", commit: g.revs.Head(t, "tagsrc")},
+	}, {
+		name: "revision: a name both a tag and a branch is the tag",
+		repo: v1alpha1.Repository{URL: g.http.URL("revs"), Revision: "both"},
+		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonFuncYamlRead, message: "tag both",
+			runtime: "rust", name: "tagged", tag: "both", commit: g.revs.Head(t, "tagsrc")},
+	}, {
+		name: "revision: a full branch ref",
+		repo: v1alpha1.Repository{URL: g.http.URL("revs"), Revision: "refs/heads/both"},
+		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonFuncYamlRead, message: "branch both",
+			runtime: "python", name: "branch-both", branch: "both", commit: g.revs.Head(t, "both")},
+	}, {
+		name: "revision: a full tag ref",
+		repo: v1alpha1.Repository{URL: g.http.URL("revs"), Revision: "refs/tags/both"},
+		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonFuncYamlRead, message: "tag both",
+			runtime: "rust", name: "tagged", tag: "both", commit: g.revs.Head(t, "tagsrc")},
+	}, {
+		name: "branch, the older name, also a tag's name: the branch",
+		repo: v1alpha1.Repository{URL: g.http.URL("revs"), Branch: "both"},
+		want: want{status: corev1.ConditionTrue, reason: v1alpha1.ReasonFuncYamlRead, message: "branch both",
+			runtime: "python", name: "branch-both", branch: "both", commit: g.revs.Head(t, "both")},
+	}, {
+		name: "RevisionNotFound",
+		repo: v1alpha1.Repository{URL: g.http.URL("revs"), Revision: "nope"},
+		want: want{status: corev1.ConditionFalse, reason: v1alpha1.ReasonRevisionNotFound,
+			message: `revision "nope" is neither a tag nor a branch`, stalling: true},
 	}, {
 		name: "default branch other than main is resolved",
 		repo: v1alpha1.Repository{URL: g.http.URL("trunk")},
@@ -196,7 +233,12 @@ func TestReconcile_Source(t *testing.T) {
 				if ready == nil || ready.Status != corev1.ConditionFalse || ready.Reason != v1alpha1.ReasonNotDeployed {
 					t.Errorf("Ready = %+v, want False/%s: the function has no Knative Service", ready, v1alpha1.ReasonNotDeployed)
 				}
-				wantGit := &v1alpha1.GitStatus{ResolvedBranch: tc.want.branch, ResolvedRef: "refs/heads/" + tc.want.branch, ObservedCommit: tc.want.commit}
+				// Both names of what is followed: resolvedBranch and upstream's newer resolvedRevision.
+				wantGit := &v1alpha1.GitStatus{ResolvedBranch: tc.want.branch, ResolvedRevision: tc.want.branch, ResolvedRef: "refs/heads/" + tc.want.branch,
+					ObservedCommit: tc.want.commit}
+				if tc.want.tag != "" {
+					wantGit = &v1alpha1.GitStatus{ResolvedRevision: "refs/tags/" + tc.want.tag, ResolvedRef: "refs/tags/" + tc.want.tag, ObservedCommit: tc.want.commit}
+				}
 				gotGit := got.Status.Git.DeepCopy()
 				if gotGit == nil || gotGit.LastChecked == nil {
 					t.Fatalf("status.git = %+v, want lastChecked set", got.Status.Git)

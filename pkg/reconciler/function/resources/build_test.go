@@ -54,3 +54,19 @@ func TestBuildRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestBuildRequest_ContextDir: a rebuild builds the function's directory whichever
+// name spec.repository gives it, path or upstream's newer dir.
+func TestBuildRequest_ContextDir(t *testing.T) {
+	m := funclib.Metadata{Name: "hello", Runtime: "go"}
+	for _, repo := range []v1alpha1.Repository{
+		{URL: "https://git.example/org/fns.git", Branch: "main", Path: "/fns/hello/"},
+		{URL: "https://git.example/org/fns.git", Revision: "main", Dir: "/fns/hello/"},
+	} {
+		fn := testFunction()
+		fn.Spec.Repository = repo
+		if got := BuildRequest(fn, "b1", fn.Status.Git.ObservedCommit, m, nil).ContextDir; got != "fns/hello" {
+			t.Errorf("ContextDir of %+v = %q, want fns/hello", repo, got)
+		}
+	}
+}
