@@ -43,10 +43,21 @@ type DeployOnCommitStatus struct {
 	// +kubebuilder:validation:MaxLength=64
 	DeployedTree string `json:"deployedTree,omitempty"`
 
+	// UnknownFor names what DeployedCommit could not be read for ("<image>@<commit>"):
+	// it is not looked up again until the function runs another image.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	UnknownFor string `json:"unknownFor,omitempty"`
+
 	// FollowedCommit is the commit the followed reference points at (status.git.observedCommit).
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	FollowedCommit string `json:"followedCommit,omitempty"`
+
+	// FollowedTree is the git tree of the function's directory at FollowedCommit.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	FollowedTree string `json:"followedTree,omitempty"`
 
 	// Changed is true when FollowedCommit changes the function's directory against
 	// DeployedCommit: a source build of it is due.
@@ -93,6 +104,9 @@ const (
 	// ReasonBuildIntervalNotOver: the followed commit changes the function, and the
 	// last build for a new commit started less than minSourceBuildInterval ago.
 	ReasonBuildIntervalNotOver = "BuildIntervalNotOver"
+	// ReasonRebuildsHeld: an invalid settings annotation holds every rebuild
+	// (condition SettingsValid says which).
+	ReasonRebuildsHeld = "RebuildsHeld"
 	// ReasonDeployedCommitUnknown: the commit the function runs cannot be told or read.
 	ReasonDeployedCommitUnknown = "DeployedCommitUnknown"
 	// ReasonPipelinesAsCode: the repository holds a .tekton/ directory: Tekton

@@ -644,6 +644,30 @@ func TestOperator_FuncDeployWritesTheFunction(t *testing.T) {
 	patch(`{"metadata":{"annotations":{"functions.dev/suspend":null}}}`)
 	eventually(t, 20*time.Second, served(ns, "main", onMain))
 
+	// The source policy's annotation is kept by func deploy as well. (Each deploy
+	// waits for the operator to have written what the patch before it changed: func's
+	// update of the Function does not retry a conflict.)
+	onCommit := func(enabled bool, branch string) func() string {
+		return func() string {
+			fn := getFunction(t, ns, "hello")
+			st := fn.Status.DeployOnCommit
+			on := st != nil && st.Enabled && st.Source == v1alpha1.AutoUpdateSourceAnnotation
+			if on != enabled || fn.Status.Git == nil || fn.Status.Git.ResolvedBranch != branch || fn.Status.ObservedGeneration != fn.Generation {
+				return fmt.Sprintf("annotations %v, status.deployOnCommit %+v, status.git %+v: want the policy on by the annotation: %t, on %s",
+					fn.Annotations, st, fn.Status.Git, enabled, branch)
+			}
+			return ""
+		}
+	}
+	patch(`{"metadata":{"annotations":{"functions.dev/deploy-on-commit":"true"}}}`)
+	eventually(t, 20*time.Second, onCommit(true, "main"))
+	deployOK("release", "fns/hello")
+	eventually(t, 20*time.Second, onCommit(true, "release"))
+	patch(`{"metadata":{"annotations":{"functions.dev/deploy-on-commit":null}}}`)
+	eventually(t, 20*time.Second, onCommit(false, "release"))
+	deployOK("main", "functions/hello")
+	eventually(t, 20*time.Second, served(ns, "main", onMain))
+
 	// An invalid value holds rebuilds, is reported, and does not touch Ready.
 	patch(`{"metadata":{"annotations":{"functions.dev/auto-update-middleware":"nope"}}}`)
 	eventually(t, 20*time.Second, condition(ns, "hello", v1alpha1.FunctionConditionSettingsValid, corev1.ConditionFalse, v1alpha1.ReasonInvalidAnnotation))

@@ -1,6 +1,7 @@
 package function
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
+	"github.com/fnops/func-operator/pkg/git"
+	"github.com/fnops/func-operator/pkg/lanes"
 	"github.com/fnops/func-operator/pkg/rerror"
 )
 
@@ -39,19 +42,22 @@ func (r *Reconciler) reconcileDeployOnCommit(ctx context.Context, fn *v1alpha1.F
 		fn.Status.DeployOnCommit = st
 	}
 	followed := obs.source.head.Commit
+	tree, pac, err := r.followedTree(ctx, fn, obs)
 	st.Enabled, st.Source, st.FollowedCommit = true, source, followed
+	if err != nil {
+		st.FollowedTree = ""
+		return r.deployedCommitUnknown(fn, st, "the followed commit %s cannot be read: %s", v1alpha1.ShortCommit(followed), err)
+	}
+	st.FollowedTree, st.PipelinesAsCode = tree, pac
 	if st.LastBuildTime != nil {
 		obs.onCommit.NotBefore = st.LastBuildTime.Add(cfg.MinSourceBuildInterval)
 	}
-	obs.onCommit.Enabled = true
-
-	tree, pac, err := r.followedTree(ctx, fn, obs)
-	if err != nil {
-		return r.deployedCommitUnknown(fn, st, "the followed commit %s cannot be read: %s", v1alpha1.ShortCommit(followed), err)
-	}
-	st.PipelinesAsCode = pac
+	obs.onCommit.Enabled, obs.onCommit.Tried = true, st.LastBuildTree == tree
 	base, baseTree, err := r.deployedTree(ctx, fn, obs, tree)
-	if err != nil {
+	switch {
+	case lanes.IsHostBusy(err):
+		return Result{}, err
+	case err != nil:
 		return r.deployedCommitUnknown(fn, st, "%s", err)
 	}
 	st.DeployedCommit, st.DeployedTree = base, baseTree
@@ -64,6 +70,11 @@ func (r *Reconciler) reconcileDeployOnCommit(ctx context.Context, fn *v1alpha1.F
 	case fn.Status.ManagementDisabled():
 		fn.Status.MarkSourceDeployed(corev1.ConditionFalse, v1alpha1.ReasonManagementDisabled, pac,
 			"commit %s changes the function (running: commit %s), but func.yaml sets deploy.managementDisabled: it is not built", v1alpha1.ShortCommit(followed), v1alpha1.ShortCommit(base))
+	case fn.Settings().HoldRebuilds:
+		obs.onCommit.Changed = false
+		fn.Status.MarkSourceDeployed(corev1.ConditionFalse, v1alpha1.ReasonRebuildsHeld, pac,
+			"commit %s changes the function (running: commit %s), but an invalid settings annotation holds every rebuild (condition SettingsValid)",
+			v1alpha1.ShortCommit(followed), v1alpha1.ShortCommit(base))
 	case now.Before(obs.onCommit.NotBefore):
 		fn.Status.MarkSourceDeployed(corev1.ConditionFalse, v1alpha1.ReasonBuildIntervalNotOver, pac,
 			"commit %s changes the function (running: commit %s); the last build for a new commit started at %s: the next starts at %s (ConfigMap %s, key %s)",
@@ -71,7 +82,8 @@ func (r *Reconciler) reconcileDeployOnCommit(ctx context.Context, fn *v1alpha1.F
 			obs.onCommit.NotBefore.UTC().Format(time.RFC3339), config.ConfigMapName, config.KeyMinSourceBuildInterval)
 	default:
 		fn.Status.MarkSourceDeployed(corev1.ConditionFalse, v1alpha1.ReasonNewCommit, pac,
-			"commit %s changes the function (running: commit %s): it is built and deployed (status.build)", v1alpha1.ShortCommit(followed), v1alpha1.ShortCommit(base))
+			"commit %s changes the function (running: commit %s): a build of it is due (status.build says where it stands)",
+			v1alpha1.ShortCommit(followed), v1alpha1.ShortCommit(base))
 	}
 	return Result{}, nil
 }
@@ -79,7 +91,7 @@ func (r *Reconciler) reconcileDeployOnCommit(ctx context.Context, fn *v1alpha1.F
 // deployedCommitUnknown shows why the deployed commit cannot be compared with the
 // followed one: no source build starts, and the check goes on.
 func (r *Reconciler) deployedCommitUnknown(fn *v1alpha1.Function, st *v1alpha1.DeployOnCommitStatus, format string, args ...any) (Result, error) {
-	st.Changed = false
+	st.Changed, st.DeployedCommit, st.DeployedTree = false, "", ""
 	fn.Status.MarkSourceDeployed(corev1.ConditionUnknown, v1alpha1.ReasonDeployedCommitUnknown, st.PipelinesAsCode,
 		"no new commit is built: "+format, args...)
 	return Result{}, nil
@@ -92,6 +104,10 @@ func (r *Reconciler) followedTree(ctx context.Context, fn *v1alpha1.Function, ob
 	if obs.source.tree != "" {
 		return obs.source.tree, obs.source.pipelinesAsCode, nil
 	}
+	// Read by an earlier check, of the same commit: an unchanged check reads nothing.
+	if st := fn.Status.DeployOnCommit; st != nil && st.FollowedTree != "" && st.FollowedCommit == obs.source.head.Commit {
+		return st.FollowedTree, st.PipelinesAsCode, nil
+	}
 	res, err := r.remote.fetcher.Read(ctx, fn.Spec.Repository.URL, obs.source.head, fn.Spec.Repository.CleanPath(), obs.source.auth, r.config.Load().GitTimeout)
 	if err != nil {
 		return "", false, err
@@ -100,54 +116,61 @@ func (r *Reconciler) followedTree(ctx context.Context, fn *v1alpha1.Function, ob
 }
 
 // deployedTree returns the commit the running function was built from, in full, and
-// the tree of the function's directory there: the operator's last build while its
-// image runs (its tree recorded when it started), else the running image's revision
-// label, else the commit followed when the image was first seen. A commit other than
-// the followed one is read once, in the followed reference's history, and its tree
-// kept in the status.
+// the tree of the function's directory there (empty when the directory is not
+// there: the function changed). The commit is the running image's revision label,
+// else the commit followed when the image was first seen (the commit of the
+// operator's build that deployed it, see newImage). A commit other than the followed
+// one is read once, in the followed reference's history, in the git host's lane: its
+// tree is kept in the status, and so is a commit that cannot be read, until the
+// function runs another image.
 func (r *Reconciler) deployedTree(ctx context.Context, fn *v1alpha1.Function, obs *observation, followedTree string) (string, string, error) {
 	st, followed := fn.Status.DeployOnCommit, obs.source.head.Commit
 	want, anchor := runningCommit(fn)
+	unknown := fn.Status.Deployment.Image + "@" + want
 	switch {
 	case want == "":
 		return "", "", fmt.Errorf("the commit the running function was built from is not known: the image names none, and the operator has not seen it deployed")
-	case st.LastBuildTree != "" && st.LastBuildCommit == want:
-		return want, st.LastBuildTree, nil
 	case st.DeployedTree != "" && strings.HasPrefix(st.DeployedCommit, want):
 		return st.DeployedCommit, st.DeployedTree, nil
 	case want == followed || (strings.HasPrefix(followed, want) && anchor == followed):
 		return followed, followedTree, nil
+	case st.UnknownFor == unknown:
+		return "", "", fmt.Errorf("commit %s, the one the running function was built from, could not be read (not again until it runs another image)",
+			v1alpha1.ShortCommit(want))
+	}
+	host := lanes.GitHost(fn.Spec.Repository.URL)
+	leave, ok := r.remote.lanes.Enter(host, fn.Namespace)
+	if !ok {
+		return "", "", lanes.Busy(host)
 	}
 	res, err := r.remote.fetcher.ReadAt(ctx, fn.Spec.Repository.URL, obs.source.head, want, anchor, fn.Spec.Repository.CleanPath(),
 		obs.source.auth, r.config.Load().GitTimeout)
-	switch {
+	leave(git.IsTimeout(err))
+	switch reason := rerror.Reason(err); {
+	case err == nil:
+		st.UnknownFor = ""
+		return res.Commit, res.Tree, nil
+	case reason == v1alpha1.ReasonPathNotFound || reason == v1alpha1.ReasonFuncYamlNotFound:
+		return cmp.Or(res.Commit, want), "", nil // the function was not there: it changed
 	case rerror.IsStalling(err):
+		st.UnknownFor = unknown
 		return "", "", fmt.Errorf("commit %s, the one the running function was built from, cannot be read: %w", v1alpha1.ShortCommit(want), err)
-	case err != nil:
+	default:
 		return "", "", fmt.Errorf("reading commit %s, the one the running function was built from: %w", v1alpha1.ShortCommit(want), err)
 	}
-	return res.Commit, res.Tree, nil
 }
 
 // runningCommit is the commit the running function was built from, as far as known
-// (abbreviated when the image's label is), and the anchor a lookup of an abbreviated
-// one searches from (status.deployment.followedAtDeploy).
+// (abbreviated when the image's label is; "-dirty" counts as its base), and the
+// anchor a lookup of an abbreviated one searches from
+// (status.deployment.followedAtDeploy).
 func runningCommit(fn *v1alpha1.Function) (commit, anchor string) {
-	d, b, st := fn.Status.Deployment, fn.Status.Build, fn.Status.DeployOnCommit
+	d := fn.Status.Deployment
 	if d == nil {
 		return "", ""
 	}
-	anchor = d.FollowedAtDeploy
-	// The operator's build runs: it is what deployed the image (status.deployment.imageBuilt).
-	if b != nil && b.Phase == v1alpha1.BuildPhaseSucceeded && b.Commit != "" && b.CompletionTime != nil &&
-		d.ImageBuilt != nil && d.ImageBuilt.Equal(b.CompletionTime) {
-		return b.Commit, anchor
-	}
 	if rev := parseRevision(d.Revision); rev.commit != "" {
-		return rev.commit, anchor
+		return rev.commit, d.FollowedAtDeploy
 	}
-	if st != nil && st.DeployedCommit != "" && st.DeployedCommit == d.FollowedAtDeploy {
-		return st.DeployedCommit, anchor
-	}
-	return d.FollowedAtDeploy, anchor
+	return d.FollowedAtDeploy, d.FollowedAtDeploy
 }

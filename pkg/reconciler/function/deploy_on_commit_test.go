@@ -322,37 +322,35 @@ func TestReconcile_ManagementDisabled(t *testing.T) {
 }
 
 // TestReconcile_DeployOnCommit_FailuresIndependent: a new commit whose build failed
-// never holds back the middleware rebuild of the deployed commit (nor waits out that
-// rebuild's backoff), and a failed middleware rebuild never holds back a new commit.
+// never holds back the middleware rebuild of the deployed commit once the backoff is
+// over, and a failed middleware rebuild never holds back a new commit, which is a new
+// chance and skips it; a backoff otherwise holds, whichever cause failed, so that a
+// failure every build meets never alternates causes past it.
 func TestReconcile_DeployOnCommit_FailuresIndependent(t *testing.T) {
 	onFakeClient(t)
-	future := metav1.NewTime(time.Now().Add(time.Hour))
+	future, past := metav1.NewTime(time.Now().Add(time.Hour)), metav1.NewTime(time.Now().Add(-time.Second))
+	failed := func(cause string, retry metav1.Time) func(string) *v1alpha1.BuildStatus {
+		return func(commit string) *v1alpha1.BuildStatus {
+			return &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseFailed, Cause: cause, Commit: commit, Failures: 1, RetryAfter: retry.DeepCopy()}
+		}
+	}
 	for _, tt := range []struct {
-		name         string
-		failed       func(followed, deployed string) *v1alpha1.BuildStatus
-		newCommit    bool
-		wantCause    string
-		wantRevision func(followed, deployed string) string
-	}{{
-		name: "the new commit's build failed: the deployed commit's middleware is rebuilt",
-		failed: func(followed, _ string) *v1alpha1.BuildStatus {
-			return &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseFailed, Cause: v1alpha1.BuildCauseSource, Commit: followed, Failures: 1, RetryAfter: &future}
-		},
-		newCommit: true, wantCause: v1alpha1.BuildCauseMiddleware,
-		wantRevision: func(_, deployed string) string { return deployed },
-	}, {
-		name: "the middleware rebuild failed: a new commit is built, past its backoff",
-		failed: func(_, deployed string) *v1alpha1.BuildStatus {
-			return &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseFailed, Cause: v1alpha1.BuildCauseMiddleware, Commit: deployed, Failures: 1, RetryAfter: &future}
-		},
-		newCommit: true, wantCause: v1alpha1.BuildCauseSource,
-		wantRevision: func(followed, _ string) string { return followed },
-	}, {
-		name: "the middleware rebuild failed, no new commit (the control): its backoff holds",
-		failed: func(_, deployed string) *v1alpha1.BuildStatus {
-			return &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseFailed, Cause: v1alpha1.BuildCauseMiddleware, Commit: deployed, Failures: 1, RetryAfter: &future}
-		},
-	}} {
+		name      string
+		failed    func(commit string) *v1alpha1.BuildStatus
+		newCommit bool
+		tried     bool // the new commit's directory was built (and failed)
+		wantCause string
+		wantNew   bool // the build is of the new commit, else of the deployed one
+	}{
+		{name: "the new commit's build failed, backoff over: the deployed commit's middleware goes first",
+			failed: failed(v1alpha1.BuildCauseSource, past), newCommit: true, tried: true, wantCause: v1alpha1.BuildCauseMiddleware},
+		{name: "the new commit's build failed, backoff not over: nothing, whichever cause",
+			failed: failed(v1alpha1.BuildCauseSource, future), newCommit: true, tried: true},
+		{name: "the middleware rebuild failed: a new commit is built, past its backoff",
+			failed: failed(v1alpha1.BuildCauseMiddleware, future), newCommit: true, wantCause: v1alpha1.BuildCauseSource, wantNew: true},
+		{name: "the middleware rebuild failed, no new commit (the control): its backoff holds",
+			failed: failed(v1alpha1.BuildCauseMiddleware, future)},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f, c0 := newOnCommitFixture(t, map[string]string{"fn/func.yaml": "", "fn/handle.go": "package function\n"}, 0)
 			old, err := f.reg.PushImage(f.reg.Host+"/fns/hello:old", map[string]string{
@@ -365,8 +363,19 @@ func TestReconcile_DeployOnCommit_FailuresIndependent(t *testing.T) {
 				followed = f.repo.Commit(t, "main", map[string]string{"fn/handle.go": "package function // 2\n"}, "2")
 			}
 			fn := f.function(t, "fn", "fn", old, "true")
+			budget := func(n int) {
+				cfg := f.r.Config.Load()
+				cfg.MaxConcurrentBuilds = n
+				f.r.Config.Set(cfg)
+			}
+			budget(0) // the first check queues what is due, and the test sets the failure
+			f.check(t, fn)
+			budget(2)
 			got := getFunction(t, fn.Namespace, fn.Name)
-			got.Status.Build = tt.failed(followed, c0)
+			got.Status.Build = tt.failed(followed)
+			if tt.tried {
+				got.Status.DeployOnCommit.LastBuildCommit, got.Status.DeployOnCommit.LastBuildTree = followed, got.Status.DeployOnCommit.FollowedTree
+			}
 			if err := k8sClient.Status().Update(context.Background(), got); err != nil {
 				t.Fatal(err)
 			}
@@ -381,11 +390,181 @@ func TestReconcile_DeployOnCommit_FailuresIndependent(t *testing.T) {
 				}
 				return
 			}
-			if len(reqs) != 1 || reqs[0].Revision != tt.wantRevision(followed, c0) {
-				t.Fatalf("builds %+v, want one, of %s", reqs, tt.wantRevision(followed, c0)[:7])
+			want := c0
+			if tt.wantNew {
+				want = followed
+			}
+			if len(reqs) != 1 || reqs[0].Revision != want {
+				t.Fatalf("builds %+v, want one, of %s", reqs, want[:7])
 			}
 			if b := getFunction(t, fn.Namespace, fn.Name).Status.Build; b.Cause != tt.wantCause {
 				t.Errorf("status.build.cause = %q, want %q", b.Cause, tt.wantCause)
+			}
+		})
+	}
+}
+
+// failRunning fails fn's build in flight, as Tekton reports a failed PipelineRun.
+func failRunning(t *testing.T, fn *v1alpha1.Function, message string) {
+	t.Helper()
+	if b := getFunction(t, fn.Namespace, fn.Name).Status.Build; b != nil && b.InFlight() {
+		pipelineRun{id: b.ID, succeeded: corev1.ConditionFalse, message: message, serviceUID: string(b.ServiceUID)}.create(t, fn.Namespace)
+	}
+}
+
+// TestReconcile_DeployOnCommit_SharedFailureBacksOff: when every build fails (a
+// registry down), a middleware rebuild and a new commit do not alternate past the
+// backoff: with no time passing, one build of each at most.
+func TestReconcile_DeployOnCommit_SharedFailureBacksOff(t *testing.T) {
+	onFakeClient(t)
+	f, c0 := newOnCommitFixture(t, map[string]string{"fn/func.yaml": "", "fn/handle.go": "package function\n"}, 0)
+	old, err := f.reg.PushImage(f.reg.Host+"/fns/hello:old", map[string]string{
+		registrytest.MiddlewareLabel: "v0.0.1", registrytest.RevisionLabel: c0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := f.function(t, "fn", "fn", old, "true")
+	f.check(t, fn) // a middleware rebuild of c0 starts
+	f.repo.Commit(t, "main", map[string]string{"fn/handle.go": "package function // 2\n"}, "2")
+	for range 6 {
+		failRunning(t, fn, "registry down")
+		f.check(t, fn)
+		f.check(t, fn)
+	}
+	reqs := f.rec.requests()
+	if len(reqs) != 2 || reqs[0].Revision != c0 {
+		t.Fatalf("%d builds with every one failing and no time passing, want 2 (the middleware rebuild, then the new commit)", len(reqs))
+	}
+	if b := getFunction(t, fn.Namespace, fn.Name).Status.Build; b.Phase != v1alpha1.BuildPhaseFailed || b.Failures != 2 || b.RetryAfter == nil {
+		t.Errorf("status.build = %+v, want the second failure, waiting out its backoff", b)
+	}
+}
+
+// TestReconcile_DeployOnCommit_PushElsewhereKeepsBackoff: a push to another directory
+// of the repository is no new chance for a function whose last build failed: its
+// backoff holds (the control: a push into its directory is one).
+func TestReconcile_DeployOnCommit_PushElsewhereKeepsBackoff(t *testing.T) {
+	onFakeClient(t)
+	f, c0 := newOnCommitFixture(t, map[string]string{"fn/func.yaml": "", "fn/handle.go": "package function\n", "other/x": "0"}, 0)
+	fn := f.function(t, "fn", "fn", f.image(t, c0[:7]), "true")
+	f.check(t, fn)
+	f.repo.Commit(t, "main", map[string]string{"fn/handle.go": "package function // broken\n"}, "1")
+	f.check(t, fn)
+	for i := range 4 {
+		failRunning(t, fn, "compile error")
+		f.check(t, fn)
+		f.repo.Commit(t, "main", map[string]string{"other/x": strconv.Itoa(i + 1)}, "another team's push")
+		f.check(t, fn)
+	}
+	if n := len(f.rec.requests()); n != 1 {
+		t.Fatalf("%d builds of the same broken directory, want 1: pushes elsewhere skipped its backoff", n)
+	}
+	fixed := f.repo.Commit(t, "main", map[string]string{"fn/handle.go": "package function // fixed\n"}, "fix")
+	f.check(t, fn)
+	if reqs := f.rec.requests(); len(reqs) != 2 || reqs[1].Revision != fixed {
+		t.Errorf("after a fix was pushed: %d builds, want a second one, of the fix", len(reqs))
+	}
+}
+
+// TestReconcile_DeployOnCommit_HeldByAnInvalidSetting: an invalid settings annotation
+// holds every rebuild until it is fixed, a new commit's too (the control: valid).
+func TestReconcile_DeployOnCommit_HeldByAnInvalidSetting(t *testing.T) {
+	onFakeClient(t)
+	for _, tt := range []struct {
+		suspend    string
+		wantBuilds int
+		wantReason string
+	}{
+		{suspend: "yes", wantBuilds: 0, wantReason: v1alpha1.ReasonRebuildsHeld},
+		{suspend: "false", wantBuilds: 1, wantReason: v1alpha1.ReasonNewCommit},
+	} {
+		t.Run("suspend "+tt.suspend, func(t *testing.T) {
+			f, c0 := newOnCommitFixture(t, map[string]string{"fn/func.yaml": "", "fn/handle.go": "package function\n"}, 0)
+			fn := f.function(t, "fn", "fn", f.image(t, c0[:7]), "true")
+			got := getFunction(t, fn.Namespace, fn.Name)
+			got.Annotations[v1alpha1.AnnotationSuspend] = tt.suspend
+			if err := k8sClient.Update(context.Background(), got); err != nil {
+				t.Fatal(err)
+			}
+			f.check(t, fn)
+			f.repo.Commit(t, "main", map[string]string{"fn/handle.go": "package function // 2\n"}, "2")
+			f.check(t, fn)
+			if n := len(f.rec.requests()); n != tt.wantBuilds {
+				t.Errorf("%d builds, want %d", n, tt.wantBuilds)
+			}
+			if c := getFunction(t, fn.Namespace, fn.Name).Status.GetCondition(v1alpha1.FunctionConditionSourceDeployed); c == nil || c.Reason != tt.wantReason {
+				t.Errorf("SourceDeployed = %+v, want reason %s", c, tt.wantReason)
+			}
+		})
+	}
+}
+
+// TestReconcile_FuncDeployAfterAnOperatorBuild: a developer's func deploy after one of
+// the operator's builds is taken for what it is: the commit its label names, looked up
+// among the commits followed since. With the source policy on, a later push is built;
+// off, the next middleware rebuild builds the developer's commit.
+func TestReconcile_FuncDeployAfterAnOperatorBuild(t *testing.T) {
+	onFakeClient(t)
+	for _, onCommit := range []string{"true", "false"} {
+		t.Run("deploy-on-commit "+onCommit, func(t *testing.T) {
+			f, c0 := newOnCommitFixture(t, map[string]string{"fn/func.yaml": "", "fn/handle.go": "package function\n"}, 0)
+			image := func(revision, middleware string) string {
+				ref, err := f.reg.PushImage(f.reg.Host+"/fns/hello:"+revision+middleware, map[string]string{
+					registrytest.MiddlewareLabel: middleware, registrytest.RevisionLabel: revision})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return ref
+			}
+			var fn *v1alpha1.Function
+			deployed, devMiddleware := c0, f.middleware
+			if onCommit == "true" { // the operator builds a new commit
+				fn = f.function(t, "fn", "fn", image(c0[:7], f.middleware), onCommit)
+				f.check(t, fn)
+				deployed = f.repo.Commit(t, "main", map[string]string{"fn/handle.go": "package function // 1\n"}, "1")
+			} else { // the operator rebuilds outdated middleware; so will it the developer's deploy
+				fn = f.function(t, "fn", "fn", image(c0[:7], "v0.0.1"), onCommit)
+				devMiddleware = "v0.0.1"
+			}
+			f.check(t, fn)
+			b := getFunction(t, fn.Namespace, fn.Name).Status.Build
+			if b == nil || b.Commit != deployed {
+				t.Fatalf("status.build = %+v, want a build of %s", b, deployed[:7])
+			}
+			pipelineRun{id: b.ID, succeeded: corev1.ConditionTrue, serviceUID: string(b.ServiceUID)}.create(t, fn.Namespace)
+			deploy(t, fn.Namespace, image(deployed, f.middleware), 2)
+			f.check(t, fn)
+			f.check(t, fn)
+
+			// A developer pushes c2 and deploys it with func (a 7-digit label, the
+			// last-deployed annotation).
+			c2 := f.repo.Commit(t, "main", map[string]string{"fn/handle.go": "package function // 2\n"}, "2")
+			got := getFunction(t, fn.Namespace, fn.Name)
+			got.Annotations[v1alpha1.AnnotationLastDeployed] = time.Now().Add(time.Minute).UTC().Format(time.RFC3339)
+			if err := k8sClient.Update(context.Background(), got); err != nil {
+				t.Fatal(err)
+			}
+			deploy(t, fn.Namespace, image(c2[:7], devMiddleware), 3)
+			f.check(t, fn)
+			got = getFunction(t, fn.Namespace, fn.Name)
+			if d := got.Status.Deployment; d.FollowedAtDeploy != c2 {
+				t.Errorf("status.deployment.followedAtDeploy = %s, want %s, followed when func deployed", d.FollowedAtDeploy[:7], c2[:7])
+			}
+			reqs := f.rec.requests()
+			if onCommit == "false" {
+				// The middleware rebuild of the developer's commit, looked up in full.
+				if len(reqs) != 2 || reqs[1].Revision != c2 {
+					t.Errorf("%d builds, want 2, the second of %s", len(reqs), c2[:7])
+				}
+				return
+			}
+			if st := got.Status.DeployOnCommit; st.DeployedCommit != c2 || st.Changed {
+				t.Errorf("status.deployOnCommit = %+v, want %s deployed, unchanged", st, c2[:7])
+			}
+			c3 := f.repo.Commit(t, "main", map[string]string{"fn/handle.go": "package function // 3\n"}, "3")
+			f.check(t, fn)
+			if reqs := f.rec.requests(); len(reqs) != 2 || reqs[1].Revision != c3 {
+				t.Errorf("after func deploy of %s and a push of %s: %d builds, want the push built", c2[:7], c3[:7], len(reqs))
 			}
 		})
 	}

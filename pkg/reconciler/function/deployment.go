@@ -191,9 +191,10 @@ func newImage(fn *v1alpha1.Function, image, followed string) {
 	d := fn.Status.Deployment
 	if d.Image != image || d.FollowedAtDeploy == "" {
 		d.FollowedAtDeploy = followed
-		// The operator's build deployed it: the commit it built, not one pushed since.
-		if b := fn.Status.Build; b != nil && len(b.Commit) == 40 && b.FromImage != image && d.Image != "" &&
-			(b.Phase == v1alpha1.BuildPhaseSucceeded || b.Phase == v1alpha1.BuildPhaseRunning) {
+		// The operator's build, not verified yet, deployed it: the commit it built, not
+		// one pushed since. (A verified build's image was seen already: a later image
+		// is someone else's deploy.)
+		if b := fn.Status.Build; b != nil && len(b.Commit) == 40 && b.FromImage != image && d.Image != "" && buildUnverified(fn) {
 			d.FollowedAtDeploy = b.Commit
 		}
 	}
@@ -287,4 +288,19 @@ func subscriptions(in []funclib.Subscription) (out []v1alpha1.Subscription, omit
 			Source: knative.Cut(sub.Source, knative.MaxAttributeBytes), Type: knative.Cut(sub.Type, knative.MaxAttributeBytes)})
 	}
 	return out, 0
+}
+
+// buildUnverified reports whether fn's build runs, or succeeded and its image has not
+// been seen serving yet (verify records that in status.middleware.lastRebuild).
+func buildUnverified(fn *v1alpha1.Function) bool {
+	b, mw := fn.Status.Build, fn.Status.Middleware
+	switch {
+	case b == nil:
+		return false
+	case b.Phase == v1alpha1.BuildPhaseRunning:
+		return true
+	case b.Phase == v1alpha1.BuildPhaseSucceeded:
+		return mw == nil || mw.LastRebuild == nil || b.CompletionTime == nil || !mw.LastRebuild.Equal(b.CompletionTime)
+	}
+	return false
 }

@@ -76,7 +76,9 @@ func (c *Cause) blocked(mark step.MarkFunc, reason, why string, args ...any) *re
 // minSourceBuildInterval after the last (onCommitWaits).
 func dueCause(fn *v1alpha1.Function, obs Observed, now time.Time) *Cause {
 	mw, b, oc := obs.Middleware, fn.Status.Build, obs.OnCommit
-	failedHere := b != nil && b.Phase == v1alpha1.BuildPhaseFailed && b.Cause == v1alpha1.BuildCauseSource && b.Commit == obs.Head.Commit
+	// The last build, of this very directory, failed: a push elsewhere in the
+	// repository is no new chance for it.
+	failedHere := b != nil && b.Phase == v1alpha1.BuildPhaseFailed && b.Cause == v1alpha1.BuildCauseSource && oc.Tried
 	switch {
 	case fn.Status.ManagementDisabled():
 		return nil
@@ -92,19 +94,12 @@ func dueCause(fn *v1alpha1.Function, obs Observed, now time.Time) *Cause {
 	return nil
 }
 
-// skipsBackoff reports whether a build for c, of commit, starts without waiting out
-// the backoff of b, the failed build before it: a build of one cause never waits for
-// another cause's failure (a new commit that does not build never delays a middleware
-// rebuild, nor the other way round), nor a new commit for an older one's.
-func skipsBackoff(b *v1alpha1.BuildStatus, c *Cause, commit string) bool {
-	if b == nil {
-		return false
-	}
-	switch c.Kind {
-	case v1alpha1.BuildCauseSource:
-		return b.Cause != v1alpha1.BuildCauseSource || b.Commit != commit
-	case v1alpha1.BuildCauseMiddleware:
-		return b.Cause == v1alpha1.BuildCauseSource
-	}
-	return false
+// skipsBackoff reports whether a build for c starts without waiting out the backoff
+// of b, the failed build before it: only a new commit whose directory was never built
+// (tried: it was) does, as its source is a new chance, whatever failed before; the
+// pace of those is minSourceBuildInterval's. Every other cause waits, whichever cause
+// failed: a failure shared by every build (a registry down) never alternates causes
+// past the backoff.
+func skipsBackoff(b *v1alpha1.BuildStatus, c *Cause, tried bool) bool {
+	return b != nil && c.Kind == v1alpha1.BuildCauseSource && !tried
 }

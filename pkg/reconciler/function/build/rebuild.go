@@ -169,7 +169,7 @@ func (r *Reconciler) admit(ctx context.Context, fn *v1alpha1.Function, obs Obser
 	// A new request does not wait out a failed build's backoff, but for a failed
 	// requested build's: a new value each second must not build back to back.
 	request := fn.PendingRebuildRequest()
-	skipBackoff := (request != "" && (b == nil || b.Cause != v1alpha1.BuildCauseRequest)) || skipsBackoff(b, p.cause, p.commit)
+	skipBackoff := (request != "" && (b == nil || b.Cause != v1alpha1.BuildCauseRequest)) || skipsBackoff(b, p.cause, obs.OnCommit.Tried)
 	due := m.Next(b, rebuild.Event{Kind: rebuild.Due, At: now, Requested: skipBackoff})
 	if due.Backoff {
 		fn.Status.MarkBuildFailed("%s; retry %d at %s", failureSummary(b), b.Failures+1, b.RetryAfter.UTC().Format(time.RFC3339))

@@ -111,6 +111,9 @@ type OnCommit struct {
 	// the commit the running function was built from (in full).
 	Changed  bool
 	Deployed string
+	// Tried: the function's directory at the followed commit is what the last build
+	// for a new commit built (status.deployOnCommit.lastBuildTree).
+	Tried bool
 	// NotBefore is when the minimum interval after the last source build is over.
 	NotBefore time.Time
 }
