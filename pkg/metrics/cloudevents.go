@@ -21,6 +21,9 @@ func WithCloudEvents(counts func() CloudEvents) Option {
 	return func(m *Metrics) { m.cloudEvents = counts }
 }
 
+// droppedLabel is the label of func_operator_cloudevents_dropped_total.
+const droppedLabel = "reason"
+
 var (
 	cloudEventsSent = prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", "cloudevents_sent_total"),
 		"Outcomes (builds started, succeeded, failed; deploys seen) sent as CloudEvents and acknowledged by their sink.", nil, nil)
@@ -28,7 +31,7 @@ var (
 		"Outcomes sent whose sink did not acknowledge them: an error answer, or none within eventTimeout. Not retried.", nil, nil)
 	cloudEventsDropped = prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", "cloudevents_dropped_total"),
 		"Outcomes never sent, by reason: queue_full (eventQueueSize were waiting), refused (the network stance refused the sink's host), "+
-			"unresolved (the sink's Broker was not found or has no address), stopped (the operator stopped).", []string{"reason"}, nil)
+			"unresolved (the sink's Broker was not found or has no address), stopped (the operator stopped).", []string{droppedLabel}, nil)
 )
 
 // cloudEventsCollector exports one reading of the counts per scrape.

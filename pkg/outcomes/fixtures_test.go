@@ -87,8 +87,9 @@ func hangingSink(t *testing.T) string {
 	return "http://" + l.Addr().String() + "/"
 }
 
-// outcome is a build-started outcome of Function team-a/<name>.
-func outcome(name, build string) Outcome {
+// outcome is a build-started outcome of Function team-a/fn.
+func outcome(build string) Outcome {
+	const name = "fn"
 	return Outcome{Type: TypeBuildStarted, Time: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), Subject: build,
 		Data: Data{Namespace: "team-a", Name: name, UID: types.UID("uid-" + name), BuildID: build, Cause: "Middleware", Commit: "0123456789abcdef0123456789abcdef01234567",
 			Image: Change{Before: "registry.example.com/team-a/fn@sha256:aaaa"}, Middleware: Change{Before: "v0.21.3", After: "v0.22.0"}}}

@@ -50,15 +50,15 @@ func waitCounts(t *testing.T, s *Sender, want metrics.CloudEvents, timeout time.
 func TestSender_SendsInOrder(t *testing.T) {
 	rcv := outcomestest.Start(t)
 	s := newSender(t, Options{Config: events(rcv.URL, 10, 5*time.Second), Transport: loopbackGuard(t).Transport(0)}, nil)
-	var want []string
+	want := make([]string, 0, 5)
 	for i := range 5 {
-		o := outcome("fn", fmt.Sprintf("b%d", i))
+		o := outcome(fmt.Sprintf("b%d", i))
 		s.Emit(o)
 		want = append(want, o.ID())
 	}
 	run(t, s)
 	got := rcv.Wait(t, 5, 10*time.Second)
-	var ids []string
+	ids := make([]string, 0, len(got))
 	for _, e := range got {
 		ids = append(ids, e.ID())
 	}
@@ -74,7 +74,7 @@ func TestSender_SendsInOrder(t *testing.T) {
 	if err := e.DataAs(&data); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(outcome("fn", "b0").Data, data); diff != "" {
+	if diff := cmp.Diff(outcome("b0").Data, data); diff != "" {
 		t.Errorf("data (-want +got):\n%s", diff)
 	}
 	waitCounts(t, s, counts(5, 0, nil), 5*time.Second)
@@ -87,14 +87,14 @@ func TestSender_NeverBlocksEmit(t *testing.T) {
 	const queue, timeout = 3, 300 * time.Millisecond
 	s := newSender(t, Options{Config: events(hangingSink(t), queue, timeout), Transport: loopbackGuard(t).Transport(0)}, nil)
 	run(t, s)
-	s.Emit(outcome("fn", "first")) // the worker takes it, and waits for the sink
+	s.Emit(outcome("first")) // the worker takes it, and waits for the sink
 	deadline := time.Now().Add(5 * time.Second)
 	for s.Len() != 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
 	start := time.Now()
 	for i := range 100 {
-		s.Emit(outcome("fn", fmt.Sprintf("b%d", i)))
+		s.Emit(outcome(fmt.Sprintf("b%d", i)))
 	}
 	if took := time.Since(start); took > 100*time.Millisecond {
 		t.Errorf("100 Emits took %s with a sink that never answers, want no wait", took)
@@ -131,7 +131,7 @@ func TestSender_Refused(t *testing.T) {
 			}
 			var logs []string
 			s := newSender(t, Options{Config: events(rcv.URL, 10, 5*time.Second), Transport: guard.Transport(0)}, &logs)
-			s.Emit(outcome("fn", "b1"))
+			s.Emit(outcome("b1"))
 			stop := run(t, s)
 			waitCounts(t, s, tt.want, 10*time.Second)
 			stop()
@@ -181,7 +181,7 @@ func TestSender_Broker(t *testing.T) {
 				return config.Events{Sink: config.EventSink{Broker: types.NamespacedName{Namespace: "platform", Name: tt.broker}}, QueueSize: 10, Timeout: 5 * time.Second}
 			}
 			s := newSender(t, Options{Config: cfg, Transport: loopbackGuard(t).Transport(0), Brokers: reader}, nil)
-			s.Emit(outcome("fn", "b1"))
+			s.Emit(outcome("b1"))
 			stop := run(t, s)
 			waitCounts(t, s, tt.want, 10*time.Second)
 			stop()
@@ -202,7 +202,7 @@ func TestSender_Sinks(t *testing.T) {
 	}
 	s := newSender(t, Options{Config: cfg, Transport: loopbackGuard(t).Transport(0)}, nil)
 	for _, ns := range []string{"team-a", "team-b", "quiet"} {
-		o := outcome("fn", "b-"+ns)
+		o := outcome("b-" + ns)
 		o.Data.Namespace = ns
 		s.Emit(o)
 	}
@@ -219,9 +219,9 @@ func TestSender_Sinks(t *testing.T) {
 	}
 
 	var none *Sender
-	none.Emit(outcome("fn", "b")) // a nil Sender sends nothing, and does not panic
+	none.Emit(outcome("b")) // a nil Sender sends nothing, and does not panic
 	off := newSender(t, Options{Config: func() config.Events { return config.DefaultEvents() }, Transport: loopbackGuard(t).Transport(0)}, nil)
-	off.Emit(outcome("fn", "b"))
+	off.Emit(outcome("b"))
 	if off.Len() != 0 || !cmp.Equal(off.Counts(), counts(0, 0, nil)) {
 		t.Errorf("without a sink: %d queued, counts %v", off.Len(), off.Counts())
 	}
@@ -232,8 +232,8 @@ func TestSender_StopDrops(t *testing.T) {
 	s := newSender(t, Options{Config: events(hangingSink(t), 10, time.Hour), Transport: loopbackGuard(t).Transport(0)}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	s.Emit(outcome("fn", "b1"))
-	s.Emit(outcome("fn", "b2"))
+	s.Emit(outcome("b1"))
+	s.Emit(outcome("b2"))
 	if err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -245,14 +245,14 @@ func TestSender_StopDrops(t *testing.T) {
 // TestOutcome_ID: the same outcome has the same id; another build, type or
 // Function another.
 func TestOutcome_ID(t *testing.T) {
-	a := outcome("fn", "b1")
+	a := outcome("b1")
 	ids := map[string]bool{a.ID(): true}
 	b := a
 	b.Time = b.Time.Add(time.Hour)
 	if b.ID() != a.ID() {
 		t.Errorf("the same outcome at another time has another id")
 	}
-	for _, o := range []Outcome{outcome("fn", "b2"), {Type: TypeBuildFailed, Subject: "b1", Data: a.Data}, {Type: a.Type, Subject: "b1", Data: Data{UID: "other"}}} {
+	for _, o := range []Outcome{outcome("b2"), {Type: TypeBuildFailed, Subject: "b1", Data: a.Data}, {Type: a.Type, Subject: "b1", Data: Data{UID: "other"}}} {
 		if ids[o.ID()] {
 			t.Errorf("%v has the id of another outcome", o)
 		}

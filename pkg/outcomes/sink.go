@@ -48,22 +48,22 @@ func (r *resolver) target(ctx context.Context, sink config.EventSink) (string, e
 		return c.url, nil
 	}
 	if r.reader == nil {
-		return "", fmt.Errorf("Broker %s: the operator reads no Brokers", sink.Broker)
+		return "", fmt.Errorf("the Broker %s: the operator reads no Brokers", sink.Broker)
 	}
 	b := &eventingv1.Broker{}
 	if err := r.reader.Get(ctx, sink.Broker, b); err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", fmt.Errorf("Broker %s not found", sink.Broker)
+			return "", fmt.Errorf("the Broker %s was not found", sink.Broker)
 		}
-		return "", fmt.Errorf("reading Broker %s: %w", sink.Broker, err)
+		return "", fmt.Errorf("reading the Broker %s: %w", sink.Broker, err)
 	}
 	a := b.Status.Address
 	if a == nil || a.URL == nil || a.URL.Host == "" {
-		return "", fmt.Errorf("Broker %s has no address yet (status.address.url)", sink.Broker)
+		return "", fmt.Errorf("the Broker %s has no address yet (status.address.url)", sink.Broker)
 	}
 	u := a.URL.URL()
 	if u.User != nil || u.RawQuery != "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return "", fmt.Errorf("Broker %s's address is not an http:// or https:// URL without credentials nor query", sink.Broker)
+		return "", fmt.Errorf("the Broker %s's address is not an http:// or https:// URL without credentials nor query", sink.Broker)
 	}
 	r.mu.Lock()
 	if r.brokers == nil {

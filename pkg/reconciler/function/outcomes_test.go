@@ -130,10 +130,10 @@ func TestReconciler_recordEvents_Outcomes(t *testing.T) {
 			d.Reason, d.Message, d.FailedTask, d.FailedStep, d.Failures = v1alpha1.ReasonBuildFailed, "exit status 1", "build", "build", 1
 		}),
 	}}
-	got := rcv.Wait(t, len(want), 10*time.Second)
+	rcv.Wait(t, len(want), 10*time.Second)
 	time.Sleep(100 * time.Millisecond) // room for one sent twice to arrive
-	got = rcv.Events()
-	var gotEvents []event
+	got := rcv.Events()
+	gotEvents := make([]event, 0, len(got))
 	for _, e := range got {
 		ge := event{Type: e.Type(), Subject: e.Subject(), Source: e.Source()}
 		ge.Namespace, _ = e.Extensions()[outcomes.ExtensionNamespace].(string)
