@@ -78,7 +78,7 @@ func (s EventSink) String() string {
 // repeats: a URL names a host (a lower-case name or an IPv4 address), a port and a
 // path, never credentials nor a query (a ConfigMap is no place for secrets).
 var (
-	sinkURLPattern    = regexp.MustCompile(`^https?://[a-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~!$&'()*+,;=:@/-]*)?$`)
+	sinkURLPattern    = regexp.MustCompile(`^https?://[a-z0-9.-]+(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?(/[A-Za-z0-9._~!$&'()*+,;=:@/-]*)?$`)
 	sinkBrokerPattern = regexp.MustCompile(`^broker:([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)/([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)$`)
 	sinkKeyPattern    = regexp.MustCompile(`^eventSink\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 )
@@ -94,17 +94,10 @@ func ParseEventSink(v string) (EventSink, error) {
 	}
 	if sinkURLPattern.MatchString(t) {
 		if u, err := url.Parse(t); err == nil && u.Host != "" {
-			if p := u.Port(); p == "" || validPort(p) {
-				return EventSink{URL: t}, nil
-			}
+			return EventSink{URL: t}, nil
 		}
 	}
 	return EventSink{}, fmt.Errorf("%q is neither an http:// or https:// URL (a host, a port and a path; no credentials, no query) nor broker:<namespace>/<name>", v)
-}
-
-func validPort(p string) bool {
-	n, err := strconv.Atoi(p)
-	return err == nil && n >= 1 && n <= 65535
 }
 
 // isEventSinkKey is true for eventSink.<namespace>, the namespace a DNS label.
