@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/outcomes"
@@ -19,9 +21,9 @@ import (
 )
 
 // TestOperator_CloudEventsSent: with the ConfigMap's eventSink naming a real
-// CloudEvents receiver, the operator, wired as the binary is, sends the deploy it
-// sees of a Function's image there, and counts it in
-// func_operator_cloudevents_sent_total.
+// CloudEvents receiver, the operator, wired as the binary is, sends there the
+// deploy of a new image it sees (not the first image it sees the Function run),
+// and counts it in func_operator_cloudevents_sent_total.
 func TestOperator_CloudEventsSent(t *testing.T) {
 	rcv := outcomestest.Start(t)
 	root := gitserver.NewRepoRoot(t)
@@ -29,6 +31,7 @@ func TestOperator_CloudEventsSent(t *testing.T) {
 	gitserver.CreateRepo(t, root, "hello").Commit(t, "main", map[string]string{"func.yaml": funcYAML("hello", "go")}, "first")
 	reg := registrytest.Start(t)
 	image := reg.Push(t, "fns/hello", availableGoMiddleware(t))
+	deployed := reg.Push(t, "fns/hello-v2", availableGoMiddleware(t))
 
 	ns := newNamespace(t)
 	addr := freeAddr(t)
@@ -43,12 +46,13 @@ func TestOperator_CloudEventsSent(t *testing.T) {
 		return ""
 	})
 	ctx := context.Background()
-	if err := k8sClient.Create(ctx, &servingv1.Service{
+	svc := &servingv1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello", Labels: map[string]string{"function.knative.dev/name": "hello"}},
 		Spec: servingv1.ServiceSpec{ConfigurationSpec: servingv1.ConfigurationSpec{Template: servingv1.RevisionTemplateSpec{
 			Spec: servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: image}}}},
 		}}},
-	}); err != nil {
+	}
+	if err := k8sClient.Create(ctx, svc); err != nil {
 		t.Fatal(err)
 	}
 	fn := &v1alpha1.Function{
@@ -58,13 +62,27 @@ func TestOperator_CloudEventsSent(t *testing.T) {
 	if err := k8sClient.Create(ctx, fn); err != nil {
 		t.Fatal(err)
 	}
+	eventually(t, 20*time.Second, func() string {
+		if d := getFunction(t, ns, "fn").Status.Deployment; d == nil || d.Image == "" {
+			return fmt.Sprintf("status.deployment = %+v, want the image seen", d)
+		}
+		return ""
+	})
+	// func deploy of a new image: the Service changes, and the Function follows.
+	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(svc), svc); err != nil {
+		t.Fatal(err)
+	}
+	svc.Spec.Template.Spec.Containers[0].Image = deployed
+	if err := k8sClient.Update(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
 	e := rcv.Wait(t, 1, 30*time.Second)[0]
 	var data outcomes.Data
 	if err := e.DataAs(&data); err != nil {
 		t.Fatal(err)
 	}
 	if e.Type() != outcomes.TypeDeploySeen || e.Source() != outcomes.Source(ns, "fn") || data.Namespace != ns || data.Name != "fn" ||
-		data.UID != fn.UID || data.Image.After == "" || data.Image.Before != "" || data.Function != "hello" {
+		data.UID != fn.UID || data.Image.After == "" || data.Image.Before == "" || data.Image.Before == data.Image.After || data.Function != "hello" {
 		t.Errorf("received %s with data %+v; want a deploy seen of %s/fn's image", e, data, ns)
 	}
 	if got := getFunction(t, ns, "fn").Status.Deployment; got == nil || got.Image != data.Image.After {

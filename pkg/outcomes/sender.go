@@ -178,7 +178,11 @@ func (s *Sender) next() (queued, bool) {
 
 // send sends one outcome within eventTimeout.
 func (s *Sender) send(ctx context.Context, q queued) {
-	ctx, cancel := context.WithTimeout(ctx, s.config().Timeout)
+	timeout := s.config().Timeout
+	if timeout <= 0 {
+		timeout = config.DefaultEventTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	target, err := s.resolver.target(ctx, q.sink)
 	if err != nil {

@@ -7,12 +7,13 @@ import (
 	"github.com/fnops/func-operator/pkg/outcomes"
 )
 
-// emitDeploySeen hands s a deploy seen: the image fn runs is new since orig (which
-// the status patch just wrote over, so it is emitted once). Its id is the image's:
-// the same image seen again (unbound, then bound again) is one outcome to receivers.
+// emitDeploySeen hands s a deploy seen: fn runs another image than orig did (which
+// the status patch just wrote over, so it is emitted once). The first image a
+// Function is seen to run is none: it is no deploy the operator saw happen, and an
+// install over a fleet would send one per Function at once. Its id is the image's.
 func emitDeploySeen(s *outcomes.Sender, orig, fn *v1alpha1.Function, now time.Time) {
 	before, after := deployedImage(orig), deployedImage(fn)
-	if s == nil || after == "" || after == before {
+	if s == nil || before == "" || after == "" || after == before {
 		return
 	}
 	o := outcomes.Outcome{Type: outcomes.TypeDeploySeen, Time: now, Subject: after, Data: outcomes.Of(fn)}

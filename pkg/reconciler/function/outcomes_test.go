@@ -20,9 +20,10 @@ import (
 
 // TestReconciler_recordEvents_Outcomes: what the status patch records of a
 // Function's builds and deploys reaches a real CloudEvents receiver, each
-// transition once: a build started, its run succeeded (nothing yet), its image seen
-// serving (succeeded, and a deploy seen), a requeue (nothing again), another build
-// of a cause the operator had not known started and failed.
+// transition once: the first image seen (nothing), a build started, its run
+// succeeded (nothing yet), its image seen serving (succeeded, and a deploy seen), a
+// requeue (nothing again), another build of a cause the operator had not known
+// started and failed.
 func TestReconciler_recordEvents_Outcomes(t *testing.T) {
 	onFakeClient(t)
 	rcv := outcomestest.Start(t)
@@ -52,8 +53,9 @@ func TestReconciler_recordEvents_Outcomes(t *testing.T) {
 		commit         = "0123456789abcdef0123456789abcdef01234567"
 	)
 	t1, t2 := metav1.NewTime(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)), metav1.NewTime(time.Date(2026, 11, 29, 12, 5, 0, 0, time.UTC))
-	running := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "fn", UID: "uid-1"}}
-	running.Status.Name = "hello"
+	unseen := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "fn", UID: "uid-1"}}
+	unseen.Status.Name = "hello"
+	running := unseen.DeepCopy()
 	running.Status.Deployment = &v1alpha1.DeploymentStatus{Image: imageA, Deployer: "knative", Revision: "0123456"}
 	running.Status.Middleware = &v1alpha1.MiddlewareStatus{Current: "v0.21.3", Available: "v0.22.0"}
 	next := func(prev *v1alpha1.Function, change func(fn *v1alpha1.Function)) *v1alpha1.Function {
@@ -84,6 +86,7 @@ func TestReconciler_recordEvents_Outcomes(t *testing.T) {
 		b.Phase, b.CompletionTime, b.FailedTask, b.FailedStep, b.Message, b.Failures = v1alpha1.BuildPhaseFailed, &t2, "build", "build", "exit status 1", 1
 	})
 	for _, step := range [][2]*v1alpha1.Function{
+		{unseen, running}, // the first image seen: no deploy seen
 		{running, started}, {started, runs}, {runs, runSucceeded}, {runSucceeded, rebuilt},
 		{rebuilt, rebuilt}, // a requeue: recorded already
 		{rebuilt, again}, {again, failed}, {failed, failed},
