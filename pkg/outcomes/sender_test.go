@@ -3,6 +3,7 @@ package outcomes
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -165,7 +166,11 @@ func TestSender_Broker(t *testing.T) {
 	addressed.Status.Address = &duckv1.Addressable{URL: u}
 	unaddressed := &eventingv1.Broker{}
 	unaddressed.Namespace, unaddressed.Name = "platform", "starting"
-	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(addressed, unaddressed).Build()
+	// An address with credentials is not sent to: they would be logged with it.
+	withCredentials := &eventingv1.Broker{}
+	withCredentials.Namespace, withCredentials.Name = "platform", "credentials"
+	withCredentials.Status.Address = &duckv1.Addressable{URL: &apis.URL{Scheme: "http", Host: u.Host, User: url.UserPassword("u", "p")}}
+	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(addressed, unaddressed, withCredentials).Build()
 	for _, tt := range []struct {
 		broker   string
 		want     metrics.CloudEvents
@@ -174,6 +179,7 @@ func TestSender_Broker(t *testing.T) {
 		{broker: "default", want: counts(1, 0, nil), received: 1},
 		{broker: "starting", want: counts(0, 0, map[string]uint64{DroppedUnresolved: 1})},
 		{broker: "missing", want: counts(0, 0, map[string]uint64{DroppedUnresolved: 1})},
+		{broker: "credentials", want: counts(0, 0, map[string]uint64{DroppedUnresolved: 1})},
 	} {
 		t.Run(tt.broker, func(t *testing.T) {
 			before := len(rcv.Events())
@@ -257,5 +263,24 @@ func TestOutcome_ID(t *testing.T) {
 			t.Errorf("%v has the id of another outcome", o)
 		}
 		ids[o.ID()] = true
+	}
+}
+
+// TestScrub: what a failed send logs names the sink without credentials, query or
+// fragment, and is cut.
+func TestScrub(t *testing.T) {
+	target := "https://user:s3cret@events.example.com/hook?token=t0ken#frag"
+	err := scrub(fmt.Errorf(`Post "%s": 500 %s`, target, strings.Repeat("x", 1000)), target)
+	msg := err.Error()
+	for _, secret := range []string{"s3cret", "t0ken", "frag"} {
+		if strings.Contains(msg, secret) {
+			t.Errorf("%q shows %q", msg, secret)
+		}
+	}
+	if !strings.Contains(msg, `Post "https://events.example.com/hook": 500`) {
+		t.Errorf("%q does not name the sink", msg) // the positive control: the URL is there, redacted
+	}
+	if len(msg) > maxErrorBytes {
+		t.Errorf("%d bytes logged, want at most %d", len(msg), maxErrorBytes)
 	}
 }
