@@ -117,9 +117,9 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // Keys returns every key the operator reads (builderImage.<builder>.<runtime>
-// keys as their prefix), sorted.
+// and eventSink.<namespace> keys as their prefix), sorted.
 func Keys() []string {
-	keys := append(sortedKeys(keepers), KeyBuilderImagePrefix)
+	keys := append(sortedKeys(keepers), KeyBuilderImagePrefix, KeyEventSinkPrefix)
 	sort.Strings(keys)
 	return keys
 }

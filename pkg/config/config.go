@@ -237,6 +237,8 @@ type Config struct {
 	BuildLogLines int
 	// HostAllow and HostDeny are the configured entries of the network policy.
 	HostAllow, HostDeny []string
+	// Events are the settings of the CloudEvents sent for outcomes (events.go).
+	Events Events
 }
 
 // BuildRetryDelay is the backoff after the given number of consecutive failures:
@@ -327,6 +329,7 @@ func Defaults() Config {
 		ConditionMessageMaxBytes: DefaultConditionMessageMaxBytes,
 		EventMessageMaxBytes:     DefaultEventMessageMaxBytes,
 		BuildLogLines:            DefaultBuildLogLines,
+		Events:                   DefaultEvents(),
 	}
 }
 
@@ -361,6 +364,8 @@ func UnknownKeys(keys []string) []error {
 	for i, k := range keys {
 		if strings.HasPrefix(k, KeyBuilderImagePrefix) {
 			errs[i] = fmt.Errorf("key %s: name it %s<pack|s2i>.<runtime>", k, KeyBuilderImagePrefix)
+		} else if strings.HasPrefix(k, KeyEventSinkPrefix) {
+			errs[i] = fmt.Errorf("key %s: name it %s<namespace>", k, KeyEventSinkPrefix)
 		} else {
 			errs[i] = fmt.Errorf("key %s: unknown, and ignored (misspelt?)", k)
 		}
@@ -418,6 +423,9 @@ func Update(last Config, cm *corev1.ConfigMap) (c Config, invalid []error, unkno
 			keep(&c, last)
 			continue
 		}
+		if keepEventSink(k, &c, last) {
+			continue
+		}
 		if rest, ok := strings.CutPrefix(k, KeyBuilderImagePrefix); ok {
 			builder, runtime, _ := strings.Cut(rest, ".")
 			if img, ok := last.BuilderImages[builder+"/"+runtime]; ok {
@@ -449,7 +457,7 @@ func parse(cm *corev1.ConfigMap) (c Config, bad []string, invalid []error, unkno
 		invalid = append(invalid, err)
 	}
 	for k := range cm.Data {
-		if _, ok := keepers[k]; !ok && k != ExampleKey && !strings.HasPrefix(k, KeyBuilderImagePrefix) {
+		if _, ok := keepers[k]; !ok && k != ExampleKey && !strings.HasPrefix(k, KeyBuilderImagePrefix) && !strings.HasPrefix(k, KeyEventSinkPrefix) {
 			unknown = append(unknown, k)
 		}
 	}
@@ -555,6 +563,7 @@ func parse(cm *corev1.ConfigMap) (c Config, bad []string, invalid []error, unkno
 	}
 	parseBounds(cm, &c, fail)
 	parseHosts(cm, &c, fail)
+	unknown = append(unknown, parseEvents(cm, &c, fail)...)
 	unknown = append(unknown, parseBuilderImages(cm, &c, fail)...)
 	return c, bad, invalid, unknown
 }

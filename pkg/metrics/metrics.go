@@ -54,6 +54,8 @@ type Metrics struct {
 	commitStore func() CommitStore
 	// transferRetries reports the git transfers made again (WithTransferRetries).
 	transferRetries func() int64
+	// cloudEvents reports the outcomes sent as CloudEvents (WithCloudEvents).
+	cloudEvents func() CloudEvents
 }
 
 // CommitStore is what the git fetcher keeps of the commits it fetched (see package
@@ -180,6 +182,9 @@ func (m *Metrics) Collectors() []prometheus.Collector {
 	}
 	if m.commitStore != nil {
 		cs = append(cs, commitStoreCollector{m.commitStore})
+	}
+	if m.cloudEvents != nil {
+		cs = append(cs, cloudEventsCollector{m.cloudEvents})
 	}
 	if m.transferRetries != nil {
 		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{

@@ -45,6 +45,7 @@ import (
 	"github.com/fnops/func-operator/pkg/lanes"
 	"github.com/fnops/func-operator/pkg/metrics"
 	"github.com/fnops/func-operator/pkg/netguard"
+	"github.com/fnops/func-operator/pkg/outcomes"
 	"github.com/fnops/func-operator/pkg/rebuild"
 	"github.com/fnops/func-operator/pkg/reconciler/function"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
@@ -244,10 +245,19 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 	if err != nil {
 		return nil, err
 	}
+	// Outcomes go out through the guard, as every connection a tenant can point at.
+	sender, err := outcomes.New(outcomes.Options{Config: func() config.Events { return store.Load().Events },
+		Transport: guard.Transport(0), Brokers: mgr.GetAPIReader(), Log: mgr.GetLogger().WithName("outcomes")})
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(sender); err != nil {
+		return nil, fmt.Errorf("adding the outcomes' sender: %w", err)
+	}
 	metricsOpts := []metrics.Option{metrics.WithCommitStore(func() metrics.CommitStore {
 		st := fetcher.CommitStoreStats()
 		return metrics.CommitStore{Bytes: st.Bytes, Commits: st.Commits, Evictions: st.Evictions, Refetches: st.Refetches, NotKept: st.NotKept}
-	}), metrics.WithTransferRetries(fetcher.TransferRetries)}
+	}), metrics.WithTransferRetries(fetcher.TransferRetries), metrics.WithCloudEvents(sender.Counts)}
 	if o.NoFunctionConditionMetrics {
 		metricsOpts = append(metricsOpts, metrics.WithoutFunctionConditions())
 	}
@@ -288,6 +298,7 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 		Repositories:  repositories,
 		WatchSelected: watchSelected,
 		APIRecheck:    o.APIRecheck,
+		Outcomes:      sender,
 	})
 	// The Secret watches bring Functions back through the Reconciler that reads them.
 	secretWatches.OnChange = r.SecretChanged

@@ -86,6 +86,15 @@ var configPolicyCases = func() []configPolicyCase {
 		config.KeyHostDeny: {"", "10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, fc00::/7", "*.internal", "10.0.0.0/33, ok.example"},
 		config.KeyBashImage: {"", " ", "docker.io/library/bash:5.1", "docker.io/library/bash@sha256:" + sha256Hex,
 			"docker.io/library/bash@sha256:abc", "bash 5.1"},
+		config.KeyEventSink: {"", " ", "https://events.example.com/hooks/func", " http://broker-ingress.knative-eventing.svc.cluster.local/team-a/default\n",
+			"http://10.0.0.1:8080", "http://h:1", "http://h:65535/", "broker:team-a/default", "broker:" + strings.Repeat("a", 63) + "/b",
+			"https://user:token@events.example.com/", "https://events.example.com/?token=abc", "https://e.example.com/#x", "ftp://e.example.com/",
+			"events.example.com", "https://Events.Example.com/", "http://[::1]:8080/", "http://h:0/", "http://h:65536/", "http://h:080/",
+			"http://h/a%20b", "http:///path", "broker:default", "broker:Team/default", "broker:team-a/default/x", "broker:" + strings.Repeat("a", 64) + "/b",
+			"broker:-a/b", "https://e.example.com/a b"},
+		config.KeyEventSinkPrefix + "team-a": {"", "https://a.example.com/", "broker:team-a/default", "nowhere", "https://u:p@a.example.com/"},
+		config.KeyEventQueueSize:             {"1000", "1", "100000", " 5 ", "0", "100001", "-1", "many", ""},
+		config.KeyEventTimeout:               {"5s", "1s", "999ms", "1m", "0s", "-1s", "5", "soon"},
 		config.KeyBuildahImage: {"", "quay.io/buildah/stable:v1.31.0", "quay.io/buildah/stable:v1.31.0@sha256:" + sha256Hex,
 			"quay.io/buildah/stable@sha512:" + sha256Hex, "quay.io/buildah/stable:"},
 	}
@@ -120,6 +129,9 @@ var configPolicyCases = func() []configPolicyCase {
 		configPolicyCase{data: map[string]string{config.KeyBuilderImagePrefix + "pack": "registry.example/b:1"}},
 		configPolicyCase{data: map[string]string{config.KeyBuilderImagePrefix + "pack.": "registry.example/b:1"}},
 		configPolicyCase{data: map[string]string{config.KeyBuilderImagePrefix + "PACK.go": "registry.example/b:1"}},
+		configPolicyCase{data: map[string]string{config.KeyEventSinkPrefix + "Team_A": "https://a.example.com/"}},
+		configPolicyCase{data: map[string]string{config.KeyEventSinkPrefix: "https://a.example.com/"}},
+		configPolicyCase{data: map[string]string{config.KeyEventSinkPrefix + "a.b": "https://a.example.com/"}},
 		// buildBackoffMax is at least buildBackoff, absent keys at their defaults.
 		configPolicyCase{data: map[string]string{config.KeyBuildBackoff: "2h", config.KeyBuildBackoffMax: "3h"}},
 		configPolicyCase{data: map[string]string{config.KeyBuildBackoff: "2h", config.KeyBuildBackoffMax: "2h"}},
@@ -161,6 +173,9 @@ func TestConfigPolicyCases(t *testing.T) {
 		for k := range c.data {
 			if strings.HasPrefix(k, config.KeyBuilderImagePrefix) {
 				k = config.KeyBuilderImagePrefix
+			}
+			if strings.HasPrefix(k, config.KeyEventSinkPrefix) {
+				k = config.KeyEventSinkPrefix
 			}
 			if _, err := config.FromConfigMap(&corev1.ConfigMap{Data: c.data}); err == nil {
 				accepted[k] = true
@@ -248,6 +263,10 @@ func TestConfigPolicyParity(t *testing.T) {
 	if err := write(map[string]string{"checkinterval": "5m"}); err == nil ||
 		!strings.Contains(err.Error(), "unknown keys checkinterval (misspelt?): the operator reads autoUpdateMiddleware, ") {
 		t.Errorf("a misspelt key: %v", err)
+	}
+	if err := write(map[string]string{config.KeyEventSink: "https://u:p@e.example.com/"}); err == nil ||
+		!strings.Contains(err.Error(), `key eventSink: "https://u:p@e.example.com/" is neither an http:// or https:// URL (a host, a port and a path; no credentials, no query) nor broker:<namespace>/<name>`) {
+		t.Errorf("an event sink with credentials: %v", err)
 	}
 	if err := write(map[string]string{config.KeyHostDeny: "10.0.0.0/8, a b, *"}); err == nil ||
 		!strings.Contains(err.Error(), `key hostDeny: "a b", "*" are neither host names`) {

@@ -256,6 +256,9 @@ func checkInstall(ctx context.Context, t *testing.T, env *envtest.Environment, o
 		if strings.HasPrefix(k, config.KeyBuilderImagePrefix) {
 			delete(example, k) // a pin of the func library's default, not a default of the operator
 		}
+		if strings.HasPrefix(k, config.KeyEventSinkPrefix) {
+			delete(example, k) // a namespace's own sink, which only that namespace has
+		}
 	}
 	delete(example, config.KeyDeployerImage) // "": the func library's, which is no value
 	got, err := config.FromConfigMap(&corev1.ConfigMap{Data: example})

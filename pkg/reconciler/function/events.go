@@ -27,6 +27,8 @@ func (r *Reconciler) recordEvents(orig, fn *v1alpha1.Function) {
 		rec.Event(fn, corev1.EventTypeNormal, string(v1alpha1.FunctionConditionSettingsValid), "every settings annotation is valid again")
 	}
 	r.build.RecordEvents(rec, orig, fn)
+	r.build.EmitOutcomes(orig, fn)
+	emitDeploySeen(r.build.Outcomes, orig, fn, r.clock.Now())
 	r.recordOutageEvents(rec, orig, fn)
 	before := orig.Status.GetCondition(v1alpha1.FunctionConditionSourceReady)
 	after := fn.Status.GetCondition(v1alpha1.FunctionConditionSourceReady)

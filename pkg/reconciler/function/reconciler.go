@@ -24,6 +24,7 @@ import (
 	"github.com/fnops/func-operator/pkg/knative"
 	"github.com/fnops/func-operator/pkg/lanes"
 	"github.com/fnops/func-operator/pkg/metrics"
+	"github.com/fnops/func-operator/pkg/outcomes"
 	"github.com/fnops/func-operator/pkg/rebuild"
 	"github.com/fnops/func-operator/pkg/reconciler/function/build"
 	"github.com/fnops/func-operator/pkg/rerror"
@@ -79,6 +80,8 @@ type Deps struct {
 	Repositories *Repositories
 	// WatchSelected is the label selector of this shard's Functions; nil: all.
 	WatchSelected labels.Selector
+	// Outcomes sends builds' transitions and deploys seen as CloudEvents; nil sends none.
+	Outcomes *outcomes.Sender
 }
 
 // Reconciler reconciles Functions. Its permissions are in rbac.go.
@@ -128,7 +131,7 @@ func New(d Deps) *Reconciler {
 			selected: d.WatchSelected, apiRecheck: d.APIRecheck},
 	}
 	bd := build.Deps{Client: d.Client, APIReader: d.APIReader, Recorder: d.Recorder, Config: d.Config, Clock: d.Clock,
-		Builds: d.Builds, Access: d.Access, Sources: d.Fetcher, Keychain: r.registryKeychain, Metrics: d.Metrics}
+		Builds: d.Builds, Access: d.Access, Sources: d.Fetcher, Keychain: r.registryKeychain, Metrics: d.Metrics, Outcomes: d.Outcomes}
 	if d.Secrets != nil {
 		bd.GitCredentials = d.Secrets
 	}

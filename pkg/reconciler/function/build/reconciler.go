@@ -17,6 +17,7 @@ import (
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/git"
 	"github.com/fnops/func-operator/pkg/metrics"
+	"github.com/fnops/func-operator/pkg/outcomes"
 	"github.com/fnops/func-operator/pkg/rebuild"
 )
 
@@ -65,6 +66,8 @@ type Deps struct {
 	// KEDAServed reports whether the cluster serves HTTPScaledObjects; nil: it does not.
 	KEDAServed func() bool
 	Metrics    *metrics.Metrics
+	// Outcomes sends builds' transitions as CloudEvents; nil sends none.
+	Outcomes *outcomes.Sender
 }
 
 // Reconciler is the build sub-reconciler of the Function reconciler: it follows,
