@@ -27,6 +27,7 @@ import (
 	"github.com/fnops/func-operator/pkg/outcomes"
 	"github.com/fnops/func-operator/pkg/rebuild"
 	"github.com/fnops/func-operator/pkg/reconciler/function/build"
+	"github.com/fnops/func-operator/pkg/reconciler/function/oncommit"
 	"github.com/fnops/func-operator/pkg/rerror"
 	"github.com/fnops/func-operator/pkg/tenancy"
 	"github.com/fnops/func-operator/pkg/workload"
@@ -99,6 +100,8 @@ type Reconciler struct {
 	targets targets
 	// build is the build sub-reconciler: everything of a rebuild's life.
 	build *build.Reconciler
+	// onCommit checks the source policy: whether a new commit is to be built.
+	onCommit *oncommit.Checker
 	// watch brings Functions back from outside their own events.
 	watch *watches
 }
@@ -139,6 +142,7 @@ func New(d Deps) *Reconciler {
 		bd.KEDAServed = d.Workloads.KEDAServed
 	}
 	r.build = build.New(bd)
+	r.onCommit = oncommit.New(oncommit.Deps{Sources: d.Fetcher, Lanes: d.Lanes, Config: d.Config, Clock: d.Clock})
 	return r
 }
 
