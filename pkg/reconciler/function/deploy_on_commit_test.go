@@ -569,3 +569,35 @@ func TestReconcile_FuncDeployAfterAnOperatorBuild(t *testing.T) {
 		})
 	}
 }
+
+// TestReconcile_DeployOnCommit_Request: with the source policy on, a rebuild on request
+// builds the followed commit (here one that changed only another directory); off (the
+// control), the commit the running image was built from.
+func TestReconcile_DeployOnCommit_Request(t *testing.T) {
+	onFakeClient(t)
+	for _, onCommit := range []string{"true", "false"} {
+		t.Run("deploy-on-commit "+onCommit, func(t *testing.T) {
+			f, c0 := newOnCommitFixture(t, map[string]string{"fn/func.yaml": "", "fn/handle.go": "package function\n", "docs/x": "0"}, 0)
+			fn := f.function(t, "fn", "fn", f.image(t, c0), onCommit)
+			f.check(t, fn)
+			c1 := f.repo.Commit(t, "main", map[string]string{"docs/x": "1"}, "docs only")
+			got := getFunction(t, fn.Namespace, fn.Name)
+			got.Annotations[v1alpha1.AnnotationRebuildRequestedAt] = "now"
+			if err := k8sClient.Update(context.Background(), got); err != nil {
+				t.Fatal(err)
+			}
+			f.check(t, fn)
+			want := c0
+			if onCommit == "true" {
+				want = c1
+			}
+			reqs := f.rec.requests()
+			if len(reqs) != 1 || reqs[0].Revision != want {
+				t.Fatalf("builds %+v, want one, of %s", reqs, want[:7])
+			}
+			if b := getFunction(t, fn.Namespace, fn.Name).Status.Build; b.Cause != v1alpha1.BuildCauseRequest {
+				t.Errorf("status.build.cause = %q, want %s", b.Cause, v1alpha1.BuildCauseRequest)
+			}
+		})
+	}
+}
