@@ -58,11 +58,17 @@ func newOnCommitFixture(t *testing.T, files map[string]string, interval time.Dur
 }
 
 // image pushes the image func's build of commit (its revision label as given)
-// makes, and returns it by digest.
+// makes, with the middleware func builds now, and returns it by digest.
 func (f *onCommitFixture) image(t *testing.T, revision string) string {
 	t.Helper()
-	ref, err := f.reg.PushImage(f.reg.Host+"/fns/hello:"+revision, map[string]string{
-		registrytest.MiddlewareLabel: f.middleware, registrytest.RevisionLabel: revision})
+	return f.imageWith(t, revision, f.middleware)
+}
+
+// imageWith is image, with middleware given.
+func (f *onCommitFixture) imageWith(t *testing.T, revision, middleware string) string {
+	t.Helper()
+	ref, err := f.reg.PushImage(f.reg.Host+"/fns/hello:"+revision+"-"+middleware, map[string]string{
+		registrytest.MiddlewareLabel: middleware, registrytest.RevisionLabel: revision})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,11 +280,7 @@ func TestReconcile_ManagementDisabled(t *testing.T) {
 				c0 = f.repo.Commit(t, "main", map[string]string{
 					"fn/func.yaml": funcYAML("hello", "go") + "registry: " + f.reg.Host + "/fns\ndeploy:\n  managementDisabled: true\n"}, "hands off")
 			}
-			old, err := f.reg.PushImage(f.reg.Host+"/fns/hello:old", map[string]string{
-				registrytest.MiddlewareLabel: "v0.0.1", registrytest.RevisionLabel: c0})
-			if err != nil {
-				t.Fatal(err)
-			}
+			old := f.imageWith(t, c0, "v0.0.1")
 			fn := f.function(t, "fn", "fn", old, "true")
 			got := getFunction(t, fn.Namespace, fn.Name)
 			got.Annotations[v1alpha1.AnnotationRebuildRequestedAt] = "now"
@@ -353,11 +355,7 @@ func TestReconcile_DeployOnCommit_FailuresIndependent(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f, c0 := newOnCommitFixture(t, map[string]string{"fn/func.yaml": "", "fn/handle.go": "package function\n"}, 0)
-			old, err := f.reg.PushImage(f.reg.Host+"/fns/hello:old", map[string]string{
-				registrytest.MiddlewareLabel: "v0.0.1", registrytest.RevisionLabel: c0})
-			if err != nil {
-				t.Fatal(err)
-			}
+			old := f.imageWith(t, c0, "v0.0.1")
 			followed := c0
 			if tt.newCommit {
 				followed = f.repo.Commit(t, "main", map[string]string{"fn/handle.go": "package function // 2\n"}, "2")
@@ -418,11 +416,7 @@ func failRunning(t *testing.T, fn *v1alpha1.Function, message string) {
 func TestReconcile_DeployOnCommit_SharedFailureBacksOff(t *testing.T) {
 	onFakeClient(t)
 	f, c0 := newOnCommitFixture(t, map[string]string{"fn/func.yaml": "", "fn/handle.go": "package function\n"}, 0)
-	old, err := f.reg.PushImage(f.reg.Host+"/fns/hello:old", map[string]string{
-		registrytest.MiddlewareLabel: "v0.0.1", registrytest.RevisionLabel: c0})
-	if err != nil {
-		t.Fatal(err)
-	}
+	old := f.imageWith(t, c0, "v0.0.1")
 	fn := f.function(t, "fn", "fn", old, "true")
 	f.check(t, fn) // a middleware rebuild of c0 starts
 	f.repo.Commit(t, "main", map[string]string{"fn/handle.go": "package function // 2\n"}, "2")
@@ -508,22 +502,14 @@ func TestReconcile_FuncDeployAfterAnOperatorBuild(t *testing.T) {
 	for _, onCommit := range []string{"true", "false"} {
 		t.Run("deploy-on-commit "+onCommit, func(t *testing.T) {
 			f, c0 := newOnCommitFixture(t, map[string]string{"fn/func.yaml": "", "fn/handle.go": "package function\n"}, 0)
-			image := func(revision, middleware string) string {
-				ref, err := f.reg.PushImage(f.reg.Host+"/fns/hello:"+revision+middleware, map[string]string{
-					registrytest.MiddlewareLabel: middleware, registrytest.RevisionLabel: revision})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return ref
-			}
 			var fn *v1alpha1.Function
 			deployed, devMiddleware := c0, f.middleware
 			if onCommit == "true" { // the operator builds a new commit
-				fn = f.function(t, "fn", "fn", image(c0[:7], f.middleware), onCommit)
+				fn = f.function(t, "fn", "fn", f.image(t, c0[:7]), onCommit)
 				f.check(t, fn)
 				deployed = f.repo.Commit(t, "main", map[string]string{"fn/handle.go": "package function // 1\n"}, "1")
 			} else { // the operator rebuilds outdated middleware; so will it the developer's deploy
-				fn = f.function(t, "fn", "fn", image(c0[:7], "v0.0.1"), onCommit)
+				fn = f.function(t, "fn", "fn", f.imageWith(t, c0[:7], "v0.0.1"), onCommit)
 				devMiddleware = "v0.0.1"
 			}
 			f.check(t, fn)
@@ -532,7 +518,7 @@ func TestReconcile_FuncDeployAfterAnOperatorBuild(t *testing.T) {
 				t.Fatalf("status.build = %+v, want a build of %s", b, deployed[:7])
 			}
 			pipelineRun{id: b.ID, succeeded: corev1.ConditionTrue, serviceUID: string(b.ServiceUID)}.create(t, fn.Namespace)
-			deploy(t, fn.Namespace, image(deployed, f.middleware), 2)
+			deploy(t, fn.Namespace, f.image(t, deployed), 2)
 			f.check(t, fn)
 			f.check(t, fn)
 
@@ -544,7 +530,7 @@ func TestReconcile_FuncDeployAfterAnOperatorBuild(t *testing.T) {
 			if err := k8sClient.Update(context.Background(), got); err != nil {
 				t.Fatal(err)
 			}
-			deploy(t, fn.Namespace, image(c2[:7], devMiddleware), 3)
+			deploy(t, fn.Namespace, f.imageWith(t, c2[:7], devMiddleware), 3)
 			f.check(t, fn)
 			got = getFunction(t, fn.Namespace, fn.Name)
 			if d := got.Status.Deployment; d.FollowedAtDeploy != c2 {
