@@ -32,7 +32,7 @@ const (
 // Defaults of the event keys.
 const (
 	DefaultEventQueueSize = 1000
-	MaxEventQueueSize     = 100000
+	MaxEventQueueSize     = 20000
 	DefaultEventTimeout   = 5 * time.Second
 )
 

@@ -76,7 +76,7 @@ func TestUpdate_Events(t *testing.T) {
 			KeyEventQueueSize: "0", KeyEventTimeout: "500ms"},
 		want: Events{Sink: last.Events.Sink, Sinks: last.Events.Sinks, QueueSize: 50, Timeout: DefaultEventTimeout},
 		wantInvalid: []string{
-			`key eventQueueSize: 0 is outside 1 to 100000`,
+			`key eventQueueSize: 0 is outside 1 to 20000`,
 			`key eventSink.team-a: "nowhere" is neither an http:// or https:// URL (a host, a port and a path; no credentials, no query) nor broker:<namespace>/<name>`,
 			`key eventSink: "https://u:p@x.example.com/" is neither an http:// or https:// URL (a host, a port and a path; no credentials, no query) nor broker:<namespace>/<name>`,
 			`key eventTimeout: 500ms is shorter than the minimum 1s`,

@@ -93,7 +93,7 @@ var configPolicyCases = func() []configPolicyCase {
 			"http://h/a%20b", "http:///path", "broker:default", "broker:Team/default", "broker:team-a/default/x", "broker:" + strings.Repeat("a", 64) + "/b",
 			"broker:-a/b", "https://e.example.com/a b"},
 		config.KeyEventSinkPrefix + "team-a": {"", "https://a.example.com/", "broker:team-a/default", "nowhere", "https://u:p@a.example.com/"},
-		config.KeyEventQueueSize:             {"1000", "1", "100000", " 5 ", "0", "100001", "-1", "many", ""},
+		config.KeyEventQueueSize:             {"1000", "1", "20000", " 5 ", "0", "20001", "100000", "-1", "many", ""},
 		config.KeyEventTimeout:               {"5s", "1s", "999ms", "1m", "0s", "-1s", "5", "soon"},
 		config.KeyBuildahImage: {"", "quay.io/buildah/stable:v1.31.0", "quay.io/buildah/stable:v1.31.0@sha256:" + sha256Hex,
 			"quay.io/buildah/stable@sha512:" + sha256Hex, "quay.io/buildah/stable:"},

@@ -34,6 +34,10 @@ type Outcome struct {
 	// Subject names what it is about, for the Function: the build's ID, the image
 	// deployed.
 	Subject string
+	// Key tells apart outcomes of one subject that are not the same: the status
+	// write of a deploy seen (an image deployed again after a rollback is another
+	// deploy). Empty for builds, whose ID is new for each.
+	Key string
 	// Data is the event's JSON data.
 	Data Data
 }
@@ -83,9 +87,10 @@ func Source(namespace, name string) string {
 }
 
 // ID is the event's id: the same for the same outcome of the same Function (its
-// UID, the type, the subject), so that a receiver drops one sent twice.
+// UID, the type, the subject, and Key), so that a receiver drops one sent twice, and
+// another for another outcome.
 func (o Outcome) ID() string {
-	h := sha256.Sum256([]byte(string(o.Data.UID) + "\x00" + o.Type + "\x00" + o.Subject))
+	h := sha256.Sum256([]byte(string(o.Data.UID) + "\x00" + o.Type + "\x00" + o.Subject + "\x00" + o.Key))
 	return hex.EncodeToString(h[:16])
 }
 

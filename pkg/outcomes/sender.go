@@ -56,20 +56,42 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Sender queues outcomes and sends them, in order, from one worker (Start). A nil
-// *Sender sends nothing.
+// maxMessageBytes is how much of a failure's message an outcome carries: eventQueueSize
+// outcomes wait at most, each a few KiB.
+const maxMessageBytes = 2 << 10
+
+// maxSenders is how many sinks are sent to at once: each sink has a worker of its
+// own, so that one slow or failing sink delays only its own outcomes.
+const maxSenders = 8
+
+// Sender queues outcomes and sends them, in order for each sink, from a worker per
+// sink with outcomes waiting (at most maxSenders sending at once), once Start runs. A
+// nil *Sender sends nothing.
 type Sender struct {
 	config   func() config.Events
 	client   cloudevents.Client
 	resolver *resolver
 	log      logr.Logger
+	slots    chan struct{}
 
-	mu    sync.Mutex
-	queue []queued
-	wake  chan struct{}
+	mu sync.Mutex
+	// queues are the outcomes waiting, by sink; total counts them all.
+	queues map[string]*sinkQueue
+	total  int
+	// ctx is Start's, nil before it runs; workers counts the drains running;
+	// stopped is set once Start returned.
+	ctx     context.Context
+	workers sync.WaitGroup
+	stopped bool
 
 	sent, failed atomic.Uint64
 	dropped      map[string]*atomic.Uint64
+}
+
+// sinkQueue is what waits for one sink, and whether its worker runs.
+type sinkQueue struct {
+	items   []queued
+	running bool
 }
 
 // queued is an outcome and the sink chosen when it was emitted.
@@ -80,7 +102,9 @@ type queued struct {
 
 // New returns a Sender; Start sends what it queues.
 func New(o Options) (*Sender, error) {
-	p, err := cehttp.New(cehttp.WithClient(http.Client{Transport: o.Transport}))
+	// A sink's redirect is not followed: its host would be one the sink chose.
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	p, err := cehttp.New(cehttp.WithClient(http.Client{Transport: o.Transport, CheckRedirect: noRedirect}))
 	if err != nil {
 		return nil, fmt.Errorf("making the CloudEvents HTTP protocol: %w", err)
 	}
@@ -92,7 +116,7 @@ func New(o Options) (*Sender, error) {
 		o.Now = time.Now
 	}
 	s := &Sender{config: o.Config, client: c, resolver: &resolver{reader: o.Brokers, now: o.Now},
-		log: o.Log, wake: make(chan struct{}, 1), dropped: map[string]*atomic.Uint64{}}
+		log: o.Log, slots: make(chan struct{}, maxSenders), queues: map[string]*sinkQueue{}, dropped: map[string]*atomic.Uint64{}}
 	for _, r := range droppedReasons {
 		s.dropped[r] = &atomic.Uint64{}
 	}
@@ -100,8 +124,10 @@ func New(o Options) (*Sender, error) {
 }
 
 // Emit queues o for the sink of its namespace, and returns at once: never a wait
-// for a sink, nor for the queue. Without a sink, o is not sent (nor counted); with
-// the queue full, o is dropped and counted.
+// for a sink, nor for the queue. Without a sink, o is not sent (nor counted). With
+// eventQueueSize outcomes waiting, or half of that for o's sink (so that one sink's
+// flood, or one that never answers, leaves room for the others'), o is dropped and
+// counted.
 func (s *Sender) Emit(o Outcome) {
 	if s == nil {
 		return
@@ -111,69 +137,109 @@ func (s *Sender) Emit(o Outcome) {
 	if sink.IsZero() {
 		return
 	}
+	// What waits is bounded in bytes too: a failure's message is cut.
+	o.Data.Message = text.Prefix(o.Data.Message, maxMessageBytes)
+	bound, key := max(c.QueueSize, 1), sink.String()
 	s.mu.Lock()
-	full := len(s.queue) >= max(c.QueueSize, 1)
+	if s.stopped {
+		s.mu.Unlock()
+		s.drop(DroppedStopped, o, sink, nil)
+		return
+	}
+	q := s.queues[key]
+	if q == nil {
+		q = &sinkQueue{}
+		s.queues[key] = q
+	}
+	full := s.total >= bound || len(q.items) >= max((bound+1)/2, 1)
 	if !full {
-		s.queue = append(s.queue, queued{outcome: o, sink: sink})
+		q.items = append(q.items, queued{outcome: o, sink: sink})
+		s.total++
+		s.startDrain(key, q)
 	}
 	s.mu.Unlock()
 	if full {
 		s.drop(DroppedQueueFull, o, sink, nil)
+	}
+}
+
+// startDrain starts the worker of sink key when Start runs and none does; s.mu is held.
+func (s *Sender) startDrain(key string, q *sinkQueue) {
+	if s.ctx == nil || q.running || len(q.items) == 0 {
 		return
 	}
-	select {
-	case s.wake <- struct{}{}:
-	default: // the worker is awake already
-	}
+	q.running = true
+	s.workers.Add(1)
+	go s.drain(s.ctx, key)
 }
 
 // Start sends what is queued until ctx is done; what is still waiting then is
 // dropped (DroppedStopped). A manager Runnable.
 func (s *Sender) Start(ctx context.Context) error {
-	for {
-		select {
-		case <-ctx.Done():
-			s.mu.Lock()
-			left := s.queue
-			s.queue = nil
-			s.mu.Unlock()
-			for _, q := range left {
-				s.drop(DroppedStopped, q.outcome, q.sink, nil)
-			}
-			return nil
-		case <-s.wake:
-		}
-		for {
-			q, ok := s.next()
-			if !ok {
-				break
-			}
-			if ctx.Err() != nil {
-				s.drop(DroppedStopped, q.outcome, q.sink, nil)
-				continue
-			}
-			s.send(ctx, q)
-		}
+	s.mu.Lock()
+	s.ctx = ctx
+	for key, q := range s.queues {
+		s.startDrain(key, q)
 	}
+	s.mu.Unlock()
+	<-ctx.Done()
+	s.workers.Wait()
+	s.mu.Lock()
+	var left []queued
+	for _, q := range s.queues {
+		left = append(left, q.items...)
+	}
+	s.queues, s.total, s.stopped = map[string]*sinkQueue{}, 0, true
+	s.mu.Unlock()
+	for _, q := range left {
+		s.drop(DroppedStopped, q.outcome, q.sink, nil)
+	}
+	return nil
 }
 
 // NeedLeaderElection is false: a replica sends what it emitted (only the leader
 // reconciles, so only the leader emits).
 func (s *Sender) NeedLeaderElection() bool { return false }
 
-func (s *Sender) next() (queued, bool) {
+// drain sends sink key's outcomes, in order, until none waits or ctx is done.
+func (s *Sender) drain(ctx context.Context, key string) {
+	defer s.workers.Done()
+	for {
+		q, ok := s.next(ctx, key)
+		if !ok {
+			return
+		}
+		select {
+		case s.slots <- struct{}{}:
+		case <-ctx.Done():
+			s.drop(DroppedStopped, q.outcome, q.sink, nil)
+			continue
+		}
+		s.send(ctx, q)
+		<-s.slots
+	}
+}
+
+// next takes sink key's next outcome; false, and the worker ends, when none waits
+// or ctx is done (what waits is then dropped by Start).
+func (s *Sender) next(ctx context.Context, key string) (queued, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.queue) == 0 {
+	q := s.queues[key]
+	if q == nil || len(q.items) == 0 || ctx.Err() != nil {
+		if q != nil {
+			q.running = false
+			if len(q.items) == 0 {
+				delete(s.queues, key)
+			}
+		}
 		return queued{}, false
 	}
-	q := s.queue[0]
-	s.queue[0] = queued{}
-	s.queue = s.queue[1:]
-	if len(s.queue) == 0 {
-		s.queue = nil // let the array go
-	}
-	return q, true
+	item := q.items[0]
+	q.items[0] = queued{}
+	q.items = q.items[1:]
+	s.total--
+	return item, true
 }
 
 // send sends one outcome within eventTimeout.
@@ -252,5 +318,5 @@ func (s *Sender) Counts() metrics.CloudEvents {
 func (s *Sender) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.queue)
+	return s.total
 }

@@ -3,6 +3,8 @@ package outcomes
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -100,13 +102,13 @@ func TestSender_NeverBlocksEmit(t *testing.T) {
 	if took := time.Since(start); took > 100*time.Millisecond {
 		t.Errorf("100 Emits took %s with a sink that never answers, want no wait", took)
 	}
-	// The first in flight; 3 queued; 97 dropped.
-	if got := s.Counts().Dropped[DroppedQueueFull]; got != 97 {
-		t.Errorf("dropped queue_full = %d, want 97", got)
+	// The first in flight; 2 queued (a sink holds half the queue at most); 98 dropped.
+	if got := s.Counts().Dropped[DroppedQueueFull]; got != 98 {
+		t.Errorf("dropped queue_full = %d, want 98", got)
 	}
-	// Each of the 4 sends ends at the timeout, one after the other.
+	// Each of the 3 sends ends at the timeout, one after the other.
 	start = time.Now()
-	waitCounts(t, s, counts(0, 4, map[string]uint64{DroppedQueueFull: 97}), 10*time.Second)
+	waitCounts(t, s, counts(0, 3, map[string]uint64{DroppedQueueFull: 98}), 10*time.Second)
 	if took := time.Since(start); took < 2*timeout {
 		t.Errorf("the sends failed after %s, want each to wait for the timeout %s", took, timeout)
 	}
@@ -258,7 +260,11 @@ func TestOutcome_ID(t *testing.T) {
 	if b.ID() != a.ID() {
 		t.Errorf("the same outcome at another time has another id")
 	}
-	for _, o := range []Outcome{outcome("b2"), {Type: TypeBuildFailed, Subject: "b1", Data: a.Data}, {Type: a.Type, Subject: "b1", Data: Data{UID: "other"}}} {
+	// The same image deployed again (a rollback) is another deploy: another status write.
+	again := Outcome{Type: TypeDeploySeen, Subject: "img@sha256:a", Key: "41", Data: a.Data}
+	ids[again.ID()] = true
+	for _, o := range []Outcome{outcome("b2"), {Type: TypeBuildFailed, Subject: "b1", Data: a.Data}, {Type: a.Type, Subject: "b1", Data: Data{UID: "other"}},
+		{Type: TypeDeploySeen, Subject: "img@sha256:a", Key: "57", Data: a.Data}} {
 		if ids[o.ID()] {
 			t.Errorf("%v has the id of another outcome", o)
 		}
@@ -282,5 +288,69 @@ func TestScrub(t *testing.T) {
 	}
 	if len(msg) > maxErrorBytes {
 		t.Errorf("%d bytes logged, want at most %d", len(msg), maxErrorBytes)
+	}
+}
+
+// TestSender_ASlowSinkDelaysOnlyItsOwn: a sink that never answers holds half the queue
+// at most, and its worker only: another namespace's sink receives its outcome at
+// once, while the slow one's still wait (the control that it is slow).
+func TestSender_ASlowSinkDelaysOnlyItsOwn(t *testing.T) {
+	fast := outcomestest.Start(t)
+	slow := hangingSink(t)
+	cfg := func() config.Events {
+		return config.Events{QueueSize: 10, Timeout: time.Minute,
+			Sinks: map[string]config.EventSink{"team-a": {URL: slow}, "team-b": {URL: fast.URL}}}
+	}
+	s := newSender(t, Options{Config: cfg, Transport: loopbackGuard(t).Transport(0)}, nil)
+	for i := range 10 {
+		s.Emit(outcome(fmt.Sprintf("a%d", i))) // team-a's
+	}
+	if got := s.Counts().Dropped[DroppedQueueFull]; got != 5 {
+		t.Errorf("a flood of 10 for one sink of a queue of 10: %d dropped, want 5 (half the queue is left to the others)", got)
+	}
+	b := outcome("b0")
+	b.Data.Namespace = "team-b"
+	s.Emit(b)
+	run(t, s)
+	deadline := time.Now().Add(5 * time.Second)
+	for len(fast.Events()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := fast.Events(); len(got) != 1 || got[0].Subject() != "b0" {
+		t.Fatalf("team-b's sink received %d events within 5s while team-a's hangs, want its one", len(got))
+	}
+	if n := s.Len(); n != 4 {
+		t.Errorf("%d outcomes wait, want team-a's 4 (one in flight, hanging)", n)
+	}
+}
+
+// TestSender_RedirectNotFollowed: a sink's redirect is not followed (its target is a
+// host the sink chose): the send fails, counted, and the target receives nothing.
+func TestSender_RedirectNotFollowed(t *testing.T) {
+	target := outcomestest.Start(t)
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirect.Close)
+	for _, tt := range []struct {
+		name string
+		url  string
+		want metrics.CloudEvents
+		got  int
+	}{
+		{name: "a redirect", url: redirect.URL, want: counts(0, 1, nil)},
+		{name: "the target itself (the control)", url: target.URL, want: counts(1, 0, nil), got: 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(target.Events())
+			s := newSender(t, Options{Config: events(tt.url, 10, 5*time.Second), Transport: loopbackGuard(t).Transport(0)}, nil)
+			s.Emit(outcome("b1"))
+			stop := run(t, s)
+			waitCounts(t, s, tt.want, 10*time.Second)
+			stop()
+			if n := len(target.Events()) - before; n != tt.got {
+				t.Errorf("the target received %d events, want %d", n, tt.got)
+			}
+		})
 	}
 }

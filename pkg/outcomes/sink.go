@@ -2,6 +2,7 @@ package outcomes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"sync"
@@ -31,8 +32,10 @@ type resolver struct {
 	brokers map[types.NamespacedName]resolved
 }
 
+// resolved is a Broker's address, or why it has none, as read at at.
 type resolved struct {
 	url string
+	err error
 	at  time.Time
 }
 
@@ -45,17 +48,43 @@ func (r *resolver) target(ctx context.Context, sink config.EventSink) (string, e
 	c, ok := r.brokers[sink.Broker]
 	r.mu.Unlock()
 	if ok && r.now().Sub(c.at) < brokerTTL {
-		return c.url, nil
+		return c.url, c.err // a Broker without an address is not read again per outcome either
 	}
 	if r.reader == nil {
 		return "", fmt.Errorf("the Broker %s: the operator reads no Brokers", sink.Broker)
 	}
+	u, err := r.read(ctx, sink.Broker)
+	if !isTransient(err) {
+		r.mu.Lock()
+		if r.brokers == nil {
+			r.brokers = map[types.NamespacedName]resolved{}
+		}
+		r.brokers[sink.Broker] = resolved{url: u, err: err, at: r.now()}
+		r.mu.Unlock()
+	}
+	return u, err
+}
+
+// errTransient marks a failure to read a Broker that says nothing of it (the API
+// server did not answer): it is not kept.
+type errTransient struct{ error }
+
+func (e errTransient) Unwrap() error { return e.error }
+
+func isTransient(err error) bool {
+	var t errTransient
+	return errors.As(err, &t)
+}
+
+// read returns the URL of Broker key's status.address.url.
+func (r *resolver) read(ctx context.Context, key types.NamespacedName) (string, error) {
+	sink := config.EventSink{Broker: key}
 	b := &eventingv1.Broker{}
 	if err := r.reader.Get(ctx, sink.Broker, b); err != nil {
 		if apierrors.IsNotFound(err) {
 			return "", fmt.Errorf("the Broker %s was not found", sink.Broker)
 		}
-		return "", fmt.Errorf("reading the Broker %s: %w", sink.Broker, err)
+		return "", errTransient{fmt.Errorf("reading the Broker %s: %w", sink.Broker, err)}
 	}
 	a := b.Status.Address
 	if a == nil || a.URL == nil || a.URL.Host == "" {
@@ -65,12 +94,6 @@ func (r *resolver) target(ctx context.Context, sink config.EventSink) (string, e
 	if u.User != nil || u.RawQuery != "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return "", fmt.Errorf("the Broker %s's address is not an http:// or https:// URL without credentials nor query", sink.Broker)
 	}
-	r.mu.Lock()
-	if r.brokers == nil {
-		r.brokers = map[types.NamespacedName]resolved{}
-	}
-	r.brokers[sink.Broker] = resolved{url: u.String(), at: r.now()}
-	r.mu.Unlock()
 	return u.String(), nil
 }
 

@@ -10,13 +10,14 @@ import (
 // emitDeploySeen hands s a deploy seen: fn runs another image than orig did (which
 // the status patch just wrote over, so it is emitted once). The first image a
 // Function is seen to run is none: it is no deploy the operator saw happen, and an
-// install over a fleet would send one per Function at once. Its id is the image's.
+// install over a fleet would send one per Function at once.
 func emitDeploySeen(s *outcomes.Sender, orig, fn *v1alpha1.Function, now time.Time) {
 	before, after := deployedImage(orig), deployedImage(fn)
 	if s == nil || before == "" || after == "" || after == before {
 		return
 	}
-	o := outcomes.Outcome{Type: outcomes.TypeDeploySeen, Time: now, Subject: after, Data: outcomes.Of(fn)}
+	// The status write that recorded it: the same image deployed again is another deploy.
+	o := outcomes.Outcome{Type: outcomes.TypeDeploySeen, Time: now, Subject: after, Key: fn.ResourceVersion, Data: outcomes.Of(fn)}
 	o.Data.Image = outcomes.Change{Before: before, After: after}
 	o.Data.Commit, o.Data.Deployer = fn.Status.Deployment.Revision, fn.Status.Deployment.Deployer
 	if mw := orig.Status.Middleware; mw != nil {

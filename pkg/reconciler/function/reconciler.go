@@ -192,10 +192,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 			result, retErr = reconcile.Result{}, errors.Join(retErr, err)
 			return
 		}
+		// Not written: deleted meanwhile, so nothing was recorded, and nothing is told.
 		if written {
 			r.metrics.Conditions(req.NamespacedName, fn.Status.Conditions, fn.Status.MiddlewareOutdated())
+			r.recordEvents(orig, fn)
 		}
-		r.recordEvents(orig, fn)
 		logReconciled(ctx, orig, fn, stepErr, result, time.Since(start))
 	}()
 
