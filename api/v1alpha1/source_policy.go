@@ -104,6 +104,11 @@ const (
 	// ReasonBuildIntervalNotOver: the followed commit changes the function, and the
 	// last build for a new commit started less than minSourceBuildInterval ago.
 	ReasonBuildIntervalNotOver = "BuildIntervalNotOver"
+	// ReasonCommitNotBuildable: the followed commit changes the function, and cannot be
+	// built (the message says why: its func.yaml switches deployers, asks for what
+	// func's pipeline cannot build...); severity Warning. The deployed commit's
+	// middleware rebuilds go on.
+	ReasonCommitNotBuildable = "CommitNotBuildable"
 	// ReasonRebuildsHeld: an invalid settings annotation holds every rebuild
 	// (condition SettingsValid says which).
 	ReasonRebuildsHeld = "RebuildsHeld"
@@ -126,6 +131,13 @@ func (fs *FunctionStatus) MarkSourceDeployed(status corev1.ConditionStatus, reas
 	}
 	functionCondSet.Manage(fs).SetCondition(apis.Condition{Type: FunctionConditionSourceDeployed, Status: status,
 		Reason: reason, Message: msg, Severity: sev})
+}
+
+// MarkSourceNotBuildable records that the followed commit, which changes the
+// function, cannot be built: SourceDeployed False, severity Warning.
+func (fs *FunctionStatus) MarkSourceNotBuildable(messageFormat string, messageA ...interface{}) {
+	functionCondSet.Manage(fs).SetCondition(apis.Condition{Type: FunctionConditionSourceDeployed, Status: corev1.ConditionFalse,
+		Reason: ReasonCommitNotBuildable, Message: fmt.Sprintf(messageFormat, messageA...), Severity: apis.ConditionSeverityWarning})
 }
 
 // ClearSourceDeployed removes SourceDeployed: the source policy is off.

@@ -1,9 +1,11 @@
 package function
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -583,6 +585,54 @@ func TestReconcile_DeployOnCommit_Request(t *testing.T) {
 			}
 			if b := getFunction(t, fn.Namespace, fn.Name).Status.Build; b.Cause != v1alpha1.BuildCauseRequest {
 				t.Errorf("status.build.cause = %q, want %s", b.Cause, v1alpha1.BuildCauseRequest)
+			}
+		})
+	}
+}
+
+// TestReconcile_DeployOnCommit_NotBuildable: a new commit that cannot be built (its
+// func.yaml switches the function from func's knative deployer to raw, which would
+// strand the Knative Service) is no fault of the running function: SourceDeployed
+// says so, with severity Warning, Ready and Stalled do not, and an outdated
+// middleware is still rebuilt, of the deployed commit. The control: the same commit
+// without the switch is built.
+func TestReconcile_DeployOnCommit_NotBuildable(t *testing.T) {
+	onFakeClient(t)
+	for _, tt := range []struct {
+		name         string
+		deployer     string // func.yaml's at the new commit
+		middleware   string // the running image's; "" for the current one
+		wantRevision string // "new", "deployed" or "" for no build
+		wantReason   string // of SourceDeployed
+	}{
+		{name: "switches deployers, middleware current: nothing built", deployer: "raw", wantReason: v1alpha1.ReasonCommitNotBuildable},
+		{name: "switches deployers, middleware outdated: the deployed commit rebuilt", deployer: "raw", middleware: "v0.0.1",
+			wantRevision: "deployed", wantReason: v1alpha1.ReasonCommitNotBuildable},
+		{name: "the control: buildable, built", deployer: "knative", wantRevision: "new", wantReason: v1alpha1.ReasonNewCommit},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f, c0 := newOnCommitFixture(t, map[string]string{"fn/func.yaml": "", "fn/handle.go": "package function\n"}, 0)
+			fn := f.function(t, "fn", "fn", f.imageWith(t, c0, cmp.Or(tt.middleware, f.middleware)), "true")
+			c1 := f.repo.Commit(t, "main", map[string]string{"fn/func.yaml": funcYAML("hello", "go") + "registry: " + f.reg.Host + "/fns\ndeployer: " + tt.deployer + "\n"}, "deployer")
+			f.check(t, fn)
+			reqs := f.rec.requests()
+			want := map[string]string{"new": c1, "deployed": c0}[tt.wantRevision]
+			if (want == "") != (len(reqs) == 0) || (want != "" && (len(reqs) != 1 || reqs[0].Revision != want)) {
+				t.Fatalf("builds %+v, want %q", reqs, tt.wantRevision)
+			}
+			got := getFunction(t, fn.Namespace, fn.Name)
+			c := got.Status.GetCondition(v1alpha1.FunctionConditionSourceDeployed)
+			if c == nil || c.Reason != tt.wantReason {
+				t.Fatalf("SourceDeployed = %+v, want reason %s", c, tt.wantReason)
+			}
+			if tt.wantReason == v1alpha1.ReasonCommitNotBuildable && (c.Severity != apis.ConditionSeverityWarning || !strings.Contains(c.Message, "deployer")) {
+				t.Errorf("SourceDeployed = %+v, want severity Warning and why", c)
+			}
+			if s := got.Status.GetCondition(v1alpha1.FunctionConditionStalled); s != nil {
+				t.Errorf("Stalled = %+v, want none: the running function is fine", s)
+			}
+			if r := got.Status.GetCondition(v1alpha1.FunctionConditionReady); tt.wantRevision == "" && (r == nil || !r.IsTrue()) {
+				t.Errorf("Ready = %+v, want True", r)
 			}
 		})
 	}

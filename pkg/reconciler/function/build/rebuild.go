@@ -59,6 +59,22 @@ func (r *Reconciler) Rebuild(ctx context.Context, fn *v1alpha1.Function, obs Obs
 	// function is wrong because it cannot be rebuilt on request now.
 	conditions := fn.Status.Conditions.DeepCopy()
 	p, err := r.plan(ctx, fn, obs, cause)
+	if cause.Kind == v1alpha1.BuildCauseSource && rerror.IsStalling(err) {
+		// A new commit that cannot be built (its func.yaml switches deployers, asks for
+		// a builder func's pipeline lacks...) is no fault of the running function, and
+		// holds back no middleware rebuild of the deployed commit: SourceDeployed says
+		// so, with severity Warning, and the conditions stay as they were.
+		fn.Status.Conditions = conditions
+		fn.Status.MarkSourceNotBuildable("%s", err)
+		if !obs.Middleware.Due {
+			r.GiveUpPlace(fn)
+			r.RefuseRequest(fn, err.Error()) // with the policy on, it would build that commit
+			return step.Result{}, nil
+		}
+		cause = outdatedMiddleware(obs.Middleware.Current, obs.Middleware.Available)
+		conditions = fn.Status.Conditions.DeepCopy()
+		p, err = r.plan(ctx, fn, obs, cause)
+	}
 	var res step.Result
 	if err == nil {
 		res, err = r.admit(ctx, fn, obs, p)
