@@ -22,6 +22,16 @@ import (
 	"github.com/fnops/func-operator/test/registrytest"
 )
 
+// longScenario skips, in the quick tier (-short), a scenario of many commits and
+// checks through real git and registry servers (seconds each): the middle tier (make
+// test-integration, make test's test-plane) runs it, on the same fake client.
+func longScenario(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("a scenario of many commits and checks: the middle tier runs it")
+	}
+}
+
 // onCommitFixture is a repository of functions, a registry of their images, and a
 // Reconciler that records the builds it launches.
 type onCommitFixture struct {
@@ -119,6 +129,7 @@ func (f *onCommitFixture) check(t *testing.T, fns ...*v1alpha1.Function) {
 // branch with the source policy on; a commit that changes one of them builds exactly
 // that one, of that commit, and a commit that changes none builds nothing.
 func TestReconcile_DeployOnCommit_Monorepo(t *testing.T) {
+	longScenario(t)
 	onFakeClient(t)
 	files := map[string]string{"README.md": "twenty functions\n"}
 	for i := range 20 {
@@ -208,6 +219,7 @@ func deploy(t *testing.T, ns, image string, generation int) {
 // commit runs build once more, the newest, once the first serves; within
 // minSourceBuildInterval of the first, not at all until it is over.
 func TestReconcile_DeployOnCommit_Burst(t *testing.T) {
+	longScenario(t)
 	onFakeClient(t)
 	for _, tt := range []struct {
 		name       string
@@ -331,6 +343,7 @@ func TestReconcile_ManagementDisabled(t *testing.T) {
 // chance and skips it; a backoff otherwise holds, whichever cause failed, so that a
 // failure every build meets never alternates causes past it.
 func TestReconcile_DeployOnCommit_FailuresIndependent(t *testing.T) {
+	longScenario(t)
 	onFakeClient(t)
 	future, past := metav1.NewTime(time.Now().Add(time.Hour)), metav1.NewTime(time.Now().Add(-time.Second))
 	failed := func(cause string, retry metav1.Time) func(string) *v1alpha1.BuildStatus {
@@ -440,6 +453,7 @@ func TestReconcile_DeployOnCommit_SharedFailureBacksOff(t *testing.T) {
 // of the repository is no new chance for a function whose last build failed: its
 // backoff holds (the control: a push into its directory is one).
 func TestReconcile_DeployOnCommit_PushElsewhereKeepsBackoff(t *testing.T) {
+	longScenario(t)
 	onFakeClient(t)
 	f, c0 := newOnCommitFixture(t, map[string]string{"fn/func.yaml": "", "fn/handle.go": "package function\n", "other/x": "0"}, 0)
 	fn := f.function(t, "fn", "fn", f.image(t, c0[:7]), "true")
@@ -500,6 +514,7 @@ func TestReconcile_DeployOnCommit_HeldByAnInvalidSetting(t *testing.T) {
 // among the commits followed since. With the source policy on, a later push is built;
 // off, the next middleware rebuild builds the developer's commit.
 func TestReconcile_FuncDeployAfterAnOperatorBuild(t *testing.T) {
+	longScenario(t)
 	onFakeClient(t)
 	for _, onCommit := range []string{"true", "false"} {
 		t.Run("deploy-on-commit "+onCommit, func(t *testing.T) {
