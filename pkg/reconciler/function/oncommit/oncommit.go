@@ -162,7 +162,11 @@ func (c *Checker) followedTree(ctx context.Context, fn *v1alpha1.Function, in In
 func (c *Checker) deployedTree(ctx context.Context, fn *v1alpha1.Function, in Input, followedTree string) (string, string, error) {
 	st, followed := fn.Status.DeployOnCommit, in.Head.Commit
 	want, anchor := in.Running, in.Anchor
-	unknown := fn.Status.Deployment.Image + "@" + want
+	image := ""
+	if d := fn.Status.Deployment; d != nil {
+		image = d.Image
+	}
+	unknown := image + "@" + want
 	switch {
 	case want == "":
 		return "", "", fmt.Errorf("the commit the running function was built from is not known: the image names none, and the operator has not seen it deployed")
