@@ -114,6 +114,9 @@ func StartFrom(assets string, extraCRDs ...string) (*Environment, error) {
 	env.ControlPlane.KubectlPath = filepath.Join(assets, "kubectl")
 	cfg, err := env.Start()
 	if err != nil {
+		// Start fails after etcd and kube-apiserver run too (installing the CRDs):
+		// they are stopped here, not left behind.
+		_ = env.Stop()
 		_ = os.RemoveAll(certDir)
 		return nil, fmt.Errorf("starting the control plane from %s: %w", assets, err)
 	}
