@@ -419,6 +419,13 @@ func (b *BuildStatus) InFlight() bool {
 	return b != nil && (b.Phase == BuildPhaseStarting || b.Phase == BuildPhaseRunning)
 }
 
+// RebuildRecorded reports whether the last build's success is recorded: its image was
+// seen serving, and status.middleware.lastRebuild is its completion time.
+func (fs *FunctionStatus) RebuildRecorded() bool {
+	b, mw := fs.Build, fs.Middleware
+	return b != nil && mw != nil && mw.LastRebuild != nil && b.CompletionTime != nil && mw.LastRebuild.Equal(b.CompletionTime)
+}
+
 // Pending reports whether the build has not ended: queued or in flight.
 func (b *BuildStatus) Pending() bool { return b.Queued() || b.InFlight() }
 

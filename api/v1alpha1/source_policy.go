@@ -129,6 +129,10 @@ func (fs *FunctionStatus) MarkSourceDeployed(status corev1.ConditionStatus, reas
 		msg += "; the repository holds a .tekton/ directory: if Tekton Pipelines-as-Code builds and deploys its pushes too, " +
 			"two builds race to deploy each commit: turn one of them off for this function (docs/deploy-on-commit.md)"
 	}
+	fs.setSourceDeployed(status, reason, sev, msg)
+}
+
+func (fs *FunctionStatus) setSourceDeployed(status corev1.ConditionStatus, reason string, sev apis.ConditionSeverity, msg string) {
 	functionCondSet.Manage(fs).SetCondition(apis.Condition{Type: FunctionConditionSourceDeployed, Status: status,
 		Reason: reason, Message: msg, Severity: sev})
 }
@@ -136,8 +140,7 @@ func (fs *FunctionStatus) MarkSourceDeployed(status corev1.ConditionStatus, reas
 // MarkSourceNotBuildable records that the followed commit, which changes the
 // function, cannot be built: SourceDeployed False, severity Warning.
 func (fs *FunctionStatus) MarkSourceNotBuildable(messageFormat string, messageA ...interface{}) {
-	functionCondSet.Manage(fs).SetCondition(apis.Condition{Type: FunctionConditionSourceDeployed, Status: corev1.ConditionFalse,
-		Reason: ReasonCommitNotBuildable, Message: fmt.Sprintf(messageFormat, messageA...), Severity: apis.ConditionSeverityWarning})
+	fs.setSourceDeployed(corev1.ConditionFalse, ReasonCommitNotBuildable, apis.ConditionSeverityWarning, fmt.Sprintf(messageFormat, messageA...))
 }
 
 // ClearSourceDeployed removes SourceDeployed: the source policy is off.

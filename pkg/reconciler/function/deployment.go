@@ -291,16 +291,8 @@ func subscriptions(in []funclib.Subscription) (out []v1alpha1.Subscription, omit
 }
 
 // buildUnverified reports whether fn's build runs, or succeeded and its image has not
-// been seen serving yet (verify records that in status.middleware.lastRebuild).
+// been seen serving yet (FunctionStatus.RebuildRecorded).
 func buildUnverified(fn *v1alpha1.Function) bool {
-	b, mw := fn.Status.Build, fn.Status.Middleware
-	switch {
-	case b == nil:
-		return false
-	case b.Phase == v1alpha1.BuildPhaseRunning:
-		return true
-	case b.Phase == v1alpha1.BuildPhaseSucceeded:
-		return mw == nil || mw.LastRebuild == nil || b.CompletionTime == nil || !mw.LastRebuild.Equal(b.CompletionTime)
-	}
-	return false
+	b := fn.Status.Build
+	return b != nil && (b.Phase == v1alpha1.BuildPhaseRunning || (b.Phase == v1alpha1.BuildPhaseSucceeded && !fn.Status.RebuildRecorded()))
 }

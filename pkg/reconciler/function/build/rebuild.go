@@ -292,7 +292,7 @@ func (r *Reconciler) checkDeployer(fn *v1alpha1.Function, obs Observed, cause *C
 func (r *Reconciler) verify(fn *v1alpha1.Function, obs Observed) (step.Result, bool) {
 	mw, b := fn.Status.Middleware, fn.Status.Build
 	t := r.machine().Next(b, rebuild.Event{Kind: rebuild.Deployed, At: r.now(), Deploy: rebuild.Deploy{
-		Recorded: mw.LastRebuild != nil && b.CompletionTime != nil && mw.LastRebuild.Equal(b.CompletionTime),
+		Recorded: fn.Status.RebuildRecorded(),
 		BoundUID: obs.Deployed.BoundUID, Image: obs.Deployed.Image, RollingOut: obs.Deployed.RollingOut,
 		Current: obs.Middleware.Current, Available: obs.Middleware.Available, RebuildDue: obs.Middleware.Due,
 	}})
@@ -334,30 +334,23 @@ func gitCredentials(c *git.CloneCredentials) *funclib.GitCredentials {
 func (r *Reconciler) source(ctx context.Context, fn *v1alpha1.Function, obs Observed, cause *Cause) (string, string, funclib.Metadata, error) {
 	from, followed := obs.From, obs.Head.Commit
 	notPossible := step.WithReason(fn.Status.MarkRebuildNotPossible)
-	// A new commit, or a request while the source policy is on: the followed commit.
-	if cause.Kind == v1alpha1.BuildCauseSource || (cause.Kind == v1alpha1.BuildCauseRequest && obs.OnCommit.Enabled) {
-		res, err := r.Sources.Read(ctx, fn.Spec.Repository.URL, obs.Head, fn.Spec.Repository.CleanPath(), obs.Auth, r.Config.Load().GitTimeout)
-		switch {
-		case rerror.IsStalling(err):
-			return "", "", funclib.Metadata{}, cause.blocked(notPossible, v1alpha1.ReasonRebuildNotPossible, "%w", err)
-		case err != nil:
-			return "", "", funclib.Metadata{}, fmt.Errorf("reading func.yaml for the build: %w", err)
-		}
-		return res.Commit, res.Tree, res.Metadata, nil
-	}
-	if from.Problem != "" {
+	// A new commit, or a request while the source policy is on: the followed commit,
+	// whose tree the source policy's check read.
+	onCommit := cause.Kind == v1alpha1.BuildCauseSource || (cause.Kind == v1alpha1.BuildCauseRequest && obs.OnCommit.Enabled)
+	switch {
+	case onCommit:
+	case from.Problem != "":
 		return "", "", funclib.Metadata{}, cause.blocked(notPossible, v1alpha1.ReasonRebuildNotPossible, "%s: %s", from.Problem, from.Remedy)
-	}
-	if from.Source == "" {
+	case from.Source == "":
 		// No step decided which commit: never the followed one by default.
 		return "", "", funclib.Metadata{}, cause.blocked(notPossible, v1alpha1.ReasonRebuildNotPossible, "no commit to build was decided: %s", from.Remedy)
 	}
-	if from.Commit == followed || from.Source != v1alpha1.RebuildFromDeployed {
+	if onCommit || from.Commit == followed || from.Source != v1alpha1.RebuildFromDeployed {
 		meta, err := r.metadata(ctx, fn, obs)
 		if rerror.IsStalling(err) {
 			return "", "", funclib.Metadata{}, cause.blocked(notPossible, v1alpha1.ReasonRebuildNotPossible, "%w", err)
 		}
-		return followed, "", meta, err
+		return followed, obs.OnCommit.Tree, meta, err
 	}
 	anchor := ""
 	if fn.Status.Deployment != nil {

@@ -114,6 +114,8 @@ type OnCommit struct {
 	// the commit the running function was built from (in full).
 	Changed  bool
 	Deployed string
+	// Tree is the git tree of the function's directory at the followed commit.
+	Tree string
 	// Tried: the function's directory at the followed commit is what the last build
 	// for a new commit built (status.deployOnCommit.lastBuildTree).
 	Tried bool

@@ -88,7 +88,7 @@ func (c *Checker) Check(ctx context.Context, fn *v1alpha1.Function, in Input) (b
 	if st.LastBuildTime != nil {
 		out.NotBefore = st.LastBuildTime.Add(cfg.MinSourceBuildInterval)
 	}
-	out.Enabled, out.Tried = true, st.LastBuildTree == tree
+	out.Enabled, out.Tree, out.Tried = true, tree, st.LastBuildTree == tree
 	base, baseTree, err := c.deployedTree(ctx, fn, in, tree)
 	switch {
 	case lanes.IsHostBusy(err):
