@@ -103,8 +103,8 @@ func TestInspect_CABundle(t *testing.T) {
 	// another's. The tag resolves anew for the tenant without the CA, and fails.
 	i := NewInspector(10, remote.WithTransport(guard.Transport(0)))
 	i.Guard = guard
-	if got := mustInspect(t, i, ref, withCA); got != want {
-		t.Fatalf("with the CA: got %+v, want %+v", got, want)
+	if diff := cmp.Diff(want, mustInspect(t, i, ref, withCA)); diff != "" {
+		t.Fatalf("with the CA (-want +got):\n%s", diff)
 	}
 	if _, err := i.Inspect(testCtx(t), ref, withoutCA); err == nil {
 		t.Errorf("without the CA, after an inspection with it: no error, want an untrusted certificate")

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/lru"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
@@ -82,6 +83,9 @@ type Middleware struct {
 	// source is a git repository); "" when the image has none, or one longer than
 	// maxRevision or with other than printable ASCII.
 	Revision string
+	// Base is the image the image was built on, as its labels tell (base.go); read
+	// from the config with the labels, at no cost of its own.
+	Base Base
 }
 
 // Inspector reads images; safe for concurrent use.
@@ -101,6 +105,10 @@ type Middleware struct {
 // access stays cached. The same digest in another repository is inspected again.
 // Errors are never cached; an image over the limits is (see Limits), behind the
 // same access check.
+//
+// Base (baseimage.go) shares the credentials, transports, limits and access
+// records; it keeps what base tags point to for BaseTTL, and base images' layers
+// per repository, digest and CA bundle.
 //
 // An Inspector also keeps the authenticated transports it opened, per
 // repository and credentials, so that resolving a tag costs one request
@@ -131,9 +139,22 @@ type Inspector struct {
 	// the one of the options. Without it such an inspection fails.
 	Guard *netguard.Guard
 
+	// BaseTTL, when set and positive, is how long Base trusts what a tag pointed
+	// to; DefaultBaseTTL otherwise.
+	BaseTTL func() time.Duration
+	// baseTags holds what base tags pointed to: scheme://name credentials-identity
+	// CA -> baseTag.
+	baseTags *lru.Cache
+	// baseConfigs holds the layers of base images: contentKey -> BaseImage.
+	baseConfigs *lru.Cache
+	baseFlights flights[BaseImage]
+	clock       clock.PassiveClock
+
 	inspections  atomic.Int64
 	cacheHits    atomic.Int64
 	accessChecks atomic.Int64
+	baseReads    atomic.Int64 // base manifests and configs read
+	baseHits     atomic.Int64 // Base calls answered without a request
 }
 
 type inflightCall struct {
@@ -168,6 +189,10 @@ func NewInspector(cacheSize int, opts ...remote.Option) *Inspector { // opts e.g
 		credKey:   newCredKey(),
 		inflight:  map[string]*inflightCall{},
 		scanSlots: make(chan struct{}, DefaultConcurrentScans),
+
+		baseTags:    lru.New(baseCacheSize),
+		baseConfigs: lru.New(baseCacheSize),
+		clock:       clock.RealClock{},
 	}
 }
 
@@ -215,15 +240,44 @@ func (i *Inspector) stats() (inspections, cacheHits int64) {
 // *AuthError or *InspectError (DigestMismatch: a layer that is not its digest).
 // A ctx without deadline gets DefaultTimeout.
 func (i *Inspector) Inspect(ctx context.Context, ref string, kc authn.Keychain) (Middleware, error) {
+	ctx, c, err := i.start(ctx, ref, kc)
+	defer c.cancel()
+	if err != nil {
+		return Middleware{}, err
+	}
+	m, err := i.inspectRef(ctx, c)
+	// The result is the cache's: the caller gets its own slices.
+	return m.clone(), err
+}
+
+// call is what one Inspect or Base call works with once its reference is parsed
+// and its credentials resolved.
+type call struct {
+	ref    string // as given
+	r      name.Reference
+	repo   name.Repository
+	ec     *errContext
+	ca     []byte // the keychain's CA bundle, nil for the system roots
+	cred   string // the credentials' identity (credID)
+	p      *remote.Puller
+	pkey   string // p's key in i.pullers, to drop it when a request through it fails
+	lim    Limits
+	cancel context.CancelFunc
+}
+
+// start parses ref, resolves its credentials in kc (nil: anonymous) and finds the
+// puller of the call; the context it returns carries the read limits and, when ctx
+// has no deadline, DefaultTimeout. c.cancel must be called, even with an error.
+func (i *Inspector) start(ctx context.Context, ref string, kc authn.Keychain) (context.Context, *call, error) {
+	c := &call{ref: ref, cancel: func() {}}
 	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
-		defer cancel()
+		ctx, c.cancel = context.WithTimeout(ctx, DefaultTimeout)
 	}
 	// Blobs (layers, streamed; configs are checked by their descriptor first) are
 	// read under the byte cap; anything else (manifests, token answers, errors)
 	// under the memory cap.
 	lim := i.limits()
+	c.lim = lim
 	ctx = netguard.WithReadLimitFunc(ctx, func(req *http.Request) int64 {
 		if strings.Contains(req.URL.Path, "/blobs/") {
 			return lim.MaxBytes
@@ -232,36 +286,40 @@ func (i *Inspector) Inspect(ctx context.Context, ref string, kc authn.Keychain) 
 	})
 	r, err := name.ParseReference(strings.TrimSpace(ref))
 	if err != nil {
-		return Middleware{}, &InspectError{Ref: ref, Reason: ReasonInvalidReference, Err: err,
+		return ctx, c, &InspectError{Ref: ref, Reason: ReasonInvalidReference, Err: err,
 			detail: "not a valid image reference: " + err.Error()}
 	}
-
-	repo := r.Context()
+	c.r, c.repo = r, r.Context()
 	if kc == nil {
 		kc = &secretKeychain{}
 	}
-	auth, err := authn.Resolve(ctx, kc, repo)
+	auth, err := authn.Resolve(ctx, kc, c.repo)
 	var cfg *authn.AuthConfig
 	if err == nil {
 		cfg, err = auth.Authorization()
 	}
 	if err != nil {
 		// The keychain's error text may hold anything: do not quote it.
-		return Middleware{}, &AuthError{Ref: ref, Registry: repo.RegistryStr(), Err: err,
+		return ctx, c, &AuthError{Ref: ref, Registry: c.repo.RegistryStr(), Err: err,
 			detail: "the keychain failed to resolve credentials"}
 	}
 	if cfg == nil {
 		cfg = &authn.AuthConfig{}
 	}
-	ec := newErrContext(ref, repo.RegistryStr(), cfg)
-
-	ca := caBundle(kc)
-	cred := i.credID(cfg)
-	p, key, err := i.puller(repo, cred, cfg, ca)
-	if err != nil {
-		return Middleware{}, ec.invalid(ReasonRequestFailed, err, "invalid registry client options: %v", err)
+	c.ec = newErrContext(ref, c.repo.RegistryStr(), cfg)
+	c.ca = caBundle(kc)
+	c.cred = i.credID(cfg)
+	if c.p, c.pkey, err = i.puller(c.repo, c.cred, cfg, c.ca); err != nil {
+		return ctx, c, c.ec.invalid(ReasonRequestFailed, err, "invalid registry client options: %v", err)
 	}
+	return ctx, c, nil
+}
 
+// inspectRef is Inspect once the call has started.
+func (i *Inspector) inspectRef(ctx context.Context, c *call) (Middleware, error) {
+	// The names Inspect's body had before Base shared its start.
+	r, repo, ec, ca, cred, p, key, lim, ref := c.r, c.repo, c.ec, c.ca, c.cred, c.p, c.pkey, c.lim, c.ref
+	var err error
 	var top v1.Hash
 	var desc *remote.Descriptor
 	// shown: the registry let these credentials reach top in repo during this call.
@@ -447,44 +505,17 @@ func (i *Inspector) inspect(ctx context.Context, p *remote.Puller, repo name.Rep
 		}
 	}
 
-	var img v1.Image
-	digest := top
-	switch {
-	case desc.MediaType.IsIndex():
-		idx, err := desc.ImageIndex()
-		if err != nil {
-			return Middleware{}, ec.classify(err, ReasonBadManifest, "index "+top.String())
-		}
-		img, digest, what, err = pickImage(idx, top, ec)
-		if err != nil {
-			return Middleware{}, err
-		}
-	case desc.MediaType.IsSchema1():
-		return Middleware{}, ec.invalid(ReasonBadManifest, nil,
-			"%s is a Docker schema 1 manifest (%s), which is not supported", what, desc.MediaType)
-	default:
-		// Images, and manifests whose Content-Type a registry got wrong.
-		var err error
-		if img, err = desc.Image(); err != nil {
-			return Middleware{}, ec.classify(err, ReasonBadManifest, what)
-		}
-		what = "image " + top.String()
+	img, digest, what, err := imageOf(desc, top, ec)
+	if err != nil {
+		return Middleware{}, err
 	}
-
 	m := Middleware{Digest: digest.String()}
-	mf, err := img.Manifest()
+	cf, err := configOf(img, what, lim, ec)
 	if err != nil {
-		return Middleware{}, ec.classify(err, ReasonBadManifest, "manifest of "+what)
-	}
-	if mf.Config.Size > lim.MaxMemory {
-		return Middleware{}, ec.invalid(ReasonTooLarge, nil, "the config of %s is %d bytes, more than the %d the operator reads (ConfigMap key inspectMaxMemory)",
-			what, mf.Config.Size, lim.MaxMemory)
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return Middleware{}, ec.classify(err, ReasonBadManifest, "config of "+what)
+		return Middleware{}, err
 	}
 	m.Revision = revisionLabel(cf.Config.Labels[LabelRevision])
+	m.Base = baseOf(cf)
 	if v := strings.TrimSpace(cf.Config.Labels[LabelMiddlewareVersion]); v != "" && v != unknownLabelVersion {
 		if len(v) > maxVersion {
 			return Middleware{}, ec.invalid(ReasonBadManifest, nil, "the %s label of %s is %d bytes long: not a version", LabelMiddlewareVersion, what, len(v))
@@ -504,6 +535,49 @@ func (i *Inspector) inspect(ctx context.Context, p *remote.Puller, repo name.Rep
 		m.Version, m.Source = v, SourceBuildInfo
 	}
 	return m, nil
+}
+
+// imageOf returns the image of manifest desc (of digest top), or of its
+// linux/amd64 member when desc is an index, with that image's digest and a name
+// of it for errors.
+func imageOf(desc *remote.Descriptor, top v1.Hash, ec *errContext) (v1.Image, v1.Hash, string, error) {
+	what := "manifest " + top.String()
+	switch {
+	case desc.MediaType.IsIndex():
+		idx, err := desc.ImageIndex()
+		if err != nil {
+			return nil, v1.Hash{}, "", ec.classify(err, ReasonBadManifest, "index "+top.String())
+		}
+		return pickImage(idx, top, ec)
+	case desc.MediaType.IsSchema1():
+		return nil, v1.Hash{}, "", ec.invalid(ReasonBadManifest, nil,
+			"%s is a Docker schema 1 manifest (%s), which is not supported", what, desc.MediaType)
+	default:
+		// Images, and manifests whose Content-Type a registry got wrong.
+		img, err := desc.Image()
+		if err != nil {
+			return nil, v1.Hash{}, "", ec.classify(err, ReasonBadManifest, what)
+		}
+		return img, top, "image " + top.String(), nil
+	}
+}
+
+// configOf reads the config of img (named what in errors), verified against the
+// manifest's descriptor, when it is within the memory cap.
+func configOf(img v1.Image, what string, lim Limits, ec *errContext) (*v1.ConfigFile, error) {
+	mf, err := img.Manifest()
+	if err != nil {
+		return nil, ec.classify(err, ReasonBadManifest, "manifest of "+what)
+	}
+	if mf.Config.Size > lim.MaxMemory {
+		return nil, ec.invalid(ReasonTooLarge, nil, "the config of %s is %d bytes, more than the %d the operator reads (ConfigMap key inspectMaxMemory)",
+			what, mf.Config.Size, lim.MaxMemory)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, ec.classify(err, ReasonBadManifest, "config of "+what)
+	}
+	return cf, nil
 }
 
 // revisionLabel returns the revision label's value when it is one: short, printable

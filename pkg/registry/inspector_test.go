@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/authn"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -52,8 +53,8 @@ func TestInspectLabel(t *testing.T) {
 	mark := tr.mark()
 	m := mustInspect(t, i, tr.ref("fn/label:v1"), nil)
 	want := Middleware{Digest: d.String(), Version: "v0.22.0", Source: SourceLabel}
-	if m != want {
-		t.Errorf("got %+v, want %+v", m, want)
+	if diff := cmp.Diff(want, m); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 	for _, req := range tr.since(mark) {
 		if strings.Contains(req, layerDigest(t, fnLayer).String()) {
@@ -70,8 +71,8 @@ func TestInspectBuildInfo(t *testing.T) {
 
 	m := mustInspect(t, NewInspector(10), tr.ref("fn/go:v1"), nil)
 	want := Middleware{Digest: d.String(), Version: testFuncGoVersion, Source: SourceBuildInfo}
-	if m != want {
-		t.Errorf("got %+v, want %+v", m, want)
+	if diff := cmp.Diff(want, m); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
 
@@ -82,8 +83,8 @@ func TestInspectBuildInfoOlder(t *testing.T) {
 	goBinaries(t)
 	d := tr.push(t, "fn/old:v1", image(t, "amd64", nil, baseLayer(t), functionLayer(t, olderBinary)))
 	m := mustInspect(t, NewInspector(10), tr.ref("fn/old:v1"), nil)
-	if want := (Middleware{Digest: d.String(), Version: olderFuncGoVersion, Source: SourceBuildInfo}); m != want {
-		t.Fatalf("got %+v, want %+v", m, want)
+	if diff := cmp.Diff(Middleware{Digest: d.String(), Version: olderFuncGoVersion, Source: SourceBuildInfo}, m); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
 	}
 }
 
@@ -103,8 +104,8 @@ func TestInspectUnknown(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := (Middleware{Digest: d.String()}); m != want {
-				t.Errorf("got %+v, want %+v", m, want)
+			if diff := cmp.Diff(Middleware{Digest: d.String()}, m); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -177,8 +178,8 @@ func TestInspectPrivate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m := mustInspect(t, NewInspector(10), ref, kc); m != wantOK {
-			t.Errorf("got %+v, want %+v", m, wantOK)
+		if diff := cmp.Diff(wantOK, mustInspect(t, NewInspector(10), ref, kc)); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
 		}
 	})
 
@@ -189,8 +190,8 @@ func TestInspectPrivate(t *testing.T) {
 			t.Fatal(err)
 		}
 		// By digest too, through a fresh Inspector: no cache involved.
-		if m := mustInspect(t, NewInspector(10), tr.host+"/team/private/fn@"+d.String(), kc); m != wantOK {
-			t.Errorf("got %+v, want %+v", m, wantOK)
+		if diff := cmp.Diff(wantOK, mustInspect(t, NewInspector(10), tr.host+"/team/private/fn@"+d.String(), kc)); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
 		}
 	})
 
@@ -234,8 +235,8 @@ func TestInspectIndex(t *testing.T) {
 	t.Run("amd64 chosen", func(t *testing.T) {
 		m := mustInspect(t, NewInspector(10), tr.ref("fn/multi:v1"), nil)
 		want := Middleware{Digest: amdDigest.String(), Version: testFuncGoVersion, Source: SourceBuildInfo}
-		if m != want {
-			t.Errorf("got %+v, want %+v", m, want)
+		if diff := cmp.Diff(want, m); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
 		}
 	})
 
@@ -252,8 +253,8 @@ func TestInspectIndex(t *testing.T) {
 		tr.pushIndex(t, "fn/multi:noamd", noAmd)
 		m := mustInspect(t, NewInspector(10), tr.ref("fn/multi:noamd"), nil)
 		want := Middleware{Digest: armDigest.String(), Version: "v0.0.1-arm", Source: SourceLabel}
-		if m != want {
-			t.Errorf("got %+v, want %+v", m, want)
+		if diff := cmp.Diff(want, m); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
 		}
 	})
 
@@ -307,8 +308,8 @@ func TestCacheByDigest(t *testing.T) {
 	if reqs := tr.since(mark); len(reqs) != 0 {
 		t.Errorf("second Inspect by digest made requests: %v", reqs)
 	}
-	if first != second {
-		t.Errorf("results differ: %+v vs %+v", first, second)
+	if diff := cmp.Diff(first, second); diff != "" {
+		t.Errorf("results differ (-first +second):\n%s", diff)
 	}
 	if ins, hits := i.stats(); ins != 1 || hits != 1 {
 		t.Errorf("Stats() = %d inspections, %d hits; want 1, 1", ins, hits)
@@ -350,8 +351,8 @@ func TestCacheByTag(t *testing.T) {
 	if n := tr.blobGets.Load() - blobs; n != 0 {
 		t.Errorf("second Inspect read %d blobs", n)
 	}
-	if first != second {
-		t.Errorf("results differ: %+v vs %+v", first, second)
+	if diff := cmp.Diff(first, second); diff != "" {
+		t.Errorf("results differ (-first +second):\n%s", diff)
 	}
 	if ins, hits := i.stats(); ins != 1 || hits != 1 {
 		t.Errorf("Stats() = %d inspections, %d hits; want 1, 1", ins, hits)

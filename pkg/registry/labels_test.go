@@ -3,6 +3,8 @@ package registry
 import (
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 const testRevision = "0b81f3c2d4e6a8b0c1d3e5f7a9b1c3d5e7f9a1b3"
@@ -37,8 +39,8 @@ func TestInspectRevision(t *testing.T) {
 			d := tr.push(t, tag, image(t, "amd64", tt.labels, baseLayer(t), functionLayer(t, fn)))
 			got := mustInspect(t, NewInspector(10), tr.ref(tag), nil)
 			tt.want.Digest = d.String()
-			if got != tt.want {
-				t.Errorf("got %+v, want %+v", got, tt.want)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -53,8 +55,8 @@ func TestInspectNoVersionLabel(t *testing.T) {
 		tag := "fn/nolabel:v" + string(rune('a'+i))
 		d := tr.push(t, tag, image(t, "amd64", map[string]string{LabelMiddlewareVersion: v}, baseLayer(t), functionLayer(t, fn)))
 		got := mustInspect(t, NewInspector(10), tr.ref(tag), nil)
-		if want := (Middleware{Digest: d.String(), Version: testFuncGoVersion, Source: SourceBuildInfo}); got != want {
-			t.Errorf("label %q: got %+v, want %+v", v, got, want)
+		if diff := cmp.Diff(Middleware{Digest: d.String(), Version: testFuncGoVersion, Source: SourceBuildInfo}, got); diff != "" {
+			t.Errorf("label %q (-want +got):\n%s", v, diff)
 		}
 	}
 }
