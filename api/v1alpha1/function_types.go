@@ -251,6 +251,12 @@ type FunctionStatus struct {
 	// +optional
 	DeployOnCommit *DeployOnCommitStatus `json:"deployOnCommit,omitempty"`
 
+	// Base compares the base the running image was built on (a buildpacks run
+	// image, an s2i builder) with what it points to now; absent while the base
+	// policy is Off.
+	// +optional
+	Base *BaseStatus `json:"base,omitempty"`
+
 	// LastHandledRequestedAt is the value of annotation functions.dev/requested-at the
 	// operator last handled: a new value checks the repository at once, without the
 	// listing other Functions share (as Flux's lastHandledReconcileAt). A value over 64
@@ -620,9 +626,23 @@ type BuildStatus struct {
 
 	// Cause is why the build was started: Middleware, a newer middleware than the
 	// function runs is available; Request, annotation functions.dev/rebuild-requested-at;
-	// Source, a new commit changed the function and the source policy is on.
+	// Source, a new commit changed the function and the source policy is on; Base,
+	// the base the image was built on moved on.
 	// +optional
 	Cause string `json:"cause,omitempty"`
+
+	// Method is how the build updates the function: Pipeline (func's Tekton
+	// pipeline; also when empty) or Rebase (the running image rebased onto its new
+	// run image by the operator, no pipeline).
+	// +optional
+	// +kubebuilder:validation:Enum=Pipeline;Rebase
+	Method string `json:"method,omitempty"`
+
+	// ToImage is the image a rebase pushed, by digest, once pushed: the build counts
+	// once what func deployed runs it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	ToImage string `json:"toImage,omitempty"`
 
 	// ServiceUID is the UID of the Knative Service the build was started for. A build
 	// never goes on over a Service that was replaced since: it is stopped.

@@ -84,6 +84,13 @@ type Settings struct {
 	// absent or invalid: the operator's ConfigMap decides (DeployOnCommit).
 	DeployOnCommitSet *bool
 
+	// BaseUpdatesSet is annotation functions.dev/base-updates (BaseUpdatesOff, ...); empty
+	// when it is absent or invalid: the operator's ConfigMap decides (BaseUpdates).
+	BaseUpdatesSet string
+	// BaseUpdatesInvalid: the annotation is set and does not parse; the base is
+	// reported only until it is fixed.
+	BaseUpdatesInvalid bool
+
 	// HoldRebuilds is true while an annotation that decides suspend, auto-update or
 	// the commit a rebuild builds is invalid: nothing is rebuilt until it is fixed
 	// (checks go on).
@@ -182,6 +189,17 @@ func (f *Function) Settings() Settings {
 			bad(AnnotationDeployOnCommit, err, " (ConfigMap func-operator-config's deployOnCommit applies now)")
 		} else {
 			s.DeployOnCommitSet = &on
+		}
+	}
+
+	// Base updates: no spec field. An invalid value reports only: it never rebases or
+	// rebuilds what it may not have been meant to.
+	if v, has := ann[AnnotationBaseUpdates]; has {
+		if p, err := ParseBaseUpdates(v); err != nil {
+			s.BaseUpdatesInvalid = true
+			bad(AnnotationBaseUpdates, err, ": the base is reported only until it is fixed")
+		} else {
+			s.BaseUpdatesSet = p
 		}
 	}
 

@@ -239,6 +239,8 @@ type Config struct {
 	HostAllow, HostDeny []string
 	// Events are the settings of the CloudEvents sent for outcomes (events.go).
 	Events Events
+	// Base is the configuration of base updates (base.go).
+	Base Base
 }
 
 // BuildRetryDelay is the backoff after the given number of consecutive failures:
@@ -330,6 +332,7 @@ func Defaults() Config {
 		EventMessageMaxBytes:     DefaultEventMessageMaxBytes,
 		BuildLogLines:            DefaultBuildLogLines,
 		Events:                   DefaultEvents(),
+		Base:                     DefaultBase(),
 	}
 }
 
@@ -563,6 +566,7 @@ func parse(cm *corev1.ConfigMap) (c Config, bad []string, invalid []error, unkno
 	}
 	parseBounds(cm, &c, fail)
 	parseHosts(cm, &c, fail)
+	parseBase(cm, &c, fail)
 	unknown = append(unknown, parseEvents(cm, &c, fail)...)
 	unknown = append(unknown, parseBuilderImages(cm, &c, fail)...)
 	return c, bad, invalid, unknown

@@ -42,7 +42,8 @@ func TestDefaults(t *testing.T) {
 		MaxConcurrentBuilds: 2, MaxConcurrentBuildsPerNamespace: intstr.FromString("50%"), BuildBackoff: time.Minute, BuildBackoffMax: time.Hour, BuildTimeout: time.Hour, OutageGrace: 30 * time.Minute, PipelineServiceAccount: "func-operator-builder",
 		CloneMaxBytes: 100 << 20, CloneMaxFiles: 100000, CloneMaxObjectBytes: 32 << 20, CommitStoreMaxBytes: 64 << 20, InspectMaxMemory: 16 << 20, InspectMaxBytes: 4 << 30,
 		ConditionMessageMaxBytes: 1024, EventMessageMaxBytes: 1024, BuildLogLines: 20,
-		Events: Events{QueueSize: 1000, Timeout: 5 * time.Second}}
+		Events: Events{QueueSize: 1000, Timeout: 5 * time.Second},
+		Base:   Base{Updates: "Report", CheckInterval: 10 * time.Minute, RebaseTimeout: 10 * time.Minute, WindowCauses: []string{"Base"}}}
 	if diff := cmp.Diff(want, Defaults()); diff != "" {
 		t.Errorf("Defaults() (-want +got):\n%s", diff)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"knative.dev/pkg/apis"
@@ -31,11 +32,13 @@ type Metrics struct {
 	functions *prometheus.Desc
 	// perFunction exports func_operator_function_condition (a series per condition
 	// of each Function); func_operator_functions, the fleet's counts, goes always.
-	perFunction   bool
-	rebuilds      *prometheus.CounterVec
-	buildDuration prometheus.Histogram
-	gitDuration   *prometheus.HistogramVec
-	sharedLists   prometheus.Counter
+	perFunction    bool
+	rebuilds       *prometheus.CounterVec
+	buildDuration  prometheus.Histogram
+	rebases        *prometheus.CounterVec
+	rebaseDuration prometheus.Histogram
+	gitDuration    *prometheus.HistogramVec
+	sharedLists    prometheus.Counter
 
 	// gauges guards what a scrape reads; never held across a call into Prometheus (a
 	// scrape waits for one collector while another holds what it collects).
@@ -46,6 +49,8 @@ type Metrics struct {
 	series map[types.NamespacedName][]conditionLabels
 	// outdated holds the Functions whose middleware is outdated.
 	outdated map[types.NamespacedName]bool
+	// baseOutdated holds the Functions whose base moved on (BaseUpToDate False).
+	baseOutdated map[types.NamespacedName]bool
 	// checked holds when each Function not suspended was last checked.
 	checked map[types.NamespacedName]time.Time
 	clock   clock.PassiveClock
@@ -139,6 +144,15 @@ func New(queue func() (running, waiting int), opts ...Option) *Metrics {
 			Help:    "Duration of rebuilds, from start to the end of the PipelineRun.",
 			Buckets: []float64{30, 60, 120, 300, 600, 1200, 1800, 3600},
 		}),
+		rebases: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "rebases_total",
+			Help: "Rebases of buildpacks images onto their new run image that ended, by result (succeeded: pushed and deployed; failed).",
+		}, []string{"result"}),
+		rebaseDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "rebase_duration_seconds",
+			Help:    "Duration of rebases, from start to the rebased image pushed and deployed.",
+			Buckets: []float64{0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600},
+		}),
 		gitDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: Namespace, Name: "git_fetch_duration_seconds",
 			Help:    "Duration of git operations: ls-remote (branch heads) and clone.",
@@ -149,11 +163,12 @@ func New(queue func() (running, waiting int), opts ...Option) *Metrics {
 			Help: "Checks that used a listing of their repository another Function with the same credentials made within the check interval, " +
 				"instead of listing it (listings made are git_fetch_duration_seconds_count{operation=\"ls-remote\"}).",
 		}),
-		series:   map[types.NamespacedName][]conditionLabels{},
-		outdated: map[types.NamespacedName]bool{},
-		checked:  map[types.NamespacedName]time.Time{},
-		clock:    clock.RealClock{},
-		queue:    queue,
+		series:       map[types.NamespacedName][]conditionLabels{},
+		outdated:     map[types.NamespacedName]bool{},
+		baseOutdated: map[types.NamespacedName]bool{},
+		checked:      map[types.NamespacedName]time.Time{},
+		clock:        clock.RealClock{},
+		queue:        queue,
 	}
 	for _, o := range opts {
 		o(m)
@@ -163,7 +178,7 @@ func New(queue func() (running, waiting int), opts ...Option) *Metrics {
 
 // Collectors returns what to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	cs := []prometheus.Collector{fleetCollector{m}, m.rebuilds, m.buildDuration, m.gitDuration, m.sharedLists,
+	cs := []prometheus.Collector{fleetCollector{m}, m.rebuilds, m.buildDuration, m.rebases, m.rebaseDuration, m.gitDuration, m.sharedLists,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: Namespace, Name: "check_age_max_seconds",
 			Help: "Time since the least recently checked Function (not suspended) was checked: above checkInterval, the operator falls behind its interval.",
@@ -175,6 +190,14 @@ func (m *Metrics) Collectors() []prometheus.Collector {
 			m.gauges.Lock()
 			defer m.gauges.Unlock()
 			return float64(len(m.outdated))
+		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "base_outdated_functions",
+			Help: "Functions whose base (buildpacks run image, s2i builder) moved on: condition BaseUpToDate False, whatever the base policy does about it.",
+		}, func() float64 {
+			m.gauges.Lock()
+			defer m.gauges.Unlock()
+			return float64(len(m.baseOutdated))
 		}),
 	}
 	if m.perFunction {
@@ -213,12 +236,19 @@ func (m *Metrics) Conditions(key types.NamespacedName, conds []apis.Condition, o
 		return
 	}
 	labels := make([]conditionLabels, 0, len(conds))
+	baseOutdated := false
 	for _, c := range conds {
 		labels = append(labels, conditionLabels{typ: string(c.Type), status: string(c.Status), reason: c.Reason, severity: Severity(c)})
+		baseOutdated = baseOutdated || (c.Type == baseUpToDate && c.Status == corev1.ConditionFalse)
 	}
 	m.gauges.Lock()
 	defer m.gauges.Unlock()
 	m.series[key] = labels
+	if baseOutdated {
+		m.baseOutdated[key] = true
+	} else {
+		delete(m.baseOutdated, key)
+	}
 	if outdated {
 		m.outdated[key] = true
 	} else {
@@ -235,6 +265,7 @@ func (m *Metrics) Forget(key types.NamespacedName) {
 	defer m.gauges.Unlock()
 	delete(m.series, key)
 	delete(m.outdated, key)
+	delete(m.baseOutdated, key)
 	delete(m.checked, key)
 }
 
@@ -334,6 +365,20 @@ func (m *Metrics) Rebuild(result string, duration time.Duration) {
 		m.buildDuration.Observe(duration.Seconds())
 	}
 }
+
+// Rebase counts a rebase that ended, and its duration when known (not negative).
+func (m *Metrics) Rebase(result string, duration time.Duration) {
+	if m == nil {
+		return
+	}
+	m.rebases.WithLabelValues(result).Inc()
+	if duration >= 0 {
+		m.rebaseDuration.Observe(duration.Seconds())
+	}
+}
+
+// baseUpToDate is condition BaseUpToDate (v1alpha1's; this package may not import it).
+const baseUpToDate = "BaseUpToDate"
 
 // GitFetch records the duration of a git operation.
 func (m *Metrics) GitFetch(operation string, d time.Duration) {

@@ -3,6 +3,7 @@ package rebuild
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
@@ -37,6 +38,8 @@ type launch struct {
 	cancel context.CancelFunc
 	ended  bool
 	err    error
+	// result is what a job launched with LaunchJob returned (a rebase's image).
+	result string
 }
 
 // NewLauncher returns a Launcher that runs builds with run (funclib.RunPipeline, or a
@@ -50,6 +53,31 @@ func NewLauncher(run RunPipelineFunc, onReturn func(types.NamespacedName), log l
 // cancelled, so only Cancel (the Function was deleted) does that. A build that
 // outlives the operator process keeps running, and the next process adopts it.
 func (l *Launcher) Launch(key types.NamespacedName, id string, req funclib.BuildRequest) {
+	l.start(key, id, func(ctx context.Context) (string, error) { return "", l.run(ctx, req) },
+		"launching build", "commit", req.Revision, "path", req.ContextDir)
+}
+
+// LaunchJob starts build id of key done in-process by job (a rebase), under timeout:
+// one build per Function, as Launch. What job returns is kept for Result.
+func (l *Launcher) LaunchJob(key types.NamespacedName, id string, timeout time.Duration, job func(ctx context.Context) (string, error)) {
+	l.start(key, id, func(ctx context.Context) (string, error) {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		return job(ctx)
+	}, "launching in-process build", "timeout", timeout.String())
+}
+
+// Result is what build id of key, launched with LaunchJob, returned; "" until it ended.
+func (l *Launcher) Result(key types.NamespacedName, id string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if rec, ok := l.launches[key]; ok && rec.id == id && rec.ended {
+		return rec.result
+	}
+	return ""
+}
+
+func (l *Launcher) start(key types.NamespacedName, id string, run func(ctx context.Context) (string, error), msg string, kv ...any) {
 	ctx, cancel := context.WithCancel(context.Background())
 	rec := &launch{id: id, cancel: cancel}
 	l.mu.Lock()
@@ -62,10 +90,10 @@ func (l *Launcher) Launch(key types.NamespacedName, id string, req funclib.Build
 	l.mu.Unlock()
 	l.wg.Add(1)
 	log := l.log.WithValues("Function", klog.KRef(key.Namespace, key.Name), "build", id)
-	log.Info("launching build", "commit", req.Revision, "path", req.ContextDir)
+	log.Info(msg, kv...)
 	go func() {
 		defer l.wg.Done()
-		err := l.run(ctx, req)
+		result, err := run(ctx)
 		if err != nil {
 			lines := DefaultLogLines
 			if l.LogLines != nil {
@@ -76,7 +104,7 @@ func (l *Launcher) Launch(key types.NamespacedName, id string, req funclib.Build
 			log.Info("build pipeline returned")
 		}
 		l.mu.Lock()
-		rec.ended, rec.err = true, err
+		rec.ended, rec.err, rec.result = true, err, result
 		l.mu.Unlock()
 		cancel()
 		if l.onReturn != nil {

@@ -120,13 +120,16 @@ type LaunchState struct {
 	// Here: this process launched the build; Ended: the launch returned, with Err.
 	Here, Ended bool
 	Err         error
+	// Result is what an in-process build (a rebase) returned: the image it pushed.
+	Result string
 }
 
 // Start is a build the queue admitted, as the status records it before its launch.
 type Start struct {
 	ID, Commit, FromImage, FromMiddleware, ToMiddleware string
-	// Cause is why the build starts (v1alpha1.BuildCause*).
-	Cause string
+	// Cause is why the build starts (v1alpha1.BuildCause*); Method how it is built
+	// (v1alpha1.BuildMethod*; "" is Pipeline).
+	Cause, Method string
 	// BoundUID is what the Function is bound to: a Knative Service, or a raw or keda Deployment.
 	BoundUID types.UID
 }
@@ -250,7 +253,7 @@ func (m Machine) Next(b *v1alpha1.BuildStatus, ev Event) Transition {
 		t.Build = &v1alpha1.BuildStatus{
 			ID: s.ID, Phase: v1alpha1.BuildPhaseStarting, StartTime: &start, QueuedAt: &queuedAt,
 			Commit: s.Commit, FromImage: s.FromImage, FromMiddleware: s.FromMiddleware, ToMiddleware: s.ToMiddleware,
-			Failures: failures(b), Cause: s.Cause, ServiceUID: s.BoundUID,
+			Failures: failures(b), Cause: s.Cause, Method: s.Method, ServiceUID: s.BoundUID,
 		}
 		t.RequeueAfter = PollWhileWaiting
 	case GaveUp:
@@ -336,7 +339,16 @@ func (m Machine) noRun(t Transition, ev Event) Transition {
 	b := t.Build
 	switch {
 	case ev.Launch.Here && !ev.Launch.Ended:
-		t.RequeueAfter = PollWhileWaiting // the PipelineRun is on its way
+		t.RequeueAfter = PollWhileWaiting // the PipelineRun is on its way, or the rebase runs
+	case ev.Launch.Here && ev.Launch.Err == nil && b.Method == v1alpha1.BuildMethodRebase:
+		// A rebase has no PipelineRun: its launch returning is its end.
+		b.Phase, b.Failures, b.RetryAfter = v1alpha1.BuildPhaseSucceeded, 0, nil
+		b.ToImage, b.CompletionTime = ev.Launch.Result, &metav1.Time{Time: ev.At}
+		b.Message = fmt.Sprintf("rebased and pushed %s; deployed it", ev.Launch.Result)
+		t.Slot, t.LaunchDone, t.RequeueAfter = SlotRelease, true, PollWhileWaiting
+	case ev.Launch.Here && ev.Launch.Err != nil && b.Method == v1alpha1.BuildMethodRebase:
+		t = m.failed(t, ev.At, Failure{Message: fmt.Sprintf("the rebase failed: %s", ev.Launch.Err)})
+		t.LaunchDone = true
 	case ev.Launch.Here && ev.Launch.Err != nil:
 		t = m.failed(t, ev.At, Failure{Message: fmt.Sprintf("starting the build failed: %s", ev.Launch.Err)})
 		t.LaunchDone = true
@@ -356,6 +368,9 @@ func (m Machine) noRun(t Transition, ev Event) Transition {
 // the middleware it was to bring.
 func (m Machine) deployed(t Transition, ev Event) Transition {
 	b, d := t.Build, ev.Deploy
+	if b.Method == v1alpha1.BuildMethodRebase && !d.Recorded {
+		return m.rebaseDeployed(t, ev)
+	}
 	switch {
 	case d.Recorded:
 		t.Deploy = DeployRecorded
@@ -393,6 +408,33 @@ func (m Machine) deployed(t Transition, ev Event) Transition {
 	return t
 }
 
+// rebaseDeployed follows a rebase until what func deployed serves its image: a
+// Knative Service's latest ready Revision resolved to it, or a raw or keda Deployment
+// rolled it out. Until then the old image serves; past DeployGrace it counts as failed.
+func (m Machine) rebaseDeployed(t Transition, ev Event) Transition {
+	b, d := t.Build, ev.Deploy
+	late := b.CompletionTime != nil && ev.At.Sub(b.CompletionTime.Time) > DeployGrace
+	switch {
+	case b.ServiceUID != "" && b.ServiceUID != d.BoundUID:
+		t = m.failed(t, ev.At, Failure{Message: fmt.Sprintf("rebased image %s was deployed, but what func deployed that it was started for "+
+			"(UID %s) was replaced since: not counted", b.ToImage, b.ServiceUID)})
+		t.Deploy = DeployFailed
+	case d.Image == b.ToImage && !d.RollingOut:
+		b.Message = fmt.Sprintf("%s; the function serves %s", UpdatedMessage(b, d.Current), d.Image)
+		t.Deploy = DeployVerified
+	case late && d.Image == b.ToImage:
+		t = m.failed(t, ev.At, Failure{Message: fmt.Sprintf("rebased image %s has not rolled out to every replica after %s", b.ToImage, DeployGrace)})
+		t.Deploy = DeployFailed
+	case late:
+		t = m.failed(t, ev.At, Failure{Message: fmt.Sprintf("rebased image %s was deployed, but the function still serves %s after %s "+
+			"(a Revision that does not become ready keeps the old one serving)", b.ToImage, orUnknown(d.Image), DeployGrace)})
+		t.Deploy = DeployFailed
+	default:
+		t.Deploy, t.RequeueAfter = DeployWaiting, PollWhileWaiting
+	}
+	return t
+}
+
 // UpdatedMessage says what a verified rebuild brought: the history entry and event.
 func UpdatedMessage(b *v1alpha1.BuildStatus, current string) string {
 	if b.Cause == v1alpha1.BuildCauseRequest {
@@ -400,6 +442,12 @@ func UpdatedMessage(b *v1alpha1.BuildStatus, current string) string {
 	}
 	if b.Cause == v1alpha1.BuildCauseSource {
 		return fmt.Sprintf("Built and deployed commit %s (middleware %s)", v1alpha1.ShortCommit(b.Commit), orUnknown(current))
+	}
+	if b.Cause == v1alpha1.BuildCauseBase {
+		if b.Method == v1alpha1.BuildMethodRebase {
+			return fmt.Sprintf("Rebased onto its new run image: %s (middleware %s)", b.ToImage, orUnknown(current))
+		}
+		return fmt.Sprintf("Rebuilt on its new base (middleware %s)", orUnknown(current))
 	}
 	return fmt.Sprintf("Middleware updated from %s to %s", orUnknown(b.FromMiddleware), orUnknown(current))
 }

@@ -27,6 +27,11 @@ func TestMachine_Next(t *testing.T) {
 		CompletionTime: at(-time.Minute), RetryAfter: at(20 * time.Second)}
 	succeeded := &v1alpha1.BuildStatus{ID: "b1", Phase: v1alpha1.BuildPhaseSucceeded, PipelineRun: "fn-run-b1", Message: "PipelineRun fn-run-b1 succeeded",
 		FromImage: "img@old", FromMiddleware: "v1", ToMiddleware: "v2", ServiceUID: "svc-1", CompletionTime: at(-time.Minute)}
+	rebasing := &v1alpha1.BuildStatus{ID: "r1", Phase: v1alpha1.BuildPhaseStarting, StartTime: at(-time.Minute), Failures: 1, ServiceUID: "svc-1",
+		Cause: v1alpha1.BuildCauseBase, Method: v1alpha1.BuildMethodRebase, FromImage: "img@old", FromMiddleware: "v1", ToMiddleware: "v1"}
+	rebased := &v1alpha1.BuildStatus{ID: "r1", Phase: v1alpha1.BuildPhaseSucceeded, StartTime: at(-time.Minute), ServiceUID: "svc-1",
+		Cause: v1alpha1.BuildCauseBase, Method: v1alpha1.BuildMethodRebase, FromImage: "img@old", FromMiddleware: "v1", ToMiddleware: "v1",
+		ToImage: "img@rebased", CompletionTime: at(-time.Minute), Message: "rebased and pushed img@rebased; deployed it"}
 	// with returns a copy of b changed by f.
 	with := func(b *v1alpha1.BuildStatus, f func(*v1alpha1.BuildStatus)) *v1alpha1.BuildStatus {
 		b = b.DeepCopy()
@@ -78,6 +83,14 @@ func TestMachine_Next(t *testing.T) {
 			FromMiddleware: "v1", ToMiddleware: "v2", Cause: v1alpha1.BuildCauseMiddleware, BoundUID: "svc-1"}},
 		want: Transition{Build: &v1alpha1.BuildStatus{ID: "b2", Phase: v1alpha1.BuildPhaseStarting, StartTime: at(0), QueuedAt: at(-time.Minute),
 			Commit: "c1", FromImage: "img@old", FromMiddleware: "v1", ToMiddleware: "v2", Failures: 1, Cause: v1alpha1.BuildCauseMiddleware, ServiceUID: "svc-1"},
+			RequeueAfter: PollWhileWaiting},
+	}, {
+		name:  "Queued → Starting: a rebase admitted, its method recorded",
+		build: queued,
+		event: Event{Kind: Admitted, At: t0, QueuedAt: t0.Add(-time.Minute), Start: Start{ID: "r2", FromImage: "img@old",
+			FromMiddleware: "v1", ToMiddleware: "v1", Cause: v1alpha1.BuildCauseBase, Method: v1alpha1.BuildMethodRebase, BoundUID: "svc-1"}},
+		want: Transition{Build: &v1alpha1.BuildStatus{ID: "r2", Phase: v1alpha1.BuildPhaseStarting, StartTime: at(0), QueuedAt: at(-time.Minute),
+			FromImage: "img@old", FromMiddleware: "v1", ToMiddleware: "v1", Failures: 1, Cause: v1alpha1.BuildCauseBase, Method: v1alpha1.BuildMethodRebase, ServiceUID: "svc-1"},
 			RequeueAfter: PollWhileWaiting},
 	}, {
 		name:  "Queued → none: gave its place up",
@@ -239,6 +252,45 @@ func TestMachine_Next(t *testing.T) {
 		name:  "Succeeded → Failed: the new image runs old middleware",
 		build: succeeded, event: Event{Kind: Deployed, At: t0, Deploy: Deploy{BoundUID: "svc-1", Image: "img@new", Current: "v1", Available: "v2", RebuildDue: true}},
 		want: Transition{Build: failedAt(succeeded, 0, "PipelineRun fn-run-b1 succeeded but the new image img@new runs middleware v1; v2 is available"),
+			Slot: SlotRelease, Deploy: DeployFailed},
+	}, {
+		name:  "Rebase starting, launched here and running: wait for it",
+		build: rebasing, event: Event{Kind: NoRun, At: t0, Launch: LaunchState{Here: true}},
+		want: Transition{Build: rebasing, RequeueAfter: PollWhileWaiting},
+	}, {
+		name:  "Rebase starting → Succeeded: its launch returned the image it pushed and deployed",
+		build: rebasing, event: Event{Kind: NoRun, At: t0, Launch: LaunchState{Here: true, Ended: true, Result: "img@rebased"}},
+		want: Transition{Build: with(rebasing, func(b *v1alpha1.BuildStatus) {
+			b.Phase, b.Failures, b.ToImage, b.CompletionTime = v1alpha1.BuildPhaseSucceeded, 0, "img@rebased", at(0)
+			b.Message = "rebased and pushed img@rebased; deployed it"
+		}), Slot: SlotRelease, LaunchDone: true, RequeueAfter: PollWhileWaiting},
+	}, {
+		name:  "Rebase starting → Failed: the rebase returned an error",
+		build: rebasing, event: Event{Kind: NoRun, At: t0, Launch: LaunchState{Here: true, Ended: true, Err: errors.New("run image not found")}},
+		want: Transition{Build: failedAt(rebasing, 0, "the rebase failed: run image not found"), Slot: SlotRelease, LaunchDone: true},
+	}, {
+		name:  "Rebased, the function still serves the old image: wait (the old Revision serves)",
+		build: rebased, event: Event{Kind: Deployed, At: t0, Deploy: Deploy{BoundUID: "svc-1", Image: "img@old", Current: "v1", Available: "v2", RebuildDue: true}},
+		want: Transition{Build: rebased, Deploy: DeployWaiting, RequeueAfter: PollWhileWaiting},
+	}, {
+		name:  "Rebased → Failed: the old image still serves past DeployGrace",
+		build: rebased, event: Event{Kind: Deployed, At: t0.Add(DeployGrace), Deploy: Deploy{BoundUID: "svc-1", Image: "img@old"}},
+		want: Transition{Build: failedAt(rebased, DeployGrace, "rebased image img@rebased was deployed, but the function still serves img@old after 2m0s "+
+			"(a Revision that does not become ready keeps the old one serving)"), Slot: SlotRelease, Deploy: DeployFailed},
+	}, {
+		name:  "Rebased, served: verified, whatever the middleware (a rebase keeps it)",
+		build: rebased, event: Event{Kind: Deployed, At: t0, Deploy: Deploy{BoundUID: "svc-1", Image: "img@rebased", Current: "v1", Available: "v2", RebuildDue: true}},
+		want: Transition{Build: with(rebased, func(b *v1alpha1.BuildStatus) {
+			b.Message = "Rebased onto its new run image: img@rebased (middleware v1); the function serves img@rebased"
+		}), Deploy: DeployVerified},
+	}, {
+		name:  "Rebased, a raw Deployment rolling it out: wait",
+		build: rebased, event: Event{Kind: Deployed, At: t0, Deploy: Deploy{BoundUID: "svc-1", Image: "img@rebased", RollingOut: true}},
+		want: Transition{Build: rebased, Deploy: DeployWaiting, RequeueAfter: PollWhileWaiting},
+	}, {
+		name:  "Rebased → Failed: what it was started for was replaced",
+		build: rebased, event: Event{Kind: Deployed, At: t0, Deploy: Deploy{BoundUID: "svc-2", Image: "img@rebased"}},
+		want: Transition{Build: failedAt(rebased, 0, "rebased image img@rebased was deployed, but what func deployed that it was started for (UID svc-1) was replaced since: not counted"),
 			Slot: SlotRelease, Deploy: DeployFailed},
 	}, {
 		name:  "Succeeded, verified: the rebuild is recorded",

@@ -82,7 +82,7 @@ func SlimPipelineRun(o any) (any, error) {
 var keptFunctionAnnotations = []string{
 	v1alpha1.AnnotationAutoUpdateMiddleware, v1alpha1.AnnotationSuspend, v1alpha1.AnnotationBuildHistoryLimit,
 	v1alpha1.AnnotationRebuildCommit, v1alpha1.AnnotationRequestedAt, v1alpha1.AnnotationRebuildRequestedAt, v1alpha1.AnnotationLastDeployed,
-	v1alpha1.AnnotationDeployOnCommit,
+	v1alpha1.AnnotationDeployOnCommit, v1alpha1.AnnotationBaseUpdates,
 }
 
 // SlimFunction is the cache's transform of a Function: it drops the labels (the

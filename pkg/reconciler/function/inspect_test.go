@@ -17,6 +17,10 @@ func (panickingInspector) Inspect(context.Context, string, authn.Keychain) (regi
 	panic("a library bug")
 }
 
+func (panickingInspector) Base(context.Context, string, authn.Keychain) (registry.BaseImage, error) {
+	panic("a library bug")
+}
+
 // TestLanes_LeftOnPanic: a panic under an image read (controller-runtime recovers
 // it and the process goes on) leaves the lane it held.
 func TestLanes_LeftOnPanic(t *testing.T) {

@@ -21,9 +21,11 @@ import (
 	"github.com/fnops/func-operator/pkg/tenancy"
 )
 
-// ImageInspector tells which middleware an image was built with.
+// ImageInspector tells which middleware and base an image was built with, and what a
+// base's reference points to now (registry.Inspector).
 type ImageInspector interface {
 	Inspect(ctx context.Context, ref string, kc authn.Keychain) (registry.Middleware, error)
+	Base(ctx context.Context, ref string, kc authn.Keychain) (registry.BaseImage, error)
 }
 
 // reconcileMiddleware compares the middleware the function runs (from the image

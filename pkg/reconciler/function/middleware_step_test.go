@@ -23,11 +23,22 @@ type fakeInspector struct {
 	got registry.Middleware
 	err error
 	ref string
+	// base answers Base (the zero BaseImage, and errNoBase, when unset).
+	base *registry.BaseImage
 }
 
 func (f *fakeInspector) Inspect(_ context.Context, ref string, _ authn.Keychain) (registry.Middleware, error) {
 	f.ref = ref
 	return f.got, f.err
+}
+
+var errNoBase = errors.New("fakeInspector: no base image in this test")
+
+func (f *fakeInspector) Base(context.Context, string, authn.Keychain) (registry.BaseImage, error) {
+	if f.base == nil {
+		return registry.BaseImage{}, errNoBase
+	}
+	return *f.base, nil
 }
 
 func TestReconciler_reconcileMiddleware(t *testing.T) {
@@ -178,6 +189,11 @@ func (s *slowInspector) Inspect(ctx context.Context, ref string, _ authn.Keychai
 	<-ctx.Done()
 	s.waited = true
 	return registry.Middleware{}, &registry.UnreachableError{Ref: ref, Registry: "registry.invalid", Err: ctx.Err()}
+}
+
+func (s *slowInspector) Base(ctx context.Context, ref string, _ authn.Keychain) (registry.BaseImage, error) {
+	<-ctx.Done()
+	return registry.BaseImage{}, &registry.UnreachableError{Ref: ref, Registry: "registry.invalid", Err: ctx.Err()}
 }
 
 // TestReconciler_reconcileMiddleware_lastKnownGood: a registry that does not let a

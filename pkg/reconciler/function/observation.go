@@ -24,6 +24,8 @@ type observation struct {
 	middleware middlewareVerdict
 	// onCommit is set by reconcileDeployOnCommit.
 	onCommit build.OnCommit
+	// base is set by reconcileBase.
+	base build.Base
 }
 
 // sourceArtifact is the function's source at the branch head.
@@ -88,6 +90,7 @@ func (o *observation) forBuild() build.Observed {
 		From: build.From{Commit: mw.from.commit, Source: mw.from.source, Problem: mw.from.problem,
 			Remedy: mw.from.remedy(o.source.head.Commit)},
 		OnCommit: o.onCommit,
+		Base:     o.base,
 	}
 	if d.found != nil {
 		out.Deployed.Target = d.found

@@ -26,6 +26,7 @@ import (
 	"github.com/fnops/func-operator/pkg/metrics"
 	"github.com/fnops/func-operator/pkg/outcomes"
 	"github.com/fnops/func-operator/pkg/rebuild"
+	"github.com/fnops/func-operator/pkg/reconciler/function/base"
 	"github.com/fnops/func-operator/pkg/reconciler/function/build"
 	"github.com/fnops/func-operator/pkg/reconciler/function/oncommit"
 	"github.com/fnops/func-operator/pkg/rerror"
@@ -83,6 +84,9 @@ type Deps struct {
 	WatchSelected labels.Selector
 	// Outcomes sends builds' transitions and deploys seen as CloudEvents; nil sends none.
 	Outcomes *outcomes.Sender
+	// Rebaser rebases buildpacks images onto their new run image and deploys them;
+	// nil: base updates are rebuilt or reported only.
+	Rebaser build.Rebaser
 }
 
 // Reconciler reconciles Functions. Its permissions are in rbac.go.
@@ -102,6 +106,8 @@ type Reconciler struct {
 	build *build.Reconciler
 	// onCommit checks the source policy: whether a new commit is to be built.
 	onCommit *oncommit.Checker
+	// base checks the base policy: whether the image's base moved on.
+	base *base.Checker
 	// watch brings Functions back from outside their own events.
 	watch *watches
 }
@@ -134,7 +140,8 @@ func New(d Deps) *Reconciler {
 			selected: d.WatchSelected, apiRecheck: d.APIRecheck},
 	}
 	bd := build.Deps{Client: d.Client, APIReader: d.APIReader, Recorder: d.Recorder, Config: d.Config, Clock: d.Clock,
-		Builds: d.Builds, Access: d.Access, Sources: d.Fetcher, Keychain: r.registryKeychain, Metrics: d.Metrics, Outcomes: d.Outcomes}
+		Builds: d.Builds, Access: d.Access, Sources: d.Fetcher, Keychain: r.registryKeychain, Metrics: d.Metrics, Outcomes: d.Outcomes,
+		Rebaser: d.Rebaser}
 	if d.Secrets != nil {
 		bd.GitCredentials = d.Secrets
 	}
@@ -143,6 +150,7 @@ func New(d Deps) *Reconciler {
 	}
 	r.build = build.New(bd)
 	r.onCommit = oncommit.New(oncommit.Deps{Sources: d.Fetcher, Lanes: d.Lanes, Config: d.Config, Clock: d.Clock})
+	r.base = base.New(base.Deps{Inspector: d.Inspector, Lanes: d.Lanes, Config: d.Config, Clock: d.Clock})
 	return r
 }
 
@@ -263,6 +271,7 @@ func (r *Reconciler) check(ctx context.Context, fn *v1alpha1.Function, obs *obse
 		r.reconcileServiceReady,
 		r.reconcileMiddleware,
 		r.reconcileDeployOnCommit,
+		r.reconcileBase,
 	} {
 		var sr Result
 		sr, err = step(ctx, fn, obs)

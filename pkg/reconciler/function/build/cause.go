@@ -21,6 +21,8 @@ type Cause struct {
 	Running, Brings, Request string
 	// Commit is the followed commit a Source build builds; Deployed the one it replaces.
 	Commit, Deployed string
+	// Base is the base verdict of a Base cause.
+	Base *Base
 }
 
 // outdatedMiddleware is the cause of a function whose middleware is older than what func
@@ -48,6 +50,9 @@ func (c *Cause) String() string {
 	if c.Kind == v1alpha1.BuildCauseSource {
 		return fmt.Sprintf("commit %s changes the function (running: commit %s) and annotation %s or ConfigMap key deployOnCommit says to deploy it",
 			v1alpha1.ShortCommit(c.Commit), v1alpha1.ShortCommit(c.Deployed), v1alpha1.AnnotationDeployOnCommit)
+	}
+	if c.Kind == v1alpha1.BuildCauseBase {
+		return c.Base.String()
 	}
 	if c.Kind == v1alpha1.BuildCauseRequest {
 		return fmt.Sprintf("a rebuild was requested (annotation %s: %q; running: %s)",
@@ -86,6 +91,9 @@ func dueCause(fn *v1alpha1.Function, obs Observed, now time.Time) *Cause {
 		return newCommit(obs.Head.Commit, oc.Deployed, mw.Current, mw.Available)
 	case mw.Due:
 		return outdatedMiddleware(mw.Current, mw.Available)
+	case obs.Base.Due:
+		// After a middleware rebuild, which builds on the current base too.
+		return baseMoved(obs.Base, mw.Current)
 	case fn.PendingRebuildRequest() != "":
 		return requested(fn.PendingRebuildRequest(), mw.Current)
 	case b != nil && b.Phase == v1alpha1.BuildPhaseFailed && b.Cause == v1alpha1.BuildCauseRequest:

@@ -27,6 +27,11 @@ func (r *Reconciler) RecordEvents(rec record.EventRecorder, orig, fn *v1alpha1.F
 			rec.Eventf(fn, corev1.EventTypeNormal, "RebuildQueued", "rebuild queued at position %d: the fleet budget is in use", after.QueuePosition)
 		}
 	case v1alpha1.BuildPhaseStarting:
+		if after.Method == v1alpha1.BuildMethodRebase {
+			rec.Eventf(fn, corev1.EventTypeNormal, "Rebasing", "build %s started (cause: %s): rebasing %s onto its new run image, no pipeline",
+				after.ID, after.Cause, after.FromImage)
+			return
+		}
 		rec.Eventf(fn, corev1.EventTypeNormal, "Rebuilding", "build %s started (cause: %s): rebuilding commit %s %s",
 			after.ID, cmp.Or(after.Cause, v1alpha1.BuildCauseMiddleware), v1alpha1.ShortCommit(after.Commit), describe(after))
 	case v1alpha1.BuildPhaseRunning:
@@ -36,11 +41,20 @@ func (r *Reconciler) RecordEvents(rec record.EventRecorder, orig, fn *v1alpha1.F
 			rec.Eventf(fn, corev1.EventTypeNormal, "BuildAdopted", "following build %s already running in PipelineRun %s", after.ID, after.PipelineRun)
 		}
 	case v1alpha1.BuildPhaseSucceeded:
-		r.Metrics.Rebuild(metrics.ResultSucceeded, duration(after))
+		r.count(after, metrics.ResultSucceeded)
 	case v1alpha1.BuildPhaseFailed:
-		r.Metrics.Rebuild(metrics.ResultFailed, duration(after))
+		r.count(after, metrics.ResultFailed)
 		rec.Eventf(fn, corev1.EventTypeWarning, "BuildFailed", "%s", failureSummary(after))
 	}
+}
+
+// count counts build b that ended with result: a rebase, or a rebuild.
+func (r *Reconciler) count(b *v1alpha1.BuildStatus, result string) {
+	if b.Method == v1alpha1.BuildMethodRebase {
+		r.Metrics.Rebase(result, duration(b))
+		return
+	}
+	r.Metrics.Rebuild(result, duration(b))
 }
 
 // duration is how long a finished build ran; negative when not known.

@@ -29,6 +29,9 @@ import (
 // sees fail shows in MiddlewareUpToDate at once, whether or not the rebuild step
 // (which words it further) runs after it.
 func (r *Reconciler) Observe(ctx context.Context, fn *v1alpha1.Function) (step.Result, error) {
+	if b := fn.Status.Build; r.Enabled() && b != nil && b.Method == v1alpha1.BuildMethodRebase {
+		return r.observeRebase(ctx, fn)
+	}
 	if !r.Builds.TektonServed() {
 		return step.Result{}, nil // no rebuilds, or none followed without Tekton
 	}
@@ -168,7 +171,8 @@ func (r *Reconciler) observeLaunch(ctx context.Context, fn *v1alpha1.Function) (
 	key := client.ObjectKeyFromObject(fn)
 	b, now, m := fn.Status.Build, r.now(), r.machine()
 	launched, ended, launchErr := r.Builds.Launcher.Launched(key, b.ID)
-	t := m.Next(b, rebuild.Event{Kind: rebuild.NoRun, At: now, Launch: rebuild.LaunchState{Here: launched, Ended: ended, Err: launchErr}})
+	t := m.Next(b, rebuild.Event{Kind: rebuild.NoRun, At: now, Launch: rebuild.LaunchState{Here: launched, Ended: ended, Err: launchErr,
+		Result: r.Builds.Launcher.Result(key, b.ID)}})
 	if t.AskLeader {
 		earlier, err := r.launchedByEarlierLeader(ctx, fn, now)
 		if err != nil {

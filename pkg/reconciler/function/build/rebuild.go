@@ -48,7 +48,18 @@ func (r *Reconciler) Rebuild(ctx context.Context, fn *v1alpha1.Function, obs Obs
 		if oc := obs.OnCommit; oc.Enabled && oc.Changed && now.Before(oc.NotBefore) {
 			return step.RequeueAfter(oc.NotBefore.Sub(now)), nil // SourceDeployed says why
 		}
+		if nb := obs.Base.NotBefore; now.Before(nb) {
+			return step.RequeueAfter(nb.Sub(now)), nil // BaseUpToDate says why
+		}
 		return step.Result{}, nil
+	}
+	if cfg := r.Config.Load(); cause.Kind == v1alpha1.BuildCauseMiddleware && cfg.Base.Holds(cause.Kind) && !cfg.Base.Window.Open(now) {
+		// ConfigMap key maintenanceWindowCauses names Middleware: its rebuilds wait too.
+		r.GiveUpPlace(fn)
+		next := cfg.Base.Window.NextOpen(now)
+		fn.Status.MarkMiddlewareOutdated("%s: the rebuild waits for the maintenance window %q, which opens at %s (ConfigMap %s, keys %s and %s)",
+			cause, cfg.Base.Window, next.UTC().Format(time.RFC3339), config.ConfigMapName, config.KeyMaintenanceWindow, config.KeyMaintenanceWindowCauses)
+		return step.RequeueAfter(next.Sub(now)), nil
 	}
 	if r.Builds.Launcher.Busy(client.ObjectKeyFromObject(fn)) {
 		// Launched by this process, and not yet in the status this reconcile read.
@@ -58,7 +69,11 @@ func (r *Reconciler) Rebuild(ctx context.Context, fn *v1alpha1.Function, obs Obs
 	// A request is refused by an Event, not by the conditions: nothing of the running
 	// function is wrong because it cannot be rebuilt on request now.
 	conditions := fn.Status.Conditions.DeepCopy()
-	p, err := r.plan(ctx, fn, obs, cause)
+	planFor := r.plan
+	if cause.Kind == v1alpha1.BuildCauseBase && cause.Base.Rebase {
+		planFor = r.planRebase
+	}
+	p, err := planFor(ctx, fn, obs, cause)
 	if cause.Kind == v1alpha1.BuildCauseSource && rerror.IsStalling(err) {
 		// A new commit that cannot be built (its func.yaml switches deployers, asks for
 		// a builder func's pipeline lacks...) is no fault of the running function, and
@@ -109,6 +124,9 @@ func (r *Reconciler) unsettled(fn *v1alpha1.Function, obs Observed) (step.Result
 	b := fn.Status.Build
 	switch {
 	case b == nil:
+	case b.InFlight() && b.Method == v1alpha1.BuildMethodRebase:
+		fn.Status.MarkRebuilding("build %s %s: the operator rebases %s onto its new run image", b.ID, strings.ToLower(b.Phase), b.FromImage)
+		return step.Result{}, true
 	case b.InFlight():
 		fn.Status.MarkRebuilding("build %s %s: PipelineRun %s rebuilds the function %s",
 			b.ID, strings.ToLower(b.Phase), cmp.Or(b.PipelineRun, "(being created)"), describe(b))
@@ -127,6 +145,8 @@ type plan struct {
 	tree  string
 	meta  funclib.Metadata
 	clone *git.CloneCredentials
+	// rebase: the running image is rebased in-process; no pipeline, commit or func.yaml.
+	rebase bool
 }
 
 // plan checks the preconditions of a rebuild for cause: Tekton served, the commit
@@ -202,6 +222,9 @@ func (r *Reconciler) admit(ctx context.Context, fn *v1alpha1.Function, obs Obser
 		fn.Status.MarkRebuildQueued("%s: the rebuild of commit %s waits in the queue at position %d of %d; %s",
 			p.cause, v1alpha1.ShortCommit(p.commit), position, length, limit)
 		return step.Result{}, nil
+	}
+	if p.rebase {
+		return r.launchRebase(fn, obs, p, due), nil
 	}
 	if err := r.ensurePullSecret(ctx, fn, p.meta); err != nil {
 		r.Builds.Queue.Release(key)
@@ -304,6 +327,10 @@ func (r *Reconciler) verify(fn *v1alpha1.Function, obs Observed) (step.Result, b
 		fn.Status.MarkBuildFailed("%s", failureSummary(fn.Status.Build))
 		return step.Result{}, true
 	case rebuild.DeployWaiting:
+		if b.Method == v1alpha1.BuildMethodRebase {
+			fn.Status.MarkRebuilding("rebased image %s deployed: waiting for %s to serve it (the old image serves meanwhile)", b.ToImage, obs.Deployed.Target)
+			return step.RequeueAfter(t.RequeueAfter), true
+		}
 		fn.Status.MarkRebuilding("PipelineRun %s succeeded: waiting for %s to run the new image", b.PipelineRun, obs.Deployed.Target)
 		return step.RequeueAfter(t.RequeueAfter), true
 	}
@@ -311,8 +338,13 @@ func (r *Reconciler) verify(fn *v1alpha1.Function, obs Observed) (step.Result, b
 	b = fn.Status.Build
 	mw.LastRebuild = b.CompletionTime.DeepCopy()
 	fn.Status.Deployment.ImageBuilt = b.CompletionTime.DeepCopy()
+	recordBaseUpdate(fn, b.CompletionTime)
 	msg := rebuild.UpdatedMessage(b, obs.Middleware.Current)
 	fn.Status.AddHistory(v1alpha1.HistoryEntry{Time: *b.CompletionTime.DeepCopy(), Message: msg})
+	if b.Method == v1alpha1.BuildMethodRebase {
+		r.Recorder.Eventf(fn, corev1.EventTypeNormal, "Rebased", "%s", msg)
+		return step.Result{}, false
+	}
 	r.Recorder.Eventf(fn, corev1.EventTypeNormal, "Rebuilt", "%s (PipelineRun %s)", msg, b.PipelineRun)
 	return step.Result{}, false
 }

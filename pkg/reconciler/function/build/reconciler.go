@@ -68,6 +68,9 @@ type Deps struct {
 	Metrics    *metrics.Metrics
 	// Outcomes sends builds' transitions as CloudEvents; nil sends none.
 	Outcomes *outcomes.Sender
+	// Rebaser rebases a buildpacks image onto its new run image and deploys it; nil:
+	// base updates are rebuilt or reported only.
+	Rebaser Rebaser
 }
 
 // Reconciler is the build sub-reconciler of the Function reconciler: it follows,
@@ -103,6 +106,8 @@ type Observed struct {
 	From From
 	// OnCommit is the source policy's verdict.
 	OnCommit OnCommit
+	// Base is the base policy's verdict.
+	Base Base
 }
 
 // OnCommit is the source policy's verdict: whether the followed commit (Head.Commit)

@@ -1,0 +1,25 @@
+package function
+
+import (
+	"context"
+
+	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/reconciler/function/base"
+)
+
+// reconcileBase runs the base policy's check (package base) into obs.base: whether
+// the base the running image was built on moved on, and is to be updated. The image
+// was read by the middleware step: its verdict, the base's included, comes from the
+// inspector's cache.
+func (r *Reconciler) reconcileBase(ctx context.Context, fn *v1alpha1.Function, obs *observation) (Result, error) {
+	if obs.deployment.found == nil || obs.deployment.image == "" {
+		return Result{}, nil // nothing deployed: BaseUpToDate stays as it was
+	}
+	kc, _, err := r.registryKeychain(ctx, fn)
+	if err != nil {
+		return Result{}, err
+	}
+	b, err := r.base.Check(ctx, fn, base.Input{Image: obs.deployment.image, Keychain: kc, Timeout: r.config.Load().RegistryTimeout})
+	obs.base = b
+	return Result{}, err
+}
