@@ -3,9 +3,10 @@
 //
 // A namespace onboards the operator (config/namespace/onboard.yaml): it binds
 // ClusterRole func-operator-namespace to the operator and func-operator-builder to
-// the build ServiceAccount. NamespaceAccess checks both (NamespaceGrant,
-// BuilderGrant) and says what is missing as a NotOnboardedError, which callers tell
-// with IsNotOnboarded, never by its reason.
+// the build ServiceAccount. NamespaceAccess checks both (NamespaceGrant, which lets
+// the operator impersonate the build ServiceAccount by name, and BuilderGrant) and
+// says what is missing as a NotOnboardedError, which callers tell with
+// IsNotOnboarded, never by its reason.
 //
 // The operator has no cluster-wide right on Secrets. Secrets reads the Secrets a
 // Function names straight from the API server, never into the manager's cache;

@@ -35,27 +35,47 @@ const (
 	KedaOnboardingManifest = "config/namespace/onboard-keda.yaml"
 )
 
-// Grant is one right: a verb on a resource of an API group.
-type Grant struct{ Group, Resource, Verb string }
+// Grant is one right: a verb on a resource of an API group, on every object of it,
+// or only on the object Name (a rule's resourceNames).
+type Grant struct{ Group, Resource, Verb, Name string }
 
 // in is g as the resource attributes of an access review in namespace.
 func (g Grant) in(namespace string) *authorizationv1.ResourceAttributes {
-	return &authorizationv1.ResourceAttributes{Namespace: namespace, Group: g.Group, Resource: g.Resource, Verb: g.Verb}
+	return &authorizationv1.ResourceAttributes{Namespace: namespace, Group: g.Group, Resource: g.Resource, Verb: g.Verb, Name: g.Name}
 }
 
 func (g Grant) String() string {
-	if g.Group == "" {
-		return g.Verb + " " + g.Resource
+	s := g.Verb + " " + g.Resource
+	if g.Group != "" {
+		s += "." + g.Group
 	}
-	return g.Verb + " " + g.Resource + "." + g.Group
+	if g.Name != "" {
+		s += " named " + g.Name
+	}
+	return s
+}
+
+// BuilderServiceAccount is the build ServiceAccount config/namespace/onboard.yaml
+// creates (the default of the operator's pipelineServiceAccount): the one ServiceAccount
+// ClusterRole func-operator-namespace lets the operator impersonate.
+const BuilderServiceAccount = "func-operator-builder"
+
+// ImpersonateGrant is the right to act as ServiceAccount serviceAccount of the
+// namespace (pkg/imagedeploy deploys an image so). NamespaceGrant holds it for
+// BuilderServiceAccount.
+func ImpersonateGrant(serviceAccount string) Grant {
+	return Grant{Resource: "serviceaccounts", Verb: "impersonate", Name: serviceAccount}
 }
 
 // NamespaceGrant is what ClusterRole func-operator-namespace grants the operator
-// (config/200-namespace-clusterrole.yaml; a test keeps the two equal).
+// (config/200-namespace-clusterrole.yaml; a test keeps the two equal): what a build
+// writes, and impersonation of BuilderServiceAccount alone, to deploy a new image as
+// func's deploy step would (pkg/imagedeploy).
 var NamespaceGrant = slices.Concat(
 	grants("", "secrets", "get", "list", "watch", "create", "update", "delete"),
 	grants("", "persistentvolumeclaims", "list", "create", "delete"),
 	grants("", "serviceaccounts", "get", "patch"),
+	[]Grant{ImpersonateGrant(BuilderServiceAccount)},
 	grants("", "pods/log", "get"),
 	grants("tekton.dev", "pipelines", "get", "list", "create", "update", "delete"),
 	grants("tekton.dev", "pipelineruns", "create", "delete"),
@@ -82,7 +102,7 @@ var KedaBuilderGrant = grants("http.keda.sh", "httpscaledobjects", "get", "creat
 func grants(group, resource string, verbs ...string) []Grant {
 	out := make([]Grant, len(verbs))
 	for i, v := range verbs {
-		out[i] = Grant{group, resource, v}
+		out[i] = Grant{Group: group, Resource: resource, Verb: v}
 	}
 	return out
 }
@@ -93,9 +113,10 @@ func grants(group, resource string, verbs ...string) []Grant {
 const AccessTTL = time.Minute
 
 // NamespaceAccess tells whether a namespace has onboarded func-operator: the
-// operator holds NamespaceGrant there (one SelfSubjectRulesReview), and the build
-// ServiceAccount exists and holds BuilderGrant (SubjectAccessReviews). A namespace
-// found onboarded is believed for AccessTTL.
+// operator holds NamespaceGrant there (one SelfSubjectRulesReview; impersonation for
+// the build ServiceAccount checked, by its name), and the build ServiceAccount exists
+// and holds BuilderGrant (SubjectAccessReviews). A namespace found onboarded is
+// believed for AccessTTL.
 type NamespaceAccess struct {
 	Client client.Client
 	// Reader reads ServiceAccounts; the cache holds none.
@@ -206,7 +227,8 @@ func (a *NamespaceAccess) missing(ctx context.Context, namespace, serviceAccount
 	if err := a.Client.Create(ctx, rules); err != nil {
 		return nil, fmt.Errorf("reviewing the operator's rights in namespace %s: %w", namespace, err)
 	}
-	lacks := lacking(NamespaceGrant, rules.Status.ResourceRules)
+	want := namespaceGrant(serviceAccount)
+	lacks := lacking(want, rules.Status.ResourceRules)
 	if len(lacks) > 0 && rules.Status.Incomplete {
 		// An authorizer that cannot list its rules (a webhook) may still allow them.
 		var err error
@@ -215,7 +237,7 @@ func (a *NamespaceAccess) missing(ctx context.Context, namespace, serviceAccount
 		}
 	}
 	if len(lacks) > 0 {
-		missing = append(missing, "the operator "+lackingWords(lacks, NamespaceGrant, NamespaceClusterRole))
+		missing = append(missing, "the operator "+lackingWords(lacks, want, NamespaceClusterRole))
 	}
 	err := a.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: serviceAccount}, &corev1.ServiceAccount{})
 	switch {
@@ -281,10 +303,27 @@ func lacking(want []Grant, rules []authorizationv1.ResourceRule) []Grant {
 	return out
 }
 
-// covers reports whether rule allows g on every object (no resourceNames).
+// covers reports whether rule allows g: on every object (a rule without
+// resourceNames), or, for a grant of one object, naming it.
 func covers(rule authorizationv1.ResourceRule, g Grant) bool {
 	has := func(list []string, v string) bool { return slices.Contains(list, v) || slices.Contains(list, "*") }
-	return len(rule.ResourceNames) == 0 && has(rule.APIGroups, g.Group) && has(rule.Resources, g.Resource) && has(rule.Verbs, g.Verb)
+	if !has(rule.APIGroups, g.Group) || !has(rule.Resources, g.Resource) || !has(rule.Verbs, g.Verb) {
+		return false
+	}
+	return len(rule.ResourceNames) == 0 || (g.Name != "" && slices.Contains(rule.ResourceNames, g.Name))
+}
+
+// namespaceGrant is NamespaceGrant for builds that run as serviceAccount: the
+// operator impersonates that one (ClusterRole func-operator-namespace names only
+// BuilderServiceAccount; another pipelineServiceAccount needs a grant of its own).
+func namespaceGrant(serviceAccount string) []Grant {
+	out := slices.Clone(NamespaceGrant)
+	for i, g := range out {
+		if g == ImpersonateGrant(BuilderServiceAccount) {
+			out[i] = ImpersonateGrant(serviceAccount)
+		}
+	}
+	return out
 }
 
 // lackingWords says what lacks of all (the grants of ClusterRole role) means: none

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,6 +59,22 @@ func TestNamespaceAccess(t *testing.T) {
 			mustDelete(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "func-operator-builder"}})
 		},
 		want: []string{"the build ServiceAccount func-operator-builder holds none of ClusterRole func-operator-builder here (RoleBinding func-operator-builder)"},
+	}, {
+		name: "the operator may not impersonate the build ServiceAccount",
+		prepare: func(t *testing.T, ns string) {
+			onboard(t, ns)
+			withoutImpersonation(t, ns, nil)
+		},
+		want: []string{"the operator may not impersonate serviceaccounts named func-operator-builder (ClusterRole func-operator-namespace, RoleBinding func-operator-namespace)"},
+	}, {
+		// resourceNames count: impersonating another ServiceAccount is not the grant.
+		name: "the operator may impersonate another ServiceAccount only",
+		prepare: func(t *testing.T, ns string) {
+			onboard(t, ns)
+			withoutImpersonation(t, ns, &rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts"},
+				ResourceNames: []string{"default"}, Verbs: []string{"impersonate"}})
+		},
+		want: []string{"the operator may not impersonate serviceaccounts named func-operator-builder (ClusterRole func-operator-namespace, RoleBinding func-operator-namespace)"},
 	}, {
 		name: "the operator's grant narrowed to reads",
 		prepare: func(t *testing.T, ns string) {
@@ -161,13 +178,16 @@ func TestNamespaceGrant_MatchesConfig(t *testing.T) {
 		}
 		var got []Grant
 		for _, r := range role.Rules {
-			if len(r.ResourceNames) > 0 {
-				t.Errorf("%s: a rule with resourceNames: %+v", file, r)
+			names := r.ResourceNames
+			if len(names) == 0 {
+				names = []string{""} // every object
 			}
 			for _, g := range r.APIGroups {
 				for _, res := range r.Resources {
 					for _, v := range r.Verbs {
-						got = append(got, Grant{g, res, v})
+						for _, n := range names {
+							got = append(got, Grant{Group: g, Resource: res, Verb: v, Name: n})
+						}
 					}
 				}
 			}
@@ -207,4 +227,92 @@ func TestNamespaceAccess_Keda(t *testing.T) {
 		t.Fatal(err)
 	}
 	envtest.Until(t, "onboard-keda.yaml is seen", func() bool { return a.CheckFor(ctx, ns, "func-operator-builder", true) == nil })
+}
+
+// withoutImpersonation replaces the operator's RoleBinding func-operator-namespace in
+// ns by a Role of ClusterRole func-operator-namespace's rules but its impersonation,
+// plus extra when set.
+func withoutImpersonation(t *testing.T, ns string, extra *rbacv1.PolicyRule) {
+	t.Helper()
+	objs, err := envtest.Read("config/200-namespace-clusterrole.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(objs[0].Object, role); err != nil {
+		t.Fatal(err)
+	}
+	all := len(role.Rules)
+	rules := slices.DeleteFunc(role.Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Verbs, "impersonate") })
+	if len(rules) != all-1 {
+		t.Fatalf("ClusterRole func-operator-namespace: %d rules impersonate, want 1", all-len(rules))
+	}
+	if extra != nil {
+		rules = append(rules, *extra)
+	}
+	mustDelete(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "func-operator-namespace"}})
+	mustCreate(t, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-impersonation"}, Rules: rules},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-impersonation"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "no-impersonation"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "func-operator", Name: "func-operator"}}})
+}
+
+// TestNamespaceAccess_ImpersonatesTheCheckedServiceAccount: the operator must be able
+// to impersonate the build ServiceAccount it is asked about, by name. Another
+// pipelineServiceAccount, bound to ClusterRole func-operator-builder, is not covered
+// by onboard.yaml's grant (it names func-operator-builder) until the namespace grants
+// impersonating it too; func-operator-builder (the positive control) is.
+func TestNamespaceAccess_ImpersonatesTheCheckedServiceAccount(t *testing.T) {
+	op := asOperator(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	const other = "other-builder"
+	mustCreate(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: other}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: other},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: BuilderClusterRole},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: other}}})
+	a := &NamespaceAccess{Client: op, Reader: op}
+	envtest.Until(t, "onboard.yaml is seen", func() bool { return a.Check(ctx, ns, "func-operator-builder") == nil })
+	want := "the operator may not impersonate serviceaccounts named " + other + " (ClusterRole func-operator-namespace, RoleBinding func-operator-namespace)"
+	var err error
+	envtest.Until(t, "the other ServiceAccount's builder grant is seen", func() bool {
+		err = a.Check(ctx, ns, other)
+		return err != nil && !strings.Contains(err.Error(), "build ServiceAccount")
+	})
+	if !IsNotOnboarded(err) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Check(%s): %v\nwant NotOnboarded naming %q", other, err, want)
+	}
+	mustCreate(t, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "impersonate-" + other},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, ResourceNames: []string{other}, Verbs: []string{"impersonate"}}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "impersonate-" + other},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "impersonate-" + other},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "func-operator", Name: "func-operator"}}})
+	envtest.Until(t, "impersonating "+other+" granted", func() bool { return a.Check(ctx, ns, other) == nil })
+}
+
+// TestCovers: a rule of resourceNames covers a grant of one of those names only; a
+// rule without covers every name.
+func TestCovers(t *testing.T) {
+	impersonate := func(names ...string) authorizationv1.ResourceRule {
+		return authorizationv1.ResourceRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"impersonate"}, ResourceNames: names}
+	}
+	for _, tt := range []struct {
+		name  string
+		rule  authorizationv1.ResourceRule
+		grant Grant
+		want  bool
+	}{
+		{"named, the name", impersonate("func-operator-builder"), ImpersonateGrant("func-operator-builder"), true},
+		{"named, another name", impersonate("default"), ImpersonateGrant("func-operator-builder"), false},
+		{"every name", impersonate(), ImpersonateGrant("func-operator-builder"), true},
+		{"named, a grant of every object", impersonate("func-operator-builder"), Grant{Resource: "serviceaccounts", Verb: "impersonate"}, false},
+		{"another verb", impersonate(), Grant{Resource: "serviceaccounts", Verb: "get", Name: "func-operator-builder"}, false},
+		{"wildcards", authorizationv1.ResourceRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}, ImpersonateGrant("x"), true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := covers(tt.rule, tt.grant); got != tt.want {
+				t.Errorf("covers(%+v, %v) = %t, want %t", tt.rule, tt.grant, got, tt.want)
+			}
+		})
+	}
 }
