@@ -40,7 +40,9 @@ type Registry struct {
 	delay atomic.Int64
 	// faults are the hostile behaviours of hostile.go (ErrorBody, Trickle, BytesServed).
 	faults *hostilehttp.Faults
-	srv    *httptest.Server
+	// w holds the request log, readers' credentials and per-repository blobs (writes.go).
+	w   writes
+	srv *httptest.Server
 }
 
 // Delay makes the registry hold every request for d before it answers (or until the
@@ -73,7 +75,7 @@ func New() *Registry { return NewPrivate("", "") }
 func NewPrivate(user, password string) *Registry {
 	r := &Registry{user: user, password: password, faults: hostilehttp.New()}
 	inner := ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
-	srv := httptest.NewServer(r.faults.Handler(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	srv := httptest.NewServer(r.faults.Handler(r.logged(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.requests.Add(1)
 		if d := time.Duration(r.delay.Load()); d > 0 {
 			select {
@@ -89,13 +91,13 @@ func NewPrivate(user, password string) *Registry {
 		if isManifestRequest(req) && r.faults.ServeErrorBody(w) {
 			return
 		}
-		if u, p, ok := req.BasicAuth(); user != "" && (!ok || u != user || p != password) {
+		if u, p, ok := req.BasicAuth(); user != "" && (!ok || u != user || p != password) && !r.isReader(req) {
 			w.Header().Set("WWW-Authenticate", `Basic realm="registrytest"`)
 			http.Error(w, "authentication required", http.StatusUnauthorized)
 			return
 		}
-		inner.ServeHTTP(w, req)
-	})))
+		r.serveWrites(w, req, inner)
+	}))))
 	r.srv = srv
 	r.Host = strings.TrimPrefix(srv.URL, "http://")
 	return r
