@@ -41,11 +41,13 @@ import (
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/git"
+	"github.com/fnops/func-operator/pkg/imagedeploy"
 	"github.com/fnops/func-operator/pkg/knative"
 	"github.com/fnops/func-operator/pkg/lanes"
 	"github.com/fnops/func-operator/pkg/metrics"
 	"github.com/fnops/func-operator/pkg/netguard"
 	"github.com/fnops/func-operator/pkg/outcomes"
+	"github.com/fnops/func-operator/pkg/rebase"
 	"github.com/fnops/func-operator/pkg/rebuild"
 	"github.com/fnops/func-operator/pkg/reconciler/function"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
@@ -299,6 +301,11 @@ func New(ctx context.Context, restConfig *rest.Config, o Options) (_ manager.Man
 		WatchSelected: watchSelected,
 		APIRecheck:    o.APIRecheck,
 		Outcomes:      sender,
+		// Rebases read and push through the network guard, within the inspection bounds,
+		// and deploy as each namespace's build ServiceAccount (impersonated).
+		Rebase: &rebase.Rebaser{Transport: guard.Transport(0), Guard: guard,
+			MaxMemory: store.Load().InspectMaxMemory, MaxBytes: store.Load().InspectMaxBytes},
+		ImageDeployer: &imagedeploy.Deployer{Config: restConfig},
 	})
 	// The Secret watches bring Functions back through the Reconciler that reads them.
 	secretWatches.OnChange = r.SecretChanged

@@ -81,6 +81,10 @@ func KeychainWithCA(dockerConfigJSON, ca []byte) (authn.Keychain, error) {
 	return skc, nil
 }
 
+// CABundle returns the CA bundle kc carries (KeychainWithCA), nil for none: what
+// another registry client of the same Function trusts.
+func CABundle(kc authn.Keychain) []byte { return caBundle(kc) }
+
 // caBundle returns the CA bundle kc carries (KeychainWithCA), nil for none.
 func caBundle(kc authn.Keychain) []byte {
 	if skc, ok := kc.(*secretKeychain); ok {

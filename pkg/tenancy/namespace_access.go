@@ -132,7 +132,7 @@ type NamespaceAccess struct {
 // ServiceAccount, of keda functions or not.
 type accessKey struct {
 	types.NamespacedName
-	keda bool
+	keda, rebase bool
 }
 
 // Check returns nil when namespace is onboarded for builds that run as
@@ -145,7 +145,19 @@ func (a *NamespaceAccess) Check(ctx context.Context, namespace, serviceAccount s
 // CheckFor is Check, for a function of func's keda deployer when keda: the build
 // ServiceAccount holds KedaBuilderGrant too (KedaOnboardingManifest).
 func (a *NamespaceAccess) CheckFor(ctx context.Context, namespace, serviceAccount string, keda bool) error {
-	key := accessKey{types.NamespacedName{Namespace: namespace, Name: serviceAccount}, keda}
+	return a.checkFor(ctx, namespace, serviceAccount, keda, false)
+}
+
+// CheckForRebase is CheckFor for a rebase, which the operator deploys itself as the
+// build ServiceAccount: the namespace must also let it impersonate that one. Only a
+// rebase asks for it, so a pipelineServiceAccount the ClusterRole does not name
+// holds back no pipeline build.
+func (a *NamespaceAccess) CheckForRebase(ctx context.Context, namespace, serviceAccount string) error {
+	return a.checkFor(ctx, namespace, serviceAccount, false, true)
+}
+
+func (a *NamespaceAccess) checkFor(ctx context.Context, namespace, serviceAccount string, keda, rebase bool) error {
+	key := accessKey{types.NamespacedName{Namespace: namespace, Name: serviceAccount}, keda, rebase}
 	var clk clock.PassiveClock = clock.RealClock{}
 	if a.clock != nil {
 		clk = a.clock
@@ -160,7 +172,7 @@ func (a *NamespaceAccess) CheckFor(ctx context.Context, namespace, serviceAccoun
 	if fresh {
 		return nil
 	}
-	missing, err := a.missing(ctx, namespace, serviceAccount)
+	missing, err := a.missing(ctx, namespace, serviceAccount, rebase)
 	if err != nil {
 		return err
 	}
@@ -221,13 +233,13 @@ func IsNotOnboarded(err error) bool {
 }
 
 // missing lists, in words, what namespace lacks.
-func (a *NamespaceAccess) missing(ctx context.Context, namespace, serviceAccount string) ([]string, error) {
+func (a *NamespaceAccess) missing(ctx context.Context, namespace, serviceAccount string, rebase bool) ([]string, error) {
 	var missing []string
 	rules := &authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: namespace}}
 	if err := a.Client.Create(ctx, rules); err != nil {
 		return nil, fmt.Errorf("reviewing the operator's rights in namespace %s: %w", namespace, err)
 	}
-	want := namespaceGrant(serviceAccount)
+	want := namespaceGrant(serviceAccount, rebase)
 	lacks := lacking(want, rules.Status.ResourceRules)
 	if len(lacks) > 0 && rules.Status.Incomplete {
 		// An authorizer that cannot list its rules (a webhook) may still allow them.
@@ -313,14 +325,18 @@ func covers(rule authorizationv1.ResourceRule, g Grant) bool {
 	return len(rule.ResourceNames) == 0 || (g.Name != "" && slices.Contains(rule.ResourceNames, g.Name))
 }
 
-// namespaceGrant is NamespaceGrant for builds that run as serviceAccount: the
-// operator impersonates that one (ClusterRole func-operator-namespace names only
-// BuilderServiceAccount; another pipelineServiceAccount needs a grant of its own).
-func namespaceGrant(serviceAccount string) []Grant {
-	out := slices.Clone(NamespaceGrant)
-	for i, g := range out {
-		if g == ImpersonateGrant(BuilderServiceAccount) {
-			out[i] = ImpersonateGrant(serviceAccount)
+// namespaceGrant is NamespaceGrant for builds that run as serviceAccount. A rebase
+// impersonates that one (ClusterRole func-operator-namespace names only
+// BuilderServiceAccount; another pipelineServiceAccount needs a grant of its own); a
+// pipeline build does not, and is not asked for it.
+func namespaceGrant(serviceAccount string, rebase bool) []Grant {
+	out := make([]Grant, 0, len(NamespaceGrant))
+	for _, g := range NamespaceGrant {
+		switch {
+		case g != ImpersonateGrant(BuilderServiceAccount):
+			out = append(out, g)
+		case rebase:
+			out = append(out, ImpersonateGrant(serviceAccount))
 		}
 	}
 	return out

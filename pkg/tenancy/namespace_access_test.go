@@ -30,6 +30,9 @@ func TestNamespaceAccess(t *testing.T) {
 		name    string
 		prepare func(t *testing.T, ns string)
 		want    []string // what the message names as missing; none when onboarded
+		// rebase checks for a rebase (CheckForRebase), which impersonates; pipeline
+		// builds (Check) must pass without the impersonation.
+		rebase bool
 	}{{
 		name:    "onboarded",
 		prepare: func(t *testing.T, ns string) { onboard(t, ns) },
@@ -65,7 +68,18 @@ func TestNamespaceAccess(t *testing.T) {
 			onboard(t, ns)
 			withoutImpersonation(t, ns, nil)
 		},
-		want: []string{"the operator may not impersonate serviceaccounts named func-operator-builder (ClusterRole func-operator-namespace, RoleBinding func-operator-namespace)"},
+		want:   []string{"the operator may not impersonate serviceaccounts named func-operator-builder (ClusterRole func-operator-namespace, RoleBinding func-operator-namespace)"},
+		rebase: true,
+	}, {
+		name: "without impersonation, pipeline builds are still onboarded",
+		prepare: func(t *testing.T, ns string) {
+			onboard(t, ns)
+			withoutImpersonation(t, ns, nil)
+		},
+	}, {
+		name:    "onboarded, for a rebase too",
+		prepare: func(t *testing.T, ns string) { onboard(t, ns) },
+		rebase:  true,
 	}, {
 		// resourceNames count: impersonating another ServiceAccount is not the grant.
 		name: "the operator may impersonate another ServiceAccount only",
@@ -74,7 +88,8 @@ func TestNamespaceAccess(t *testing.T) {
 			withoutImpersonation(t, ns, &rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts"},
 				ResourceNames: []string{"default"}, Verbs: []string{"impersonate"}})
 		},
-		want: []string{"the operator may not impersonate serviceaccounts named func-operator-builder (ClusterRole func-operator-namespace, RoleBinding func-operator-namespace)"},
+		want:   []string{"the operator may not impersonate serviceaccounts named func-operator-builder (ClusterRole func-operator-namespace, RoleBinding func-operator-namespace)"},
+		rebase: true,
 	}, {
 		name: "the operator's grant narrowed to reads",
 		prepare: func(t *testing.T, ns string) {
@@ -106,7 +121,11 @@ func TestNamespaceAccess(t *testing.T) {
 			var err error
 			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 				a := &NamespaceAccess{Client: op, Reader: op}
-				if err = a.Check(ctx, ns, "func-operator-builder"); (err == nil) == (len(tt.want) == 0) && (err == nil || names(err)) {
+				check := a.Check
+				if tt.rebase {
+					check = a.CheckForRebase
+				}
+				if err = check(ctx, ns, "func-operator-builder"); (err == nil) == (len(tt.want) == 0) && (err == nil || names(err)) {
 					break
 				}
 			}
@@ -275,8 +294,10 @@ func TestNamespaceAccess_ImpersonatesTheCheckedServiceAccount(t *testing.T) {
 	envtest.Until(t, "onboard.yaml is seen", func() bool { return a.Check(ctx, ns, "func-operator-builder") == nil })
 	want := "the operator may not impersonate serviceaccounts named " + other + " (ClusterRole func-operator-namespace, RoleBinding func-operator-namespace)"
 	var err error
-	envtest.Until(t, "the other ServiceAccount's builder grant is seen", func() bool {
-		err = a.Check(ctx, ns, other)
+	// A pipeline build as other needs no impersonation: onboarded.
+	envtest.Until(t, "the other ServiceAccount's builder grant is seen", func() bool { return a.Check(ctx, ns, other) == nil })
+	envtest.Until(t, "a rebase as the other ServiceAccount is refused", func() bool {
+		err = a.CheckForRebase(ctx, ns, other)
 		return err != nil && !strings.Contains(err.Error(), "build ServiceAccount")
 	})
 	if !IsNotOnboarded(err) || !strings.Contains(err.Error(), want) {
@@ -287,7 +308,7 @@ func TestNamespaceAccess_ImpersonatesTheCheckedServiceAccount(t *testing.T) {
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "impersonate-" + other},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "impersonate-" + other},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "func-operator", Name: "func-operator"}}})
-	envtest.Until(t, "impersonating "+other+" granted", func() bool { return a.Check(ctx, ns, other) == nil })
+	envtest.Until(t, "impersonating "+other+" granted", func() bool { return a.CheckForRebase(ctx, ns, other) == nil })
 }
 
 // TestCovers: a rule of resourceNames covers a grant of one of those names only; a

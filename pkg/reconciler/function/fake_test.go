@@ -113,3 +113,8 @@ func (f *fakeCluster) CheckFor(_ context.Context, namespace, _ string, keda bool
 	}
 	return nil
 }
+
+// CheckForRebase is CheckFor: the fake's onboarding grants the impersonation too.
+func (f *fakeCluster) CheckForRebase(ctx context.Context, namespace, serviceAccount string) error {
+	return f.CheckFor(ctx, namespace, serviceAccount, false)
+}

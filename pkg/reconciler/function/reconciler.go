@@ -21,10 +21,12 @@ import (
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/imagedeploy"
 	"github.com/fnops/func-operator/pkg/knative"
 	"github.com/fnops/func-operator/pkg/lanes"
 	"github.com/fnops/func-operator/pkg/metrics"
 	"github.com/fnops/func-operator/pkg/outcomes"
+	"github.com/fnops/func-operator/pkg/rebase"
 	"github.com/fnops/func-operator/pkg/rebuild"
 	"github.com/fnops/func-operator/pkg/reconciler/function/base"
 	"github.com/fnops/func-operator/pkg/reconciler/function/build"
@@ -84,9 +86,11 @@ type Deps struct {
 	WatchSelected labels.Selector
 	// Outcomes sends builds' transitions and deploys seen as CloudEvents; nil sends none.
 	Outcomes *outcomes.Sender
-	// Rebaser rebases buildpacks images onto their new run image and deploys them;
-	// nil: base updates are rebuilt or reported only.
-	Rebaser build.Rebaser
+	// Rebase rebases buildpacks images onto their new run image, ImageDeployer
+	// deploys the result as the build ServiceAccount; without both, base updates of
+	// buildpacks images are reported only.
+	Rebase        *rebase.Rebaser
+	ImageDeployer *imagedeploy.Deployer
 }
 
 // Reconciler reconciles Functions. Its permissions are in rbac.go.
@@ -140,8 +144,10 @@ func New(d Deps) *Reconciler {
 			selected: d.WatchSelected, apiRecheck: d.APIRecheck},
 	}
 	bd := build.Deps{Client: d.Client, APIReader: d.APIReader, Recorder: d.Recorder, Config: d.Config, Clock: d.Clock,
-		Builds: d.Builds, Access: d.Access, Sources: d.Fetcher, Keychain: r.registryKeychain, Metrics: d.Metrics, Outcomes: d.Outcomes,
-		Rebaser: d.Rebaser}
+		Builds: d.Builds, Access: d.Access, Sources: d.Fetcher, Keychain: r.registryKeychain, Metrics: d.Metrics, Outcomes: d.Outcomes}
+	if d.Rebase != nil && d.ImageDeployer != nil {
+		bd.Rebaser = rebaseJob{rebaser: d.Rebase, deployer: d.ImageDeployer, keychain: r.registryKeychain, config: d.Config}
+	}
 	if d.Secrets != nil {
 		bd.GitCredentials = d.Secrets
 	}

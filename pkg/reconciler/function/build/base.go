@@ -68,7 +68,7 @@ func (r *Reconciler) planRebase(ctx context.Context, fn *v1alpha1.Function, obs 
 	if obs.Deployed.Target == nil || obs.Deployed.Image == "" {
 		return plan{}, cause.blocked(notPossible, v1alpha1.ReasonRebuildNotPossible, "what func deployed and the image it runs are not known")
 	}
-	if err := r.Access.CheckFor(ctx, fn.Namespace, r.Config.Load().PipelineServiceAccount, false); err != nil {
+	if err := r.Access.CheckForRebase(ctx, fn.Namespace, r.Config.Load().PipelineServiceAccount); err != nil {
 		if tenancy.IsNotOnboarded(err) {
 			err = fmt.Errorf("%s but %w", cause, err)
 			fn.Status.MarkNamespaceNotOnboarded("%s", err)

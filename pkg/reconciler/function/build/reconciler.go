@@ -31,6 +31,8 @@ type Sources interface {
 // (tenancy.NamespaceAccess).
 type Access interface {
 	CheckFor(ctx context.Context, namespace, serviceAccount string, keda bool) error
+	// CheckForRebase also asks for the impersonation of serviceAccount a rebase's deploy uses.
+	CheckForRebase(ctx context.Context, namespace, serviceAccount string) error
 }
 
 // GitCredentials lists the git credentials Secrets of a Function's builds, by
