@@ -270,6 +270,8 @@ func describe(b *v1alpha1.BuildStatus) string {
 		return fmt.Sprintf("as requested (middleware %s)", cmp.Or(b.FromMiddleware, "unknown"))
 	case v1alpha1.BuildCauseSource:
 		return fmt.Sprintf("to deploy it: a new commit of the followed reference changed the function (middleware %s)", cmp.Or(b.ToMiddleware, b.FromMiddleware, "unknown"))
+	case v1alpha1.BuildCauseBase:
+		return fmt.Sprintf("on its new base: the base the running image was built on moved on (middleware %s)", cmp.Or(b.FromMiddleware, "unknown"))
 	default: // v1alpha1.BuildCauseMiddleware, and builds recorded before causes were
 		return fmt.Sprintf("to bring %s (running: %s)", b.ToMiddleware, cmp.Or(b.FromMiddleware, "unknown"))
 	}
