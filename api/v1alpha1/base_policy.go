@@ -183,6 +183,13 @@ func (fs *FunctionStatus) MarkBaseUnknown(reason, messageFormat string, messageA
 	fs.setBase(corev1.ConditionUnknown, reason, sev, fmt.Sprintf(messageFormat, messageA...))
 }
 
+// MarkBaseBlocked sets BaseUpToDate False with reason (the stall's:
+// NamespaceNotOnboarded, RebuildNotPossible, DeployerMismatch...), severity Warning:
+// an update is due and cannot start. It never gates Ready.
+func (fs *FunctionStatus) MarkBaseBlocked(reason, messageFormat string, messageA ...interface{}) {
+	fs.setBase(corev1.ConditionFalse, reason, apis.ConditionSeverityWarning, fmt.Sprintf(messageFormat, messageA...))
+}
+
 func (fs *FunctionStatus) setBase(status corev1.ConditionStatus, reason string, sev apis.ConditionSeverity, msg string) {
 	functionCondSet.Manage(fs).SetCondition(apis.Condition{Type: FunctionConditionBaseUpToDate, Status: status,
 		Reason: reason, Message: msg, Severity: sev})

@@ -118,7 +118,7 @@ func parseBase(cm *corev1.ConfigMap, c *Config, fail func(k string, err error)) 
 		if !ok {
 			continue
 		}
-		got, err := time.ParseDuration(strings.TrimSpace(v))
+		got, err := time.ParseDuration(v) // untrimmed, as every duration key (and the ConfigMap policy)
 		switch {
 		case err != nil:
 			fail(d.key, fmt.Errorf("key %s: %q is not a duration such as 5m or 90s", d.key, v))

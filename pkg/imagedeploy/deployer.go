@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
@@ -26,6 +27,12 @@ type Target struct {
 	// Namespace and Name are the Knative Service's (knative) or the Deployment's (raw,
 	// keda); func names either after the function.
 	Namespace, Name string
+	// UID, when set, is the object's: one replaced since under the same name is not
+	// written (a *SupersededError).
+	UID types.UID
+	// Replaces, when set, is the image the function must still run (the template's,
+	// or of its digest): a deploy since is never overwritten (a *SupersededError).
+	Replaces string
 }
 
 // Written is what Deploy wrote.
@@ -113,7 +120,10 @@ func (d *Deployer) Deploy(ctx context.Context, t Target, serviceAccount, image s
 		if err := checkDeployer(t, obj); err != nil {
 			return err
 		}
-		changed, err := edit(t.Deployer, obj, image, clk.Now())
+		if t.UID != "" && obj.GetUID() != t.UID {
+			return fmt.Errorf("%s: %w", what, &SupersededError{Running: "another object (UID " + string(obj.GetUID()) + ")", Replaces: "UID " + string(t.UID)})
+		}
+		changed, err := edit(t.Deployer, obj, image, t.Replaces, clk.Now())
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}

@@ -3,6 +3,7 @@ package imagedeploy
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -50,7 +51,7 @@ const (
 // edit sets image into obj, a Knative Service (deployer knative) or a Deployment (raw,
 // keda) as func wrote it, with what func changes beside it (above), at now. It reports
 // false, and leaves obj as it was, when obj runs image already.
-func edit(deployer string, obj *unstructured.Unstructured, image string, now time.Time) (bool, error) {
+func edit(deployer string, obj *unstructured.Unstructured, image, replaces string, now time.Time) (bool, error) {
 	containers, found, err := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
 	if err != nil || !found || len(containers) == 0 {
 		return false, errors.New("no containers in spec.template.spec")
@@ -74,6 +75,9 @@ func edit(deployer string, obj *unstructured.Unstructured, image string, now tim
 	if c["image"] == image {
 		return false, nil
 	}
+	if cur, _ := c["image"].(string); replaces != "" && !sameImage(cur, replaces) {
+		return false, &SupersededError{Running: cur, Replaces: replaces}
+	}
 	c["image"] = image
 	if env, ok := c["env"].([]any); ok {
 		for _, e := range env {
@@ -90,4 +94,24 @@ func edit(deployer string, obj *unstructured.Unstructured, image string, now tim
 		unstructured.RemoveNestedField(obj.Object, "spec", "template", "metadata", "name")
 	}
 	return true, nil
+}
+
+// SupersededError is a Deploy that found the function running another image than
+// the one it was to replace: something deployed it since (func deploy, a rebuild),
+// and Deploy leaves that deploy be.
+type SupersededError struct{ Running, Replaces string }
+
+func (e *SupersededError) Error() string {
+	return fmt.Sprintf("the function was deployed anew since (it runs %s, not %s): not overwritten", e.Running, e.Replaces)
+}
+
+// sameImage reports whether a and b are one image: equal, or of one digest (a
+// Revision names the image it resolved by the repository func wrote, with its digest).
+func sameImage(a, b string) bool {
+	if a == b {
+		return true
+	}
+	_, da, okA := strings.Cut(a, "@")
+	_, db, okB := strings.Cut(b, "@")
+	return okA && okB && da == db
 }

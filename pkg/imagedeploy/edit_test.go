@@ -80,7 +80,7 @@ func TestEdit(t *testing.T) {
 	}} {
 		t.Run(tt.name, func(t *testing.T) {
 			obj := tt.in.DeepCopy()
-			changed, err := edit(tt.deployer, obj, newImage, deployTime)
+			changed, err := edit(tt.deployer, obj, newImage, "", deployTime)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("edit: %v, want an error saying %q", err, tt.wantErr)
@@ -199,5 +199,34 @@ func TestRefused(t *testing.T) {
 				t.Errorf("%v: tenancy.IsNotOnboarded %t, apierrors.IsForbidden %t, want both", got, tenancy.IsNotOnboarded(got), apierrors.IsForbidden(got))
 			}
 		})
+	}
+}
+
+// TestEdit_NeverOverwritesANewerDeploy: a deploy that replaces an image the function
+// no longer runs (func deploy wrote another since) writes nothing; one that replaces
+// the image it runs, named by its digest as a Revision resolves it, is written.
+func TestEdit_NeverOverwritesANewerDeploy(t *testing.T) {
+	const (
+		running = "127.0.0.1:5000/fns/hello@sha256:1111"
+		newer   = "127.0.0.1:5000/fns/hello@sha256:2222"
+		rebased = "127.0.0.1:5000/fns/hello@sha256:3333"
+	)
+	object := func(img string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+			"containers": []any{map[string]any{"image": img}}}}}}}
+	}
+	obj := object(newer)
+	changed, err := edit(funclib.DeployerKnative, obj, rebased, running, deployTime)
+	var superseded *SupersededError
+	if !errors.As(err, &superseded) || changed {
+		t.Fatalf("edit over a newer deploy = %t, %v; want a *SupersededError, nothing changed", changed, err)
+	}
+	if diff := cmp.Diff(object(newer), obj); diff != "" {
+		t.Errorf("the object changed (-want +got):\n%s", diff)
+	}
+	// Positive control: the image it replaces, by digest under another repository name.
+	obj = object("index.docker.io/fns/hello@sha256:1111")
+	if changed, err := edit(funclib.DeployerKnative, obj, rebased, running, deployTime); err != nil || !changed {
+		t.Fatalf("edit of the image it replaces = %t, %v; want written", changed, err)
 	}
 }

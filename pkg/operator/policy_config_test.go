@@ -95,6 +95,12 @@ var configPolicyCases = func() []configPolicyCase {
 		config.KeyEventSinkPrefix + "team-a": {"", "https://a.example.com/", "broker:team-a/default", "nowhere", "https://u:p@a.example.com/"},
 		config.KeyEventQueueSize:             {"1000", "1", "20000", " 5 ", "0", "20001", "100000", "-1", "many", ""},
 		config.KeyEventTimeout:               {"5s", "1s", "999ms", "1m", "0s", "-1s", "5", "soon"},
+		config.KeyBaseUpdates:                {"Off", "Report", "Rebase", " RebaseAndRebuild\n", "rebase", "Always", ""},
+		config.KeyBaseCheckInterval:          {"10m", "1m", "59s", "1h", " 5m", "soon"},
+		config.KeyRebaseTimeout:              {"10m", "10s", "9s", "1h", "5m ", "never"},
+		config.KeyMaintenanceWindowCauses:    {"Base", "Base, Middleware", "Middleware", "", "Source", "base"},
+		config.KeyBaseImageMirrors:           {"", "docker.io/paketobuildpacks=127.0.0.1:5000/paketo", "docker.io/paketobuildpacks=127.0.0.1:5000/paketo, gcr.io=127.0.0.1:5000/gcr"},
+		config.KeyMaintenanceWindow:          {"", "Sat 02:00-06:00", "Sat,Sun 02:00-06:00; Wed 22:00-02:00", "Mon-Fri 22:00-06:00"},
 		config.KeyBuildahImage: {"", "quay.io/buildah/stable:v1.31.0", "quay.io/buildah/stable:v1.31.0@sha256:" + sha256Hex,
 			"quay.io/buildah/stable@sha512:" + sha256Hex, "quay.io/buildah/stable:"},
 	}
@@ -111,6 +117,11 @@ var configPolicyCases = func() []configPolicyCase {
 		configPolicyCase{data: map[string]string{config.KeyCloneMaxFiles: "99999999999999999999"}, evalError: true},
 		configPolicyCase{data: map[string]string{config.KeyMaxConcurrentBuildsPerNamespace: "9223372036854775808"}, evalError: true},
 		configPolicyCase{data: map[string]string{config.KeyMaxConcurrentBuildsPerNamespace: "9223372036854775808%"}, evalError: true},
+		// Mirrors and maintenance windows are parsed by the operator only: left to the Event.
+		configPolicyCase{data: map[string]string{config.KeyBaseImageMirrors: "docker.io"}, laxer: true},
+		configPolicyCase{data: map[string]string{config.KeyBaseImageMirrors: "docker.io/x=bad mirror"}, laxer: true},
+		configPolicyCase{data: map[string]string{config.KeyMaintenanceWindow: "weekends"}, laxer: true},
+		configPolicyCase{data: map[string]string{config.KeyMaintenanceWindow: "Sat 25:00-26:00"}, laxer: true},
 		// Not an IPv6 address, which CEL cannot tell: left to the Event.
 		configPolicyCase{data: map[string]string{config.KeyHostAllow: "1:2:3"}, laxer: true},
 		configPolicyCase{data: map[string]string{config.KeyHostDeny: "::1::2/64"}, laxer: true},

@@ -57,6 +57,9 @@ type Base struct {
 	// DiffIDs are the image's layers' diffIDs, bottom first; kept only when Kind is
 	// set and Problem is not.
 	DiffIDs []string
+	// Platform is the image's os/architecture (its config's), compared with the
+	// base's: a base read for another platform says nothing of this image.
+	Platform string
 	// Problem says why the labels cannot be believed (unparsable, a topLayer that is
 	// not a layer of the image, no image name, too long...). Kind stays set: the
 	// image names a base, which cannot be told.
@@ -91,6 +94,9 @@ func (m Middleware) clone() Middleware {
 func (b Base) Moved(now BaseImage) (moved, ok bool) {
 	if b.Kind == "" || b.Problem != "" || len(now.DiffIDs) == 0 {
 		return false, false
+	}
+	if b.Platform != "" && now.Platform != "" && b.Platform != now.Platform {
+		return false, false // read for another platform (bases are read for linux/amd64)
 	}
 	switch b.Kind {
 	case BaseRunImage:
@@ -148,12 +154,13 @@ func baseOf(cf *v1.ConfigFile) Base {
 	for k, d := range diffIDs {
 		b.DiffIDs[k] = d.String()
 	}
+	b.Platform = platformOf(cf)
 	if b.Kind == BaseRunImage && !containsString(b.DiffIDs, b.TopLayer) {
 		b.Problem = fmt.Sprintf("label %s names run image top layer %s, which is not a layer of the image",
 			LabelLifecycleMetadata, b.TopLayer)
 	}
 	if b.Problem != "" {
-		b.DiffIDs = nil
+		b.DiffIDs, b.Platform = nil, ""
 	}
 	return b
 }
@@ -246,4 +253,12 @@ func containsString(s []string, v string) bool {
 		}
 	}
 	return false
+}
+
+// platformOf is cf's os/architecture ("" when it names neither).
+func platformOf(cf *v1.ConfigFile) string {
+	if cf.OS == "" && cf.Architecture == "" {
+		return ""
+	}
+	return cf.OS + "/" + cf.Architecture
 }

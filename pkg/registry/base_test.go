@@ -359,6 +359,10 @@ func TestBaseMoved(t *testing.T) {
 		{"no base", Base{}, BaseImage{TopLayer: d("2"), DiffIDs: []string{d("2")}}, false, false},
 		{"a problem", Base{Kind: BaseRunImage, Problem: "lies"}, BaseImage{TopLayer: d("2"), DiffIDs: []string{d("2")}}, false, false},
 		{"no layers now", run, BaseImage{}, false, false},
+		{"an arm64 image, its base read for amd64: nothing told", withPlatform(run, "linux/arm64"),
+			BaseImage{TopLayer: d("9"), DiffIDs: []string{d("1"), d("9")}, Platform: "linux/amd64"}, false, false},
+		{"an amd64 image, its base read for amd64: moved", withPlatform(run, "linux/amd64"),
+			BaseImage{TopLayer: d("9"), DiffIDs: []string{d("1"), d("9")}, Platform: "linux/amd64"}, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -413,6 +417,9 @@ func TestInspectBase(t *testing.T) {
 			d := tr.push(t, tag, tt.img)
 			got := mustInspect(t, NewInspector(10), tr.ref(tag), nil)
 			want := Middleware{Digest: d.String(), Version: "v0.22.0", Source: SourceLabel, Base: tt.want}
+			if want.Base.DiffIDs != nil {
+				want.Base.Platform = "linux/amd64" // the image's config's, with its layers
+			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -442,4 +449,9 @@ func TestInspectBase(t *testing.T) {
 	if again := mustInspect(t, i, tr.ref("fn/base:v0"), nil); again.Base.DiffIDs[0] == "mutated" || again.Base.Mirrors[0] == "mutated" {
 		t.Errorf("a caller's change reached the cache: %+v", again.Base)
 	}
+}
+
+func withPlatform(b Base, p string) Base {
+	b.Platform = p
+	return b
 }

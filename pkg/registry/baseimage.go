@@ -35,6 +35,8 @@ type BaseImage struct {
 	TopLayer string
 	// DiffIDs are the image's layers' diffIDs, bottom first.
 	DiffIDs []string
+	// Platform is the image's os/architecture, from its config.
+	Platform string
 }
 
 func (b BaseImage) clone() BaseImage {
@@ -175,6 +177,7 @@ func (i *Inspector) baseConfig(ctx context.Context, c *call, top v1.Hash, desc *
 	case len(diffIDs) > maxDiffIDs:
 		return BaseImage{}, c.ec.invalid(ReasonTooLarge, nil, "%s has %d layers, more than the %d the operator compares", what, len(diffIDs), maxDiffIDs)
 	}
+	b.Platform = platformOf(cf)
 	b.DiffIDs = make([]string, len(diffIDs))
 	for k, d := range diffIDs {
 		b.DiffIDs[k] = d.String()

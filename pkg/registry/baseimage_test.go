@@ -35,7 +35,11 @@ func wantBase(t *testing.T, ref string, img v1.Image) BaseImage {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return BaseImage{Ref: ref, Digest: d.String(), TopLayer: topDiffID(t, img), DiffIDs: diffIDs(t, img)}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return BaseImage{Ref: ref, Digest: d.String(), TopLayer: topDiffID(t, img), DiffIDs: diffIDs(t, img), Platform: platformOf(cf)}
 }
 
 // TestBase_TTL: what a tag points to is kept for BaseTTL, then resolved again.

@@ -15,6 +15,10 @@ func (r *Reconciler) reconcileBase(ctx context.Context, fn *v1alpha1.Function, o
 	if obs.deployment.found == nil || obs.deployment.image == "" {
 		return Result{}, nil // nothing deployed: BaseUpToDate stays as it was
 	}
+	if policy, _ := fn.Settings().BaseUpdates(r.config.Load().Base.Updates); policy == v1alpha1.BaseUpdatesOff {
+		fn.Status.ClearBase() // nothing read, not even the registry Secret
+		return Result{}, nil
+	}
 	kc, _, err := r.registryKeychain(ctx, fn)
 	if err != nil {
 		return Result{}, err

@@ -17,6 +17,7 @@ import (
 	"github.com/fnops/func-operator/pkg/git"
 	"github.com/fnops/func-operator/pkg/rebuild"
 	"github.com/fnops/func-operator/pkg/reconciler/function/build"
+	"github.com/fnops/func-operator/pkg/rerror"
 )
 
 // fakeRebaser records the rebases asked of it and answers with image (or err).
@@ -58,27 +59,31 @@ func TestReconciler_reconcileRebuild_Base(t *testing.T) {
 	s2iDue := baseDue
 	s2iDue.Rebase = false
 	for _, tt := range []struct {
-		name       string
-		base       build.Base
-		mwDue      bool
-		noRebaser  bool
-		bare       bool
-		window     string // maintenanceWindow, with Middleware among its causes; "" none
-		wantCond   string // MiddlewareUpToDate's status/reason/
-		wantKind   string // the error's kind
-		wantCause  string
-		wantMethod string
+		name      string
+		base      build.Base
+		mwDue     bool
+		noRebaser bool
+		bare      bool
+		window    string // maintenanceWindow, with Middleware among its causes; "" none
+		// windowMiddlewareOnly: the window holds middleware rebuilds only.
+		windowMiddlewareOnly bool
+		noTekton             bool
+		wantBase             string // BaseUpToDate's status/reason/severity after the step; "" not checked
+		wantCond             string // MiddlewareUpToDate's status/reason/
+		wantKind             string // the error's kind
+		wantCause            string
+		wantMethod           string
 		// wantRebase: a rebase is launched after the patch; wantPipeline: a pipeline build.
 		wantRebase, wantPipeline bool
 		wantSoon                 time.Duration
 	}{{
-		name: "buildpacks base moved, Rebase: a rebase is launched after the patch, no pipeline",
-		base: baseDue,
+		name:     "buildpacks base moved, Rebase: a rebase is launched after the patch, no pipeline",
+		base:     baseDue,
 		wantCond: "False/Rebuilding/", wantCause: v1alpha1.BuildCauseBase, wantMethod: v1alpha1.BuildMethodRebase, wantRebase: true,
 		wantSoon: rebuild.PollWhileWaiting,
 	}, {
-		name: "s2i base moved, RebaseAndRebuild: rebuilt through func's pipeline, of the deployed commit",
-		base: s2iDue,
+		name:     "s2i base moved, RebaseAndRebuild: rebuilt through func's pipeline, of the deployed commit",
+		base:     s2iDue,
 		wantCond: "False/Rebuilding/", wantCause: v1alpha1.BuildCauseBase, wantPipeline: true, wantSoon: rebuild.PollWhileWaiting,
 	}, {
 		name: "middleware outdated too: the middleware rebuild goes first (it builds on the current base)",
@@ -89,13 +94,23 @@ func TestReconciler_reconcileRebuild_Base(t *testing.T) {
 		base: build.Base{}, mwDue: true, window: time.Now().UTC().Add(72*time.Hour).Format("Mon") + " 02:00-02:01", // never today
 		wantCond: "False/MiddlewareOutdated/",
 	}, {
-		name: "no rebaser: the rebase cannot start",
+		name: "no rebaser: the rebase cannot start, BaseUpToDate says so (Warning), Ready not gated",
 		base: baseDue, noRebaser: true,
-		wantCond: "False/RebuildNotPossible/", wantKind: "stalling",
+		wantCond: "Unknown//", wantBase: "False/RebuildNotPossible/Warning",
 	}, {
-		name: "namespace not onboarded: no rebase, said so",
+		name: "namespace not onboarded: no rebase, BaseUpToDate says so (Warning), Ready not gated",
 		base: baseDue, bare: true,
-		wantCond: "False/NamespaceNotOnboarded/", wantKind: "stalling",
+		wantCond: "Unknown//", wantBase: "False/NamespaceNotOnboarded/Warning",
+	}, {
+		name: "middleware outdated but its rebuild cannot start (no Tekton): the rebase goes on",
+		base: baseDue, mwDue: true, noTekton: true,
+		wantCond: "False/Rebuilding/", wantCause: v1alpha1.BuildCauseBase, wantMethod: v1alpha1.BuildMethodRebase, wantRebase: true,
+		wantSoon: rebuild.PollWhileWaiting,
+	}, {
+		name: "middleware held by the shut window, the base not: the rebase goes now",
+		base: baseDue, mwDue: true, window: time.Now().UTC().Add(72*time.Hour).Format("Mon") + " 02:00-02:01", windowMiddlewareOnly: true,
+		wantCond: "False/Rebuilding/", wantCause: v1alpha1.BuildCauseBase, wantMethod: v1alpha1.BuildMethodRebase, wantRebase: true,
+		wantSoon: rebuild.PollWhileWaiting,
 	}} {
 		t.Run(tt.name, func(t *testing.T) {
 			ns := newNamespace(t)
@@ -108,7 +123,11 @@ func TestReconciler_reconcileRebuild_Base(t *testing.T) {
 			if tt.window != "" {
 				cfg.Base.Window, _ = config.ParseWindow(tt.window)
 				cfg.Base.WindowCauses = []string{v1alpha1.BuildCauseBase, v1alpha1.BuildCauseMiddleware}
+				if tt.windowMiddlewareOnly {
+					cfg.Base.WindowCauses = []string{v1alpha1.BuildCauseMiddleware}
+				}
 			}
+			r.Builds.Tekton = !tt.noTekton
 			r.Config.Set(cfg)
 			fr := &fakeRebaser{image: rebased}
 			if !tt.noRebaser {
@@ -137,7 +156,13 @@ func TestReconciler_reconcileRebuild_Base(t *testing.T) {
 			if diff := cmp.Diff(outcome{Kind: tt.wantKind, Reason: got.Reason, Condition: tt.wantCond}, got); diff != "" {
 				t.Fatalf("outcome (-want +got):\n%s\nerror: %v\n%+v", diff, err, fn.Status.GetCondition(v1alpha1.FunctionConditionMiddlewareUpToDate))
 			}
-			if tt.window != "" && (res.RequeueAfter <= 0 || res.RequeueAfter > 7*24*time.Hour) {
+			if tt.wantBase != "" {
+				c := fn.Status.GetCondition(v1alpha1.FunctionConditionBaseUpToDate)
+				if c == nil || string(c.Status)+"/"+c.Reason+"/"+string(c.Severity) != tt.wantBase {
+					t.Errorf("BaseUpToDate = %+v, want %s", c, tt.wantBase)
+				}
+			}
+			if tt.window != "" && !tt.wantRebase && (res.RequeueAfter <= 0 || res.RequeueAfter > 7*24*time.Hour) {
 				t.Errorf("RequeueAfter = %s, want when the window opens", res.RequeueAfter)
 			}
 			if tt.wantSoon > 0 && (res.RequeueAfter <= 0 || res.RequeueAfter > tt.wantSoon) {
@@ -173,8 +198,15 @@ func TestReconciler_reconcileRebuild_Base(t *testing.T) {
 				t.Fatalf("rebases (-want +got):\n%s\npipelines: %d, want none", diff, len(rec.requests()))
 			}
 			// The rebase's end is its launch's: Succeeded with the image it deployed.
+			unwritten := fn.DeepCopy()
 			if _, err := r.build.Observe(context.Background(), fn); err != nil {
 				t.Fatal(err)
+			}
+			// A status write that failed: the next reconcile reads the build Starting
+			// again, and still learns its end (the launch has no other record).
+			if _, err := r.build.Observe(context.Background(), unwritten); err != nil || unwritten.Status.Build.Phase != v1alpha1.BuildPhaseSucceeded ||
+				unwritten.Status.Build.ToImage != rebased {
+				t.Fatalf("after a lost status write: status.build %+v, %v; want Succeeded to %s", unwritten.Status.Build, err, rebased)
 			}
 			b = fn.Status.Build
 			if b.Phase != v1alpha1.BuildPhaseSucceeded || b.ToImage != rebased || r.Builds.Queue.IsRunning(key) {
@@ -186,8 +218,8 @@ func TestReconciler_reconcileRebuild_Base(t *testing.T) {
 				t.Errorf("the old image still serves: want a wait, no base update recorded; got %+v, lastUpdate %v", res, fn.Status.Base.LastUpdate)
 			}
 			obs.deployment.image, obs.base = rebased, build.Base{}
-			if _, err := r.build.Rebuild(context.Background(), fn, obs.forBuild()); err != nil {
-				t.Fatal(err)
+			if _, err := r.build.Rebuild(context.Background(), fn, obs.forBuild()); err != nil && !rerror.IsStalling(err) {
+				t.Fatal(err) // a stall: the middleware rebuild, due still, cannot start
 			}
 			if fn.Status.Base.LastUpdate == nil || fn.Status.Middleware.LastRebuild == nil {
 				t.Errorf("served: want status.base.lastUpdate and middleware.lastRebuild set, got %+v", fn.Status.Base)

@@ -43,8 +43,10 @@ func (j rebaseJob) Rebase(ctx context.Context, fn *v1alpha1.Function, target bui
 	if err != nil {
 		return "", err
 	}
-	_, err = j.deployer.Deploy(ctx, imagedeploy.Target{Deployer: target.Deployer(), Namespace: fn.Namespace, Name: named.Name()},
-		j.config.Load().PipelineServiceAccount, res.Image)
+	// Only over the image it replaces, in the object it was started for: a func deploy
+	// (or a Service replaced) since the rebase started is never overwritten.
+	_, err = j.deployer.Deploy(ctx, imagedeploy.Target{Deployer: target.Deployer(), Namespace: fn.Namespace, Name: named.Name(),
+		UID: named.UID(), Replaces: image}, j.config.Load().PipelineServiceAccount, res.Image)
 	if err != nil {
 		return "", fmt.Errorf("rebased image %s was pushed, but deploying it failed (the running image serves on): %w", res.Image, err)
 	}

@@ -113,8 +113,11 @@ func (c *Checker) Check(ctx context.Context, fn *v1alpha1.Function, in Input) (b
 		return out, nil
 	}
 
+	// The label's own mirrors are not read: a tenant's label does not choose where
+	// the operator reads (and a rebase copies layers) from; the ConfigMap's do.
+	candidates := registry.Candidates(registry.Base{Kind: b.Kind, Image: b.Image}, cfg.Base.Mirrors)
 	now, found, from, err := c.Clock.Now(), registry.BaseImage{}, "", error(nil)
-	for _, ref := range registry.Candidates(b, cfg.Base.Mirrors) {
+	for _, ref := range candidates {
 		found, err = within(ctx, c, fn.Namespace, ref, in.Timeout, func(ctx context.Context) (registry.BaseImage, error) {
 			return c.Inspector.Base(ctx, ref, in.Keychain)
 		})
@@ -128,19 +131,29 @@ func (c *Checker) Check(ctx context.Context, fn *v1alpha1.Function, in Input) (b
 	}
 	if err != nil {
 		st.Available, st.ResolvedFrom = "", ""
-		fn.Status.MarkBaseUnknown(v1alpha1.ReasonBaseUnreachable, "the base %s of the running image cannot be read (%s): %s%s",
-			b.Image, strings.Join(registry.Candidates(b, cfg.Base.Mirrors), ", "), err, mirrorHint(cfg))
+		fn.Status.MarkBaseUnknown(v1alpha1.ReasonBaseUnreachable, "the base %s of the running image cannot be read: %s%s",
+			b.Image, err, mirrorHint(cfg))
 		return out, nil
 	}
-	st.LastChecked = &metav1.Time{Time: now}
-	st.Available, st.ResolvedFrom = digestRef(b.Image, found.Digest), ""
+	available, resolvedFrom := digestRef(b.Image, found.Digest), ""
 	if from != b.Image {
-		st.ResolvedFrom = from
+		resolvedFrom = from
 	}
+	if len(available) > maxStatusName || len(resolvedFrom) > maxStatusName || len(b.Reference) > maxStatusName {
+		st.Current, st.Available, st.ResolvedFrom = "", "", ""
+		fn.Status.MarkBaseUnknown(v1alpha1.ReasonBaseLabelInvalid, "the running image names its base %s, longer than the %d characters status.base holds", b.Image, maxStatusName)
+		return out, nil
+	}
+	// Written when what it says changes, or once per check interval: not each check.
+	if st.Available != available || st.LastChecked == nil || now.Sub(st.LastChecked.Time) >= cfg.Base.CheckInterval {
+		st.LastChecked = &metav1.Time{Time: now}
+	}
+	st.Available, st.ResolvedFrom = available, resolvedFrom
 	moved, ok := b.Moved(found)
 	if !ok {
 		st.Current = ""
-		fn.Status.MarkBaseUnknown(v1alpha1.ReasonBaseUnreachable, "the base %s read from %s holds no layers to compare with", b.Image, from)
+		fn.Status.MarkBaseUnknown(v1alpha1.ReasonBaseUnknown, "the base %s read from %s cannot be compared with the running image (%s against %s: bases are read for linux/amd64)",
+			b.Image, from, orUnknownPlatform(found.Platform), orUnknownPlatform(b.Platform))
 		return out, nil
 	}
 	st.Current = b.Reference // a buildpacks image records its run image by digest
@@ -223,6 +236,16 @@ func shortDigest(ref string) string {
 		return d[:len("sha256:")+12]
 	}
 	return d
+}
+
+// maxStatusName is the longest image reference status.base holds (the CRD's bound).
+const maxStatusName = 512
+
+func orUnknownPlatform(p string) string {
+	if p == "" {
+		return "an unknown platform"
+	}
+	return p
 }
 
 func orOlder(s string) string {

@@ -181,6 +181,24 @@ func TestChecker_Check(t *testing.T) {
 		wantCond: "Unknown/BaseLabelInvalid/Warning",
 		wantSt:   &v1alpha1.BaseStatus{Kind: "RunImage", Image: runImage, Policy: "Rebase", PolicySource: "Annotation"},
 	}, {
+		name: "the label's own mirrors are never read: a tenant's label does not choose where the operator reads from",
+		ann:  policy("Rebase"),
+		image: registry.Middleware{Base: registry.Base{Kind: registry.BaseRunImage, Image: runImage, Mirrors: []string{mirror},
+			Reference: "127.0.0.1:5000/paketo/run@" + oldRun, TopLayer: oldTop, DiffIDs: []string{oldTop, appLayer}}},
+		bases:    map[string]registry.BaseImage{mirror: {Ref: mirror, Digest: newRun, TopLayer: newTop, DiffIDs: []string{newTop}}},
+		wantCond: "Unknown/BaseUnreachable/Warning",
+		wantSt:   &v1alpha1.BaseStatus{Kind: "RunImage", Image: runImage, Policy: "Rebase", PolicySource: "Annotation"},
+		asked:    []string{runImage},
+	}, {
+		name: "an arm64 image, its base read for amd64: cannot be compared, nothing due",
+		ann:  policy("Rebase"),
+		image: registry.Middleware{Base: registry.Base{Kind: registry.BaseRunImage, Image: runImage, Reference: "127.0.0.1:5000/paketo/run@" + oldRun,
+			TopLayer: oldTop, DiffIDs: []string{oldTop, appLayer}, Platform: "linux/arm64"}},
+		bases:    map[string]registry.BaseImage{runImage: {Ref: runImage, Digest: newRun, TopLayer: newTop, DiffIDs: []string{newTop}, Platform: "linux/amd64"}},
+		wantCond: "Unknown/BaseUnknown/Info",
+		wantSt:   &v1alpha1.BaseStatus{Kind: "RunImage", Image: runImage, Available: "127.0.0.1:5000/paketo/run@" + newRun, Policy: "Rebase", PolicySource: "Annotation"},
+		asked:    []string{runImage},
+	}, {
 		name: "the run image is not there: Warning, nothing due",
 		ann:  policy("Rebase"), image: cnb, bases: nil,
 		wantCond: "Unknown/BaseUnreachable/Warning",
@@ -224,6 +242,40 @@ func TestChecker_Check(t *testing.T) {
 				t.Errorf("Ready depends on the base: %+v", c)
 			}
 		})
+	}
+}
+
+// TestChecker_Check_LastCheckedNotRewrittenEachCheck: status.base.lastChecked moves
+// when what the base points to changes, or once per baseCheckInterval, not at every
+// check (each would be a status write of every Function of the fleet).
+func TestChecker_Check_LastCheckedNotRewrittenEachCheck(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakePassiveClock(now)
+	insp := &fakeInspector{image: registry.Middleware{Base: registry.Base{Kind: registry.BaseRunImage, Image: runImage,
+		Reference: "127.0.0.1:5000/paketo/run@" + oldRun, TopLayer: oldTop, DiffIDs: []string{oldTop}}},
+		bases: map[string]registry.BaseImage{runImage: {Ref: runImage, Digest: oldRun, TopLayer: oldTop, DiffIDs: []string{oldTop}}}}
+	c := New(Deps{Inspector: insp, Config: config.NewStore(), Clock: clk})
+	fn := &v1alpha1.Function{}
+	check := func() time.Time {
+		t.Helper()
+		if _, err := c.Check(context.Background(), fn, Input{Image: "127.0.0.1:5000/fns/hello@" + oldRun}); err != nil {
+			t.Fatal(err)
+		}
+		return fn.Status.Base.LastChecked.Time
+	}
+	first := check()
+	clk.SetTime(now.Add(time.Minute))
+	if got := check(); !got.Equal(first) {
+		t.Errorf("lastChecked moved to %s a minute later, with nothing changed", got)
+	}
+	clk.SetTime(now.Add(config.DefaultBaseCheckInterval))
+	if got := check(); !got.Equal(now.Add(config.DefaultBaseCheckInterval)) {
+		t.Errorf("lastChecked %s after the check interval, want it moved", got)
+	}
+	insp.bases[runImage] = registry.BaseImage{Ref: runImage, Digest: newRun, TopLayer: newTop, DiffIDs: []string{newTop}}
+	clk.SetTime(now.Add(config.DefaultBaseCheckInterval + time.Minute))
+	if got := check(); !got.Equal(now.Add(config.DefaultBaseCheckInterval + time.Minute)) {
+		t.Errorf("lastChecked %s when the base moved, want it moved", got)
 	}
 }
 

@@ -111,6 +111,8 @@ func (r *Reconciler) launchRebase(fn *v1alpha1.Function, obs Observed, p plan, d
 func (r *Reconciler) observeRebase(ctx context.Context, fn *v1alpha1.Function) (step.Result, error) {
 	b := fn.Status.Build
 	if !rebuild.InFlight(b) {
+		// Its end is in the status this reconcile read: the launch's record may go.
+		r.Builds.Launcher.Done(client.ObjectKeyFromObject(fn), b.ID)
 		return step.Result{}, nil
 	}
 	res, err := r.observeLaunch(ctx, fn)

@@ -53,7 +53,10 @@ func (r *Reconciler) Rebuild(ctx context.Context, fn *v1alpha1.Function, obs Obs
 		}
 		return step.Result{}, nil
 	}
-	if cfg := r.Config.Load(); cause.Kind == v1alpha1.BuildCauseMiddleware && cfg.Base.Holds(cause.Kind) && !cfg.Base.Window.Open(now) {
+	if cfg := r.Config.Load(); cause.Kind == v1alpha1.BuildCauseMiddleware && cfg.Base.Holds(cause.Kind) && !cfg.Base.Window.Open(now) && obs.Base.Due {
+		// The window holds middleware rebuilds, not base updates: the base goes now.
+		cause = baseMoved(obs.Base, obs.Middleware.Current)
+	} else if cause.Kind == v1alpha1.BuildCauseMiddleware && cfg.Base.Holds(cause.Kind) && !cfg.Base.Window.Open(now) {
 		// ConfigMap key maintenanceWindowCauses names Middleware: its rebuilds wait too.
 		r.GiveUpPlace(fn)
 		next := cfg.Base.Window.NextOpen(now)
@@ -90,6 +93,14 @@ func (r *Reconciler) Rebuild(ctx context.Context, fn *v1alpha1.Function, obs Obs
 		conditions = fn.Status.Conditions.DeepCopy()
 		p, err = r.plan(ctx, fn, obs, cause)
 	}
+	if cause.Kind == v1alpha1.BuildCauseMiddleware && rerror.IsStalling(err) && obs.Base.Due && obs.Base.Rebase {
+		// A rebase needs none of what a pipeline build lacks (Tekton, the deployed
+		// commit, its func.yaml): a middleware rebuild that cannot start holds back no
+		// rebase. MiddlewareUpToDate says why the rebuild cannot start once it is over.
+		cause = baseMoved(obs.Base, obs.Middleware.Current)
+		fn.Status.Conditions = conditions
+		p, err = r.planRebase(ctx, fn, obs, cause)
+	}
 	var res step.Result
 	if err == nil {
 		res, err = r.admit(ctx, fn, obs, p)
@@ -97,8 +108,15 @@ func (r *Reconciler) Rebuild(ctx context.Context, fn *v1alpha1.Function, obs Obs
 	if rerror.IsStalling(err) {
 		r.GiveUpPlace(fn)
 		r.RefuseRequest(fn, err.Error())
-		if cause.Kind == v1alpha1.BuildCauseRequest {
+		switch cause.Kind {
+		case v1alpha1.BuildCauseRequest:
 			fn.Status.Conditions = conditions
+			return res, nil
+		case v1alpha1.BuildCauseBase:
+			// A base update that cannot start is no fault of the running function: it
+			// does not gate Ready; BaseUpToDate says why, with severity Warning.
+			fn.Status.Conditions = conditions
+			fn.Status.MarkBaseBlocked(rerror.Reason(err), "%s", err)
 			return res, nil
 		}
 	}
