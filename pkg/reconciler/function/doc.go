@@ -13,9 +13,8 @@
 //     deployed interface, knativeTarget or workloadTarget; reconcileServiceReady;
 //     binding.go holds who may act on it), middleware.go (reconcileMiddleware;
 //     rebuild_from.go, the commit a rebuild builds), deploy_on_commit.go and base_step.go
-//     (the source and base policies' checks, packages oncommit and base);
-//     rebase_job.go: the build.Rebaser of a Base build (pkg/rebase, then
-//     pkg/imagedeploy as the build ServiceAccount). Steps hand what they observed
+//     (the source and base policies' checks, packages oncommit and base, which
+//     also holds the rebaser of a Base build). Steps hand what they observed
 //     on through observation.go; forBuild is what the build sub-reconciler reads.
 //   - A build's life is package build (./build): its cause, plan and admission,
 //     following and stopping it, what it leaves; the states are pkg/rebuild's

@@ -146,7 +146,7 @@ func New(d Deps) *Reconciler {
 	bd := build.Deps{Client: d.Client, APIReader: d.APIReader, Recorder: d.Recorder, Config: d.Config, Clock: d.Clock,
 		Builds: d.Builds, Access: d.Access, Sources: d.Fetcher, Keychain: r.registryKeychain, Metrics: d.Metrics, Outcomes: d.Outcomes}
 	if d.Rebase != nil && d.ImageDeployer != nil {
-		bd.Rebaser = rebaseJob{rebaser: d.Rebase, deployer: d.ImageDeployer, keychain: r.registryKeychain, config: d.Config}
+		bd.Rebaser = base.RebaseJob{Rebaser: d.Rebase, Deployer: d.ImageDeployer, Keychain: r.registryKeychain, Config: d.Config}
 	}
 	if d.Secrets != nil {
 		bd.GitCredentials = d.Secrets

@@ -3,9 +3,12 @@
 // on, shown in status.base and condition BaseUpToDate, and whether an update is due
 // (build.Base, which the build sub-reconciler turns into a rebase or a rebuild).
 //
-// It reads images only through an Inspector (registry.Inspector: the network guard,
-// the read limits, the per-credentials cache), and must not import the function
-// reconciler, nor write anything but the Function's status.
+// It also holds RebaseJob, the build.Rebaser a Base build of a buildpacks image runs:
+// pkg/rebase, then pkg/imagedeploy as the namespace's build ServiceAccount.
+//
+// The check reads images only through an Inspector (registry.Inspector: the network
+// guard, the read limits, the per-credentials cache) and writes nothing but the
+// Function's status. The package must not import the function reconciler.
 package base
 
 import (
