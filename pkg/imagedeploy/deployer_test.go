@@ -314,7 +314,7 @@ func TestDeploy_RefusesWhatItMustNotWrite(t *testing.T) {
 
 // deploy calls Deploy until it succeeds, for 10 seconds: the API server's authorizer
 // sees a namespace's onboarding a moment after it is applied.
-func deploy(t *testing.T, d *Deployer, target Target, serviceAccount, image string) Written {
+func deploy(t *testing.T, d *Deployer, target Target, serviceAccount, image string) Written { //nolint:unparam // the ServiceAccount is what the tests are about
 	t.Helper()
 	var w Written
 	var err error

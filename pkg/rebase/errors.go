@@ -122,7 +122,8 @@ const (
 // doing o on image into an Error; a read answered 404, 401 or 403 is notFound,
 // anything unrecognised is fallback. what names the object ("manifest of the run
 // image ...").
-func (c *errContext) classify(err error, o op, image string, notFound, fallback Reason, what string) *Error {
+func (c *errContext) classify(err error, o op, image string, notFound Reason, what string) *Error {
+	const fallback = Failed
 	var e *Error
 	if errors.As(err, &e) {
 		return e

@@ -48,7 +48,7 @@ func checkError(t *testing.T, err error, want Reason) *Error {
 // and returns it by digest.
 func pushIndex(t *testing.T, ref string, imgs ...v1.Image) string {
 	t.Helper()
-	var adds []mutate.IndexAddendum
+	adds := make([]mutate.IndexAddendum, 0, len(imgs))
 	for _, img := range imgs {
 		cf, err := img.ConfigFile()
 		if err != nil {
@@ -286,7 +286,7 @@ func TestRebaseNoRunImageLayers(t *testing.T) {
 	}
 	req := s.request()
 	req.RunImage = push(t, s.reg.Host+"/run:empty", emptyRun).ref
-	checkError(t, func() error { _, err := rebaser().Rebase(context.Background(), req); return err }(), NotRebasable)
+	_ = checkError(t, func() error { _, err := rebaser().Rebase(context.Background(), req); return err }(), NotRebasable)
 
 	if _, err := rebaser().Rebase(context.Background(), s.request()); err != nil {
 		t.Fatalf("control: Rebase: %v", err)
@@ -330,7 +330,7 @@ func TestClassify(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ec := &errContext{target: target}
 			ec.addCredentials(&authn.AuthConfig{Username: "u", Password: "s3cret-pass"})
-			e := ec.classify(tc.err, tc.o, "image", RunImageNotFound, Failed, "doing it")
+			e := ec.classify(tc.err, tc.o, "image", RunImageNotFound, "doing it")
 			if e.Reason != tc.want {
 				t.Errorf("reason %s (%v), want %s", e.Reason, e, tc.want)
 			}

@@ -96,7 +96,7 @@ func buildRun(t testing.TB, spec runSpec, shared ...v1.Layer) v1.Image {
 		t.Fatal(err)
 	}
 	img = mutate.ConfigMediaType(img, ct)
-	var adds []mutate.Addendum
+	adds := make([]mutate.Addendum, 0, len(shared)+len(spec.layers)+1)
 	for _, l := range shared {
 		adds = append(adds, mutate.Addendum{Layer: l, MediaType: lt, History: v1.History{CreatedBy: "COPY shared /"}})
 	}
@@ -168,8 +168,8 @@ func buildApp(t testing.TB, run v1.Image, runRef string, spec appSpec) v1.Image 
 		lt = types.OCILayer
 	}
 	img := run
-	var adds []mutate.Addendum
-	var appLayers []files.LayerMetadata
+	adds := make([]mutate.Addendum, 0, len(spec.layers))
+	appLayers := make([]files.LayerMetadata, 0, len(spec.layers))
 	for _, size := range spec.layers {
 		l, err := random.Layer(size, lt)
 		if err != nil {

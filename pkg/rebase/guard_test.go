@@ -132,7 +132,7 @@ func TestRebaseCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := rebaser().Rebase(ctx, s.request())
-	checkError(t, err, Unreachable)
+	_ = checkError(t, err, Unreachable)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("not a cancellation: %v", err)
 	}
@@ -201,7 +201,7 @@ func TestRebaseBlobRedirects(t *testing.T) {
 				checkRebased(t, s, pull(t, res.Image))
 				return
 			}
-			checkError(t, err, tc.want)
+			_ = checkError(t, err, tc.want)
 			if !netguard.IsTooLarge(err) {
 				t.Errorf("not a read over the limit: %v", err)
 			}

@@ -192,7 +192,7 @@ func (r *Rebaser) Rebase(ctx context.Context, req Request) (Result, error) {
 	}
 	write := func(ref name.Digest, img v1.Image) error {
 		if err := remote.Write(ref, img, wopts...); err != nil {
-			return ec.classify(err, opWrite, ref.String(), PushRefused, Failed, "pushing the rebased image to "+ref.Context().Name())
+			return ec.classify(err, opWrite, ref.String(), PushRefused, "pushing the rebased image to "+ref.Context().Name())
 		}
 		return nil
 	}
@@ -291,13 +291,13 @@ func readImage(ec *errContext, ref name.Digest, plat v1.Platform, notFound Reaso
 		if strings.Contains(err.Error(), "no child with platform") {
 			return nil, ec.newError(notFound, ref.String(), err, "%s is an index without an image for %s", what, plat.String())
 		}
-		return nil, ec.classify(err, opRead, ref.String(), notFound, Failed, "reading "+what)
+		return nil, ec.classify(err, opRead, ref.String(), notFound, "reading "+what)
 	}
 	if _, err := img.Manifest(); err != nil {
-		return nil, ec.classify(err, opRead, ref.String(), notFound, Failed, "reading the manifest of "+what)
+		return nil, ec.classify(err, opRead, ref.String(), notFound, "reading the manifest of "+what)
 	}
 	if _, err := img.ConfigFile(); err != nil {
-		return nil, ec.classify(err, opRead, ref.String(), notFound, Failed, "reading the config of "+what)
+		return nil, ec.classify(err, opRead, ref.String(), notFound, "reading the config of "+what)
 	}
 	return img, nil
 }

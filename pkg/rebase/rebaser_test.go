@@ -270,7 +270,7 @@ func TestRebaseRunImageNames(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			reg := newSceneRegistry(t)
 			host := func(s string) string { return strings.ReplaceAll(s, "HOST", reg.Host) }
-			var mirrors []string
+			var mirrors []string //nolint:prealloc // nil when none, as the metadata decodes it
 			for _, m := range tc.mirrors {
 				mirrors = append(mirrors, host(m))
 			}
@@ -284,7 +284,7 @@ func TestRebaseRunImageNames(t *testing.T) {
 
 			res, err := rebaser().Rebase(context.Background(), req)
 			if tc.wantErr != "" {
-				checkError(t, err, tc.wantErr)
+				_ = checkError(t, err, tc.wantErr)
 				return
 			}
 			if err != nil {
@@ -321,7 +321,7 @@ func TestRebaseIndexes(t *testing.T) {
 	}
 
 	_, err = rebaser().Rebase(context.Background(), Request{App: appIdx, RunImage: runIdx, Platform: &v1.Platform{OS: "linux", Architecture: "s390x"}})
-	checkError(t, err, AppImageNotFound)
+	_ = checkError(t, err, AppImageNotFound)
 }
 
 // TestRebaseMetadataAsLifecycleWritesIt: the metadata label is what lifecycle

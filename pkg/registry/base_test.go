@@ -110,7 +110,7 @@ func diffIDs(t *testing.T, img v1.Image) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
+	out := make([]string, 0, len(cf.RootFS.DiffIDs))
 	for _, d := range cf.RootFS.DiffIDs {
 		out = append(out, d.String())
 	}
@@ -431,7 +431,7 @@ func TestInspectBase(t *testing.T) {
 	// is made once).
 	i := NewInspector(10)
 	mustInspect(t, i, tr.ref("fn/base:v1"), nil)
-	var counts []int
+	counts := make([]int, 0, 2)
 	for _, tag := range []string{"fn/base:v0", "fn/base:v5"} {
 		mark := tr.mark()
 		mustInspect(t, i, tr.ref(tag), nil)

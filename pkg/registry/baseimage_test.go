@@ -250,6 +250,9 @@ func TestBase_PerCredentials(t *testing.T) {
 		if got := mustBase(t, i, byDigest, right); got.Digest != d.String() {
 			t.Errorf("by digest: %+v", got)
 		}
+		if n := reg.Requests() - before; n != 0 {
+			t.Errorf("the right credentials, by digest: %d requests, want none (cached)", n)
+		}
 	})
 }
 

@@ -174,6 +174,14 @@ func (c *Checker) Check(ctx context.Context, fn *v1alpha1.Function, in Input) (b
 		fn.Status.MarkBaseUpToDate("the running image is on %s as %s points to it now", shortDigest(st.Available), b.Image)
 		return out, nil
 	}
+	c.decide(fn, &out, b, policy, source, now)
+	return out, nil
+}
+
+// decide words a base that moved on, by what the policy, func.yaml, the settings and
+// the maintenance window let happen, and marks out Due when an update may start.
+func (c *Checker) decide(fn *v1alpha1.Function, out *build.Base, b registry.Base, policy, source string, now time.Time) {
+	cfg, st, settings := c.Config.Load(), fn.Status.Base, fn.Settings()
 	what := "rebuilt from its deployed commit through func's pipeline"
 	if out.Rebase {
 		what = "rebased onto it in place"
@@ -199,7 +207,6 @@ func (c *Checker) Check(ctx context.Context, fn *v1alpha1.Function, in Input) (b
 		out.Due = true
 		fn.Status.MarkBaseOutdated(v1alpha1.ReasonBaseOutdated, "%s: the function is being %s (status.build)", moving, what)
 	}
-	return out, nil
 }
 
 // within runs read of ref in its registry's lane for namespace, within timeout.
