@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"k8s.io/client-go/rest"
@@ -32,6 +33,9 @@ func remotes(restConfig *rest.Config, store *config.Store, workDir string, own n
 		c := store.Load()
 		return registry.Limits{MaxMemory: c.InspectMaxMemory, MaxBytes: c.InspectMaxBytes}
 	}
+	// How long what a base tag points to is taken as read: the ConfigMap's
+	// baseCheckInterval, which nothing else reads.
+	inspector.BaseTTL = func() time.Duration { return store.Load().Base.CheckInterval }
 	fetcher := git.NewFetcher(workDir, git.DefaultCacheSize, funclib.SourceManifests{})
 	fetcher.Guard = guard
 	fetcher.Limits = func() git.Limits {
