@@ -174,7 +174,8 @@ func eventually(t *testing.T, timeout time.Duration, check func() string) {
 }
 
 // secretsNeverLogged are the Secret values the tests use: no operator may log them.
-var secretsNeverLogged = []string{token, wrongToken, registryPassword, base64Auth(registryUser, registryPassword)}
+var secretsNeverLogged = []string{token, wrongToken, registryPassword, base64Auth(registryUser, registryPassword),
+	registryReaderPassword, base64Auth(registryReader, registryReaderPassword)}
 
 // logsClean checks, after every test ran, that the operators' structured logs name
 // the Functions they reconcile and hold no Secret value.

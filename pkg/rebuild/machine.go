@@ -345,11 +345,10 @@ func (m Machine) noRun(t Transition, ev Event) Transition {
 		b.Phase, b.Failures, b.RetryAfter = v1alpha1.BuildPhaseSucceeded, 0, nil
 		b.ToImage, b.CompletionTime = ev.Launch.Result, &metav1.Time{Time: ev.At}
 		b.Message = fmt.Sprintf("rebased and pushed %s; deployed it", ev.Launch.Result)
-		// The launch's record is its only one (no PipelineRun): it is kept until the
-		// status shows its end (a failed status write must not lose it).
-		t.Slot, t.RequeueAfter = SlotRelease, PollWhileWaiting
+		t.Slot, t.LaunchDone, t.RequeueAfter = SlotRelease, true, PollWhileWaiting
 	case ev.Launch.Here && ev.Launch.Err != nil && b.Method == v1alpha1.BuildMethodRebase:
 		t = m.failed(t, ev.At, Failure{Message: fmt.Sprintf("the rebase failed: %s", ev.Launch.Err)})
+		t.LaunchDone = true
 	case ev.Launch.Here && ev.Launch.Err != nil:
 		t = m.failed(t, ev.At, Failure{Message: fmt.Sprintf("starting the build failed: %s", ev.Launch.Err)})
 		t.LaunchDone = true

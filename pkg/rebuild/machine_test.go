@@ -263,11 +263,11 @@ func TestMachine_Next(t *testing.T) {
 		want: Transition{Build: with(rebasing, func(b *v1alpha1.BuildStatus) {
 			b.Phase, b.Failures, b.ToImage, b.CompletionTime = v1alpha1.BuildPhaseSucceeded, 0, "img@rebased", at(0)
 			b.Message = "rebased and pushed img@rebased; deployed it"
-		}), Slot: SlotRelease, RequeueAfter: PollWhileWaiting},
+		}), Slot: SlotRelease, LaunchDone: true, RequeueAfter: PollWhileWaiting},
 	}, {
 		name:  "Rebase starting → Failed: the rebase returned an error",
 		build: rebasing, event: Event{Kind: NoRun, At: t0, Launch: LaunchState{Here: true, Ended: true, Err: errors.New("run image not found")}},
-		want: Transition{Build: failedAt(rebasing, 0, "the rebase failed: run image not found"), Slot: SlotRelease},
+		want: Transition{Build: failedAt(rebasing, 0, "the rebase failed: run image not found"), Slot: SlotRelease, LaunchDone: true},
 	}, {
 		name:  "Rebased, the function still serves the old image: wait (the old Revision serves)",
 		build: rebased, event: Event{Kind: Deployed, At: t0, Deploy: Deploy{BoundUID: "svc-1", Image: "img@old", Current: "v1", Available: "v2", RebuildDue: true}},

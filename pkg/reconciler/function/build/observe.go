@@ -183,11 +183,24 @@ func (r *Reconciler) observeLaunch(ctx context.Context, fn *v1alpha1.Function) (
 		}
 		t = m.Next(b, rebuild.Event{Kind: rebuild.LaunchLost, At: now})
 	}
+	// The launch's outcome is forgotten once the status records it, not before: a
+	// status patch that conflicts would lose it, and the launch is the only record
+	// of a rebase's (no PipelineRun): its image pushed and deployed, never counted.
+	var res step.Result
+	if t.LaunchDone {
+		t.LaunchDone = false
+		id := b.ID
+		res.AfterPatch = func(patched bool) {
+			if patched {
+				r.Builds.Launcher.Done(key, id)
+			}
+		}
+	}
 	r.apply(fn, t)
 	if t.RequeueAfter > 0 {
-		return step.RequeueAfter(t.RequeueAfter), nil // the PipelineRun is on its way
+		res.RequeueAfter = t.RequeueAfter // the PipelineRun is on its way
 	}
-	return step.Result{}, nil
+	return res, nil
 }
 
 // launchedByEarlierLeader reports a build launched before this process led (start
