@@ -65,12 +65,12 @@ func newBaseScene(t *testing.T, ns string, reg *registrytest.Registry, names ...
 	s := &baseScene{ns: ns, reg: reg, runTag: reg.Host + "/paketo/run:latest", apps: map[string]registrytest.CNBImage{}}
 	root := gitserver.NewRepoRoot(t)
 	s.srv = gitserver.StartHTTP(t, root)
-	files := map[string]string{}
+	tree := map[string]string{}
 	for _, n := range names {
-		files["fns/"+n+"/func.yaml"] = funcYAML(n, "go") + "registry: " + reg.Host + "/fns\nbuild:\n  builder: pack\n"
-		files["fns/"+n+"/handle.go"] = "package function\n"
+		tree["fns/"+n+"/func.yaml"] = funcYAML(n, "go") + "registry: " + reg.Host + "/fns\nbuild:\n  builder: pack\n"
+		tree["fns/"+n+"/handle.go"] = "package function\n"
 	}
-	s.commit = gitserver.CreateRepo(t, root, "fleet").Commit(t, "main", files, "the fleet")
+	s.commit = gitserver.CreateRepo(t, root, "fleet").Commit(t, "main", tree, "the fleet")
 	s.run1 = reg.PushRunImage(t, s.runTag, nil)
 	for _, n := range names {
 		s.apps[n] = s.pushApp(t, n, "")
@@ -78,11 +78,11 @@ func newBaseScene(t *testing.T, ns string, reg *registrytest.Registry, names ...
 	return s
 }
 
-// pushApp pushes function name's app image, built on run1, to <registry>/fns/<name>;
+// pushApp pushes function's app image, built on run1, to <registry>/fns/<function>;
 // its metadata names topLayer as the run image's top layer when set (a label that lies).
-func (s *baseScene) pushApp(t *testing.T, name, topLayer string) registrytest.CNBImage {
+func (s *baseScene) pushApp(t *testing.T, function, topLayer string) registrytest.CNBImage {
 	t.Helper()
-	return s.reg.PushCNBApp(t, s.reg.Host+"/fns/"+name+":latest", s.run1, registrytest.CNBApp{
+	return s.reg.PushCNBApp(t, s.reg.Host+"/fns/"+function+":latest", s.run1, registrytest.CNBApp{
 		RunImage: s.runTag, TopLayer: topLayer,
 		Labels: map[string]string{registrytest.MiddlewareLabel: availableGoMiddleware(t), registrytest.RevisionLabel: s.commit},
 	})
@@ -95,13 +95,13 @@ func (s *baseScene) moveRun(t *testing.T) registrytest.CNBImage {
 }
 
 // deployKnative writes the Knative Service func's knative deployer writes for
-// function name, running its app image by digest.
-func (s *baseScene) deployKnative(t *testing.T, name string) {
+// function, running its app image by digest.
+func (s *baseScene) deployKnative(t *testing.T, function string) {
 	t.Helper()
 	svc := &servingv1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name, Labels: map[string]string{"function.knative.dev/name": name}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: function, Labels: map[string]string{"function.knative.dev/name": function}},
 		Spec: servingv1.ServiceSpec{ConfigurationSpec: servingv1.ConfigurationSpec{Template: servingv1.RevisionTemplateSpec{
-			Spec: servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: s.apps[name].Ref}}}},
+			Spec: servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: s.apps[function].Ref}}}},
 		}}},
 	}
 	if err := k8sClient.Create(context.Background(), svc); err != nil {
@@ -109,13 +109,13 @@ func (s *baseScene) deployKnative(t *testing.T, name string) {
 	}
 }
 
-// createFunction creates the Function of function name with base policy policy
+// createFunction creates the Function of function with base policy policy
 // (annotation functions.dev/base-updates; none when empty), changed by set.
-func (s *baseScene) createFunction(t *testing.T, name, policy string, set func(*v1alpha1.Function)) {
+func (s *baseScene) createFunction(t *testing.T, function, policy string, set func(*v1alpha1.Function)) {
 	t.Helper()
 	fn := &v1alpha1.Function{
-		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name},
-		Spec:       v1alpha1.FunctionSpec{Repository: v1alpha1.Repository{URL: s.srv.URL("fleet"), Branch: "main", Path: "fns/" + name}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: function},
+		Spec:       v1alpha1.FunctionSpec{Repository: v1alpha1.Repository{URL: s.srv.URL("fleet"), Branch: "main", Path: "fns/" + function}},
 	}
 	if policy != "" {
 		fn.Annotations = map[string]string{v1alpha1.AnnotationBaseUpdates: policy}
@@ -139,11 +139,11 @@ func baseConfig() config.Config {
 	return cfg
 }
 
-// baseCurrent returns "" once function name's base is current: BaseUpToDate True,
+// baseCurrent returns "" once function's base is current: BaseUpToDate True,
 // status.base on run.
-func baseCurrent(t *testing.T, ns, name string, run registrytest.CNBImage) func() string {
+func baseCurrent(t *testing.T, ns, function string, run registrytest.CNBImage) func() string {
 	return func() string {
-		fn := getFunction(t, ns, name)
+		fn := getFunction(t, ns, function)
 		c := fn.Status.GetCondition(v1alpha1.FunctionConditionBaseUpToDate)
 		if st := fn.Status.Base; c == nil || !c.IsTrue() || c.Reason != v1alpha1.ReasonBaseCurrent || st == nil || st.Current != run.Ref || st.Available != run.Ref {
 			return fmt.Sprintf("BaseUpToDate = %+v, status.base = %+v; want BaseCurrent on %s", c, fn.Status.Base, run.Ref)
@@ -152,11 +152,11 @@ func baseCurrent(t *testing.T, ns, name string, run registrytest.CNBImage) func(
 	}
 }
 
-// rebased returns "" once function name's base update is verified: a Base build of
+// rebased returns "" once function's base update is verified: a Base build of
 // method Rebase succeeded and counted (status.base.lastUpdate), the base current again.
-func rebased(t *testing.T, ns, name string) func() string {
+func rebased(t *testing.T, ns, function string) func() string {
 	return func() string {
-		fn := getFunction(t, ns, name)
+		fn := getFunction(t, ns, function)
 		b, st := fn.Status.Build, fn.Status.Base
 		c := fn.Status.GetCondition(v1alpha1.FunctionConditionBaseUpToDate)
 		if b == nil || b.Cause != v1alpha1.BuildCauseBase || b.Method != v1alpha1.BuildMethodRebase || b.Phase != v1alpha1.BuildPhaseSucceeded ||
@@ -167,30 +167,30 @@ func rebased(t *testing.T, ns, name string) func() string {
 	}
 }
 
-// servesOld fails the test unless function name is as before an update: its Knative
+// servesOld fails the test unless function is as before an update: its Knative
 // Service's template and its status run image, no Base build succeeded, no Rebased
 // event, no PipelineRun.
-func servesOld(t *testing.T, ns, name, image string) {
+func servesOld(t *testing.T, ns, function, image string) {
 	t.Helper()
 	svc := &servingv1.Service{}
-	if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, svc); err != nil {
+	if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: function}, svc); err != nil {
 		t.Fatal(err)
 	}
 	if got := svc.Spec.Template.Spec.Containers[0].Image; got != image {
-		t.Errorf("%s: the Service's template runs %s, want the old image %s", name, got, image)
+		t.Errorf("%s: the Service's template runs %s, want the old image %s", function, got, image)
 	}
-	fn := getFunction(t, ns, name)
+	fn := getFunction(t, ns, function)
 	if d := fn.Status.Deployment; d == nil || d.Image != image {
-		t.Errorf("%s: status.deployment = %+v, want the old image %s served", name, d, image)
+		t.Errorf("%s: status.deployment = %+v, want the old image %s served", function, d, image)
 	}
 	if b := fn.Status.Build; b != nil && b.Phase == v1alpha1.BuildPhaseSucceeded {
-		t.Errorf("%s: status.build = %+v, want no build that succeeded", name, b)
+		t.Errorf("%s: status.build = %+v, want no build that succeeded", function, b)
 	}
 	if st := fn.Status.Base; st != nil && st.LastUpdate != nil {
-		t.Errorf("%s: status.base.lastUpdate = %s, want none", name, st.LastUpdate)
+		t.Errorf("%s: status.base.lastUpdate = %s, want none", function, st.LastUpdate)
 	}
-	if ev := eventsOf(t, ns, name); len(ev["Rebased"]) != 0 {
-		t.Errorf("%s: events %v, want no Rebased", name, ev)
+	if ev := eventsOf(t, ns, function); len(ev["Rebased"]) != 0 {
+		t.Errorf("%s: events %v, want no Rebased", function, ev)
 	}
 	if n := len(pipelineRuns(t, ns)); n != 0 {
 		t.Errorf("%d PipelineRuns, want none: a base update is no pipeline build", n)
@@ -223,7 +223,7 @@ func holds(t *testing.T, d time.Duration, check func() string) {
 
 // fieldManagers returns the managers of obj's managedFields, with their operation.
 func fieldManagers(obj metav1.Object) []string {
-	var out []string
+	out := make([]string, 0, len(obj.GetManagedFields()))
 	for _, m := range obj.GetManagedFields() {
 		out = append(out, m.Manager+"/"+string(m.Operation))
 	}
@@ -569,19 +569,19 @@ func writesTo(log []registrytest.Logged, repository string) map[int]int {
 // noBaseUpdate checks for a few seconds, longer than the operator's check interval,
 // that function name is not updated: BaseUpToDate keeps status and reason, no build
 // starts, and the function serves image as before.
-func noBaseUpdate(t *testing.T, ns, name, image string, status corev1.ConditionStatus, reason string) {
+func noBaseUpdate(t *testing.T, ns, function, image string, status corev1.ConditionStatus, reason string) {
 	t.Helper()
 	holds(t, 3*time.Second, func() string {
-		fn := getFunction(t, ns, name)
+		fn := getFunction(t, ns, function)
 		c := fn.Status.GetCondition(v1alpha1.FunctionConditionBaseUpToDate)
 		if c == nil || c.Status != status || c.Reason != reason || fn.Status.Build != nil {
-			return fmt.Sprintf("%s: BaseUpToDate = %+v, build = %+v; want %s/%s and no build", name, c, fn.Status.Build, status, reason)
+			return fmt.Sprintf("%s: BaseUpToDate = %+v, build = %+v; want %s/%s and no build", function, c, fn.Status.Build, status, reason)
 		}
 		return ""
 	})
-	servesOld(t, ns, name, image)
-	if ev := eventsOf(t, ns, name); len(ev["Rebasing"]) != 0 {
-		t.Errorf("%s: events %v, want no Rebasing", name, ev)
+	servesOld(t, ns, function, image)
+	if ev := eventsOf(t, ns, function); len(ev["Rebasing"]) != 0 {
+		t.Errorf("%s: events %v, want no Rebasing", function, ev)
 	}
 }
 

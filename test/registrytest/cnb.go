@@ -61,7 +61,7 @@ func (r *Registry) PushRunImage(t testing.TB, tag string, on *CNBImage) CNBImage
 		t.Fatal(err)
 	}
 	cfg := &v1.ConfigFile{
-		OS: "linux", Architecture: "amd64",
+		OS: imageOS, Architecture: imageArch,
 		Created: v1.Time{Time: time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)},
 		Config: v1.Config{
 			Env:  []string{"PATH=/usr/local/bin:/usr/bin:/bin"},
@@ -79,7 +79,7 @@ func (r *Registry) PushRunImage(t testing.TB, tag string, on *CNBImage) CNBImage
 	if err != nil {
 		t.Fatal(err)
 	}
-	var adds []mutate.Addendum
+	adds := make([]mutate.Addendum, 0, len(kept)+1)
 	for _, l := range append(kept, top) {
 		adds = append(adds, mutate.Addendum{Layer: l, MediaType: types.DockerLayer, History: v1.History{CreatedBy: "RUN apt-get install"}})
 	}
@@ -109,8 +109,8 @@ type CNBApp struct {
 func (r *Registry) PushCNBApp(t testing.TB, tag string, run CNBImage, app CNBApp) CNBImage {
 	t.Helper()
 	img := run.Image
-	var adds []mutate.Addendum
-	var appLayers []files.LayerMetadata
+	adds := make([]mutate.Addendum, 0, 2)
+	appLayers := make([]files.LayerMetadata, 0, 2)
 	for _, size := range []int64{1024, 2048} {
 		l, err := random.Layer(size, types.DockerLayer)
 		if err != nil {

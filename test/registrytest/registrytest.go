@@ -122,7 +122,7 @@ func (r *Registry) Push(t testing.TB, repo, label string) string {
 		t.Fatal(err)
 	}
 	cfg = cfg.DeepCopy()
-	cfg.OS, cfg.Architecture = "linux", "amd64"
+	cfg.OS, cfg.Architecture = imageOS, imageArch
 	cfg.Config.Labels = map[string]string{"org.opencontainers.image.title": repo}
 	if label != "" {
 		cfg.Config.Labels[MiddlewareLabel] = label
