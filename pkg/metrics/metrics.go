@@ -170,6 +170,11 @@ func New(queue func() (running, waiting int), opts ...Option) *Metrics {
 		clock:        clock.RealClock{},
 		queue:        queue,
 	}
+	// Every result from the start, at 0: a rate over a cluster that never rebased is 0,
+	// not absent.
+	for _, r := range []string{ResultSucceeded, ResultFailed} {
+		m.rebases.WithLabelValues(r)
+	}
 	for _, o := range opts {
 		o(m)
 	}
