@@ -19,9 +19,12 @@ func (r *Reconciler) reconcileBase(ctx context.Context, fn *v1alpha1.Function, o
 		fn.Status.ClearBase() // nothing read, not even the registry Secret
 		return Result{}, nil
 	}
-	kc, _, err := r.registryKeychain(ctx, fn)
-	if err != nil {
-		return Result{}, err
+	kc := obs.registry
+	if kc == nil { // middleware that lives in the source: the image was not read
+		var err error
+		if kc, _, err = r.registryKeychain(ctx, fn); err != nil {
+			return Result{}, err
+		}
 	}
 	b, err := r.base.Check(ctx, fn, base.Input{Image: obs.deployment.image, Keychain: kc, Timeout: r.config.Load().RegistryTimeout})
 	obs.base = b

@@ -73,6 +73,7 @@ func (r *Reconciler) reconcileMiddleware(ctx context.Context, fn *v1alpha1.Funct
 	if err != nil {
 		return Result{}, err
 	}
+	obs.registry = kc // the base step reads the same image with it
 	host := lanes.RegistryHost(obs.deployment.image)
 	leave, ok := r.remote.lanes.Enter(host, fn.Namespace)
 	if !ok {

@@ -1,6 +1,7 @@
 package function
 
 import (
+	"github.com/google/go-containerregistry/pkg/authn"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fnops/func-operator/pkg/funclib"
@@ -26,6 +27,8 @@ type observation struct {
 	onCommit build.OnCommit
 	// base is set by reconcileBase.
 	base build.Base
+	// registry is the Function's registry keychain, when reconcileMiddleware read it.
+	registry authn.Keychain
 }
 
 // sourceArtifact is the function's source at the branch head.
