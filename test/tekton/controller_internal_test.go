@@ -14,18 +14,18 @@ func TestReleaseCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"entrypoint-image", "nop-image", "sidecarlogresults-image", "workingdirinit-image", "shell-image", "shell-image-win"} {
-		i := slices.Index(run.args, "-"+f)
-		if i < 0 || i+1 >= len(run.args) || run.args[i+1] != imageFlagValue(f) {
-			t.Errorf("args %v: want -%s %s", run.args, f, imageFlagValue(f))
+		i := slices.Index(run.Args, "-"+f)
+		if i < 0 || i+1 >= len(run.Args) || run.Args[i+1] != imageFlagValue(f) {
+			t.Errorf("args %v: want -%s %s", run.Args, f, imageFlagValue(f))
 		}
 	}
-	for _, a := range run.args {
+	for _, a := range run.Args {
 		if strings.Contains(a, "ko://") || strings.Contains(a, "@sha256:") {
-			t.Errorf("args %v: a release image is left: %s", run.args, a)
+			t.Errorf("args %v: a release image is left: %s", run.Args, a)
 		}
 	}
 	env := map[string]string{}
-	for _, e := range run.env {
+	for _, e := range run.Env {
 		k, v, _ := strings.Cut(e, "=")
 		env[k] = v
 	}
@@ -35,7 +35,7 @@ func TestReleaseCommand(t *testing.T) {
 		"METRICS_DOMAIN":            "tekton.dev/pipeline",
 	} {
 		if env[k] != want {
-			t.Errorf("env %s = %q, want %q (env %v)", k, env[k], want, run.env)
+			t.Errorf("env %s = %q, want %q (env %v)", k, env[k], want, run.Env)
 		}
 	}
 	// Tekton v1.10's release accepts Kubernetes from v1.28.0 (its own default: v1.33.0).

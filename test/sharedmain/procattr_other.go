@@ -1,6 +1,6 @@
 //go:build !linux
 
-package tekton
+package sharedmain
 
 import "syscall"
 
