@@ -67,6 +67,10 @@ control-plane-min: ## Build (once, cached) the API server of the oldest supporte
 tekton-controller: ## Build (once, cached) the Tekton Pipelines controller go.mod pins, for the tests.
 	@hack/tekton-controller.sh >/dev/null
 
+.PHONY: knative-serving-controller
+knative-serving-controller: ## Build (once, cached) the Knative Serving controller func pins, for the tests and make demo.
+	@hack/knative-serving-controller.sh >/dev/null
+
 .PHONY: test-deps
 test-deps: ## Install git and sshd for the tests if they are missing (apt-get, as root).
 	@hack/test-deps.sh
@@ -114,8 +118,9 @@ BACKGROUND = nice -n 10
 # by the caller wins.
 MAKE_TEST_GOGC ?= 400
 # Test packages by the tools they need besides the control plane; every other package
-# needs at most the control plane (test-plane).
-TEKTON_PKGS ?= ./pkg/operator/ ./test/faults/ ./test/tekton/ ./hack/demo/
+# needs at most the control plane (test-plane). TEKTON_PKGS run the real Tekton and Knative
+# Serving controllers.
+TEKTON_PKGS ?= ./pkg/operator/ ./test/faults/ ./test/tekton/ ./test/knative/ ./hack/demo/
 INSTALL_PKGS ?= ./test/install/
 MONITORING_PKGS ?= ./test/monitoring/
 # The quick tier's packages that run whole under -short (hack/quick-complete.sh) run there
@@ -125,7 +130,7 @@ CONTROL_PLANE = $$(hack/control-plane.sh)
 CONTROL_PLANE_MIN = $$(hack/control-plane-min.sh)
 TEST_ENV = KUBEBUILDER_ASSETS="$(CONTROL_PLANE)" FUNC_OPERATOR_REQUIRE_SSHD=1 FUNC_OPERATOR_REQUIRE_ALL=1
 # In the order make starts them when it can (TEST_JOBS at once).
-TEST_PHASES = tool-control-plane tool-ko build-arm64 tool-tekton check-vet test-tekton test-quick test-plane \
+TEST_PHASES = tool-control-plane tool-ko build-arm64 tool-tekton tool-knative-serving check-vet test-tekton test-quick test-plane \
 	tool-control-plane-min test-install tool-promtool test-monitoring fuzz-short tool-controller-gen \
 	check-tracked-files check-third-party check-generated tool-golangci-lint check-lint
 
@@ -136,12 +141,14 @@ test: test-deps ## Run every check and test (real control planes, Tekton control
 		PHASES_DIR=$(PHASES_DIR) EXPECT="$(TEST_PHASES)" hack/phase.sh summary || status=1; exit $$status
 
 .PHONY: $(addprefix phase-,$(TEST_PHASES))
-# The project's graph: the control plane, Tekton, vet; then the tests.
+# The project's graph: the control plane, the Tekton and Serving controllers, vet; then the tests.
 phase-tool-control-plane:
 	@$(PHASE) tool-control-plane hack/control-plane.sh
 phase-tool-tekton: phase-tool-control-plane
 	@$(PHASE) tool-tekton hack/tekton-controller.sh
-phase-check-vet: phase-tool-tekton
+phase-tool-knative-serving: phase-tool-tekton
+	@$(PHASE) tool-knative-serving hack/knative-serving-controller.sh
+phase-check-vet: phase-tool-knative-serving
 	@$(PHASE) check-vet go vet ./...
 
 # Niced beside it, one chain, in the order the tests need them: ko and the operator's
@@ -180,7 +187,7 @@ phase-test-quick: phase-check-vet
 phase-test-plane: phase-check-vet
 	@$(PHASE) test-plane bash -c '$(TEST_ENV) go test $(GO_TEST_FLAGS) $(PLANE_PKGS)'
 phase-test-tekton: phase-check-vet
-	@$(PHASE) test-tekton bash -c '$(TEST_ENV) FUNC_OPERATOR_TEKTON_CONTROLLER="$$(hack/tekton-controller.sh)" go test $(GO_TEST_FLAGS) $(TEKTON_PKGS)'
+	@$(PHASE) test-tekton bash -c '$(TEST_ENV) FUNC_OPERATOR_TEKTON_CONTROLLER="$$(hack/tekton-controller.sh)" FUNC_OPERATOR_KNATIVE_SERVING_CONTROLLER="$$(hack/knative-serving-controller.sh)" go test $(GO_TEST_FLAGS) $(TEKTON_PKGS)'
 phase-test-install: phase-check-vet phase-tool-control-plane-min phase-tool-ko phase-build-arm64
 	@$(PHASE) test-install bash -c '$(TEST_ENV) FUNC_OPERATOR_KUBEBUILDER_ASSETS_MIN="$(CONTROL_PLANE_MIN)" FUNC_OPERATOR_KO="$$(hack/ko.sh)" go test $(GO_TEST_FLAGS) $(INSTALL_PKGS)'
 phase-test-monitoring: phase-check-vet phase-tool-promtool
@@ -209,14 +216,14 @@ test-integration: test-deps control-plane ## The middle tier: every test that ne
 # The func-facing tests, for a func bump (docs/upgrading-func.md): the adapter on a real
 # API server with func's real templates, the middleware table and image labels, the Tekton
 # controller with the kubelet simulation, and the operator's rebuild and func deploy tests.
-FUNC_PKGS ?= ./pkg/funclib/ ./pkg/middleware/ ./pkg/registry/ ./test/tekton/
+FUNC_PKGS ?= ./pkg/funclib/ ./pkg/middleware/ ./pkg/registry/ ./test/tekton/ ./test/knative/
 FUNC_OPERATOR_TESTS ?= Rebuild|Build|Fleet|FuncDeploy|Knative|NamespaceNotOnboarded|UpstreamFunction
 
 .PHONY: test-func
-test-func: test-deps control-plane tekton-controller ## Run the func-facing tests alone (first step of a func bump).
-	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" FUNC_OPERATOR_TEKTON_CONTROLLER="$$(hack/tekton-controller.sh)" FUNC_OPERATOR_REQUIRE_SSHD=1 \
+test-func: test-deps control-plane tekton-controller knative-serving-controller ## Run the func-facing tests alone (first step of a func bump).
+	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" FUNC_OPERATOR_TEKTON_CONTROLLER="$$(hack/tekton-controller.sh)" FUNC_OPERATOR_KNATIVE_SERVING_CONTROLLER="$$(hack/knative-serving-controller.sh)" FUNC_OPERATOR_REQUIRE_SSHD=1 \
 		go test $(GO_TEST_FLAGS) $(FUNC_PKGS)
-	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" FUNC_OPERATOR_TEKTON_CONTROLLER="$$(hack/tekton-controller.sh)" FUNC_OPERATOR_REQUIRE_SSHD=1 \
+	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" FUNC_OPERATOR_TEKTON_CONTROLLER="$$(hack/tekton-controller.sh)" FUNC_OPERATOR_KNATIVE_SERVING_CONTROLLER="$$(hack/knative-serving-controller.sh)" FUNC_OPERATOR_REQUIRE_SSHD=1 \
 		go test $(GO_TEST_FLAGS) ./pkg/operator/ -run '$(FUNC_OPERATOR_TESTS)'
 
 # The scale benchmark's parameters: make bench-scale N=1000 R=50 INTERVAL=10s WINDOW=2 [CONCURRENCY=8] [RAW=0.5] [KEDA=0.25] [TABLE=file.md]

@@ -21,7 +21,12 @@ const AssetsEnv = "KUBEBUILDER_ASSETS"
 
 // Third-party CRDs, copied from the modules go.mod pins by hack/update-third-party.sh.
 const (
-	KnativeServingCRDs  = "third_party/knative-serving"
+	KnativeServingCRDs = "third_party/knative-serving"
+	// KnativeNetworkingCRDs are the KIngress, Certificate, ServerlessService and
+	// ClusterDomainClaim, which the real Serving controller (test/knative) needs.
+	KnativeNetworkingCRDs = "third_party/knative-networking"
+	// KnativeCachingCRDs is Knative's Image, which the real Serving controller watches.
+	KnativeCachingCRDs  = "third_party/knative-caching"
 	KnativeEventingCRDs = "third_party/knative-eventing"
 	TektonCRDs          = "third_party/tekton-pipeline"
 	// KEDAHTTPCRDs is the KEDA HTTP add-on's HTTPScaledObject, which func's keda

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 )
 
 // KubeletAddress is the pod and host IP the kubelet simulation reports: loopback,
@@ -37,6 +38,11 @@ type KubeletOptions struct {
 	// ReplicaSet, and Deployment, count them unavailable. It is asked again at each
 	// resync (every second, or Kubelet.Resync), so a pod it lets go becomes Ready.
 	NotReady func(*corev1.Pod) bool
+	// Pull, when set, is asked whether each container's image can be pulled: a
+	// container whose image it refuses waits, unready, with reason ImagePullBackOff
+	// and the error as message, as a kubelet reports an image it cannot pull (the
+	// pod stays Pending). Asked again at each resync.
+	Pull func(image string) error
 	// Logf, when set, logs what the simulation could not write (it retries).
 	Logf func(format string, args ...any)
 }
@@ -115,6 +121,9 @@ func (k *Kubelet) sync(ctx context.Context, pod *corev1.Pod) error {
 	}
 	ready := k.opts.NotReady == nil || !k.opts.NotReady(pod.DeepCopy())
 	status := KubeletPodStatus(pod, ready, metav1.Now())
+	if k.opts.Pull != nil {
+		status = k.pullFailures(pod, status)
+	}
 	if equality.Semantic.DeepEqual(status, pod.Status) {
 		return nil
 	}
@@ -124,6 +133,42 @@ func (k *Kubelet) sync(ctx context.Context, pod *corev1.Pod) error {
 		return fmt.Errorf("writing the status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	return nil
+}
+
+// pullFailures turns the containers whose image Pull refuses into waiting ones
+// (ImagePullBackOff), and the pod Pending and unready with them.
+func (k *Kubelet) pullFailures(pod *corev1.Pod, status corev1.PodStatus) corev1.PodStatus {
+	var waiting []string
+	for i := range status.ContainerStatuses {
+		cs := &status.ContainerStatuses[i]
+		err := k.opts.Pull(cs.Image)
+		if err == nil {
+			continue
+		}
+		waiting = append(waiting, cs.Name)
+		cs.Ready, cs.Started, cs.ImageID, cs.ContainerID = false, ptr.To(false), "", ""
+		cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+			Reason: "ImagePullBackOff", Message: fmt.Sprintf("Back-off pulling image %q: %v", cs.Image, err)}}
+	}
+	if len(waiting) == 0 {
+		return status
+	}
+	status.Phase = corev1.PodPending
+	now := metav1.Now()
+	message := fmt.Sprintf("containers with unready status: [%s]", strings.Join(waiting, " "))
+	for _, t := range []corev1.PodConditionType{corev1.PodReady, corev1.ContainersReady} {
+		status.Conditions = setPodCondition(status.Conditions, corev1.PodCondition{
+			Type: t, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", Message: message}, now)
+	}
+	// The status written before keeps its times while the failure lasts.
+	for _, c := range pod.Status.Conditions {
+		for i := range status.Conditions {
+			if status.Conditions[i].Type == c.Type && status.Conditions[i].Status == c.Status {
+				status.Conditions[i].LastTransitionTime = c.LastTransitionTime
+			}
+		}
+	}
+	return status
 }
 
 // ownedByReplicaSet tells a pod the ReplicaSet controller made.
