@@ -42,6 +42,10 @@ type Options struct {
 	// Revision's pods may take to be ready before Knative reports it failed (the
 	// release's 600s when zero).
 	ProgressDeadline time.Duration
+	// OwnWorkloads says the caller runs kube-controller-manager's workload
+	// controllers (envtest.WorkloadControllers) and a kubelet simulation against the
+	// API server already: Start starts neither, and NotReady and Pull are unused.
+	OwnWorkloads bool
 	// NotReady and Pull are the kubelet simulation's (envtest.KubeletOptions).
 	NotReady func(*corev1.Pod) bool
 	Pull     func(image string) error
@@ -71,8 +75,8 @@ type Serving struct {
 // (webhook.go), the namespace knative-serving with the ConfigMaps of Serving's
 // config/core/configmaps and networking's config-network (queue-sidecar-image a
 // name, progress-deadline from opts), kube-controller-manager's deployment,
-// replicaset and garbage-collector controllers, the kubelet, autoscaler and
-// networking simulations, and the controller of $FUNC_OPERATOR_KNATIVE_SERVING_CONTROLLER
+// replicaset and garbage-collector controllers and the kubelet simulation (unless
+// opts.OwnWorkloads), the autoscaler and networking simulations, and the controller of $FUNC_OPERATOR_KNATIVE_SERVING_CONTROLLER
 // as Serving's release runs it (config/core/deployments/controller.yaml). It returns
 // once the controller's reconcilers run. One stack per API server: its controllers
 // work in every namespace.
@@ -101,11 +105,13 @@ func Start(env *envtest.Environment, opts Options) (_ *Serving, err error) {
 	if s.webhook, err = startWebhook(ctx, env.Config); err != nil {
 		return nil, err
 	}
-	if s.stopKCM, err = env.StartControllers(envtest.WorkloadControllers()...); err != nil {
-		return nil, err
-	}
-	if s.Kubelet, err = envtest.SimulateKubelet(ctx, env.Config, envtest.KubeletOptions{NotReady: opts.NotReady, Pull: opts.Pull, Logf: opts.Logf}); err != nil {
-		return nil, err
+	if !opts.OwnWorkloads {
+		if s.stopKCM, err = env.StartControllers(envtest.WorkloadControllers()...); err != nil {
+			return nil, err
+		}
+		if s.Kubelet, err = envtest.SimulateKubelet(ctx, env.Config, envtest.KubeletOptions{NotReady: opts.NotReady, Pull: opts.Pull, Logf: opts.Logf}); err != nil {
+			return nil, err
+		}
 	}
 	if s.Autoscaler, err = envtest.SimulateAutoscaler(ctx, env.Config, envtest.AutoscalerOptions{Logf: opts.Logf, Observe: opts.Observe}); err != nil {
 		return nil, err
