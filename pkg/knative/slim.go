@@ -67,8 +67,12 @@ func slimService(s *servingv1.Service) *servingv1.Service {
 	out.Status.ObservedGeneration = st.ObservedGeneration
 	out.Status.LatestReadyRevisionName = netguard.CapText(st.LatestReadyRevisionName, maxReasonBytes)
 	out.Status.LatestCreatedRevisionName = netguard.CapText(st.LatestCreatedRevisionName, maxReasonBytes)
-	if c := st.GetCondition(apis.ConditionReady); c != nil {
-		out.Status.Conditions = duckv1.Conditions{slimCondition(*c)}
+	// Ready, and ConfigurationsReady: whether the newest Revision failed
+	// (NewestRevisionFailed).
+	for _, t := range []apis.ConditionType{apis.ConditionReady, servingv1.ServiceConditionConfigurationsReady} {
+		if c := st.GetCondition(t); c != nil {
+			out.Status.Conditions = append(out.Status.Conditions, slimCondition(*c))
+		}
 	}
 	out.Status.URL = slimURL(st.URL)
 	if a := st.Address; a != nil {

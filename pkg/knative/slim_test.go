@@ -96,7 +96,8 @@ func TestSlim_Service(t *testing.T) {
 				{Name: "user-container", Image: "registry.example/fns/hello:latest"}}}}}}},
 		Status: servingv1.ServiceStatus{
 			Status: duckv1.Status{ObservedGeneration: 3, Conditions: duckv1.Conditions{{Type: apis.ConditionReady, Status: "False",
-				Reason: "RevisionFailed", Message: netguard.CapText(svc.Status.Conditions[1].Message, MaxTextBytes)}}},
+				Reason: "RevisionFailed", Message: netguard.CapText(svc.Status.Conditions[1].Message, MaxTextBytes)},
+				{Type: servingv1.ServiceConditionConfigurationsReady, Status: "False", Reason: "RevisionFailed", Message: netguard.CapText(svc.Status.Conditions[0].Message, MaxTextBytes)}}},
 			ConfigurationStatusFields: servingv1.ConfigurationStatusFields{LatestReadyRevisionName: "hello-00002", LatestCreatedRevisionName: "hello-00003"},
 			RouteStatusFields: servingv1.RouteStatusFields{
 				URL:     u("http://hello.team-a.example.com"),

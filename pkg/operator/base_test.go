@@ -327,7 +327,8 @@ func digestOf(t *testing.T, ref string) v1.Hash {
 // image's tag moves; then it is rebased in place, in-process, with no pipeline: the
 // rebased image is pushed by digest to the function's repository (no tag), written
 // into the Knative Service's template as the build ServiceAccount, and counted only
-// once a Revision resolved it (the Knative simulation's part, held meanwhile). The
+// once a ready Revision of the real Knative Serving controller serves it (its pods
+// held not ready meanwhile). The
 // image read back from the registry is the new run image's layers under the app's,
 // with the app's labels and lifecycle's metadata naming the new top layer.
 func TestOperator_RebaseOutdatedBase(t *testing.T) {
@@ -335,7 +336,10 @@ func TestOperator_RebaseOutdatedBase(t *testing.T) {
 	logOnFailure(t, ns)
 	s := newBaseScene(t, ns, registrytest.Start(t), "hello")
 	app := s.apps["hello"]
-	knative := envtest.SimulateKnativeServingT(t, restConfig, envtest.KnativeServingOptions{Namespace: ns})
+	// The real Knative Serving controller runs the Service; the pods of any other
+	// image than the app's are held not ready while hold is set.
+	var hold atomic.Bool
+	holdPods(t, ns, func(p *corev1.Pod) bool { return hold.Load() && p.Spec.Containers[0].Image != app.Ref })
 	addr := freeAddr(t)
 	startOperatorServing(t, baseConfig(), nil, addr, ns)
 	s.deployKnative(t, "hello")
@@ -354,9 +358,9 @@ func TestOperator_RebaseOutdatedBase(t *testing.T) {
 		t.Fatalf("status.deployment = %+v, want the Revision's resolved %s", d, app.Ref)
 	}
 
-	// The run image's tag moves. Knative is held: the rebased image is deployed, but
-	// no Revision serves it yet.
-	knative.Stop()
+	// The run image's tag moves. The new Revision's pods are held not ready: the
+	// rebased image is deployed, but no Revision serves it yet.
+	hold.Store(true)
 	run2 := s.moveRun(t)
 	var b *v1alpha1.BuildStatus
 	eventually(t, 30*time.Second, func() string {
@@ -405,8 +409,9 @@ func TestOperator_RebaseOutdatedBase(t *testing.T) {
 		t.Errorf("events %v, want one Rebasing of %s", ev, app.Ref)
 	}
 
-	// Knative resolves the new template: the rebase counts.
-	envtest.SimulateKnativeServingT(t, restConfig, envtest.KnativeServingOptions{Namespace: ns})
+	// The new Revision's pods are ready: Knative serves the rebased image, the rebase counts.
+	hold.Store(false)
+	resyncPods()
 	eventually(t, 30*time.Second, rebased(t, ns, "hello"))
 	eventually(t, 10*time.Second, baseCurrent(t, ns, "hello", run2))
 	fn = getFunction(t, ns, "hello")
@@ -470,12 +475,9 @@ func TestOperator_RebaseOutdatedBaseRaw(t *testing.T) {
 	logOnFailure(t, ns)
 	s := newBaseScene(t, ns, registrytest.Start(t), "hello")
 	app := s.apps["hello"]
-	testEnv.StartControllersT(t, envtest.DeploymentController, envtest.ReplicaSetController)
 	// The rebased image's pods are held not ready until released.
 	var release atomic.Bool
-	kubelet := envtest.SimulateKubeletT(t, restConfig, envtest.KubeletOptions{Namespace: ns, NotReady: func(p *corev1.Pod) bool {
-		return !release.Load() && p.Spec.Containers[0].Image != app.Ref
-	}})
+	holdPods(t, ns, func(p *corev1.Pod) bool { return !release.Load() && p.Spec.Containers[0].Image != app.Ref })
 	startOperatorWith(t, baseConfig(), ns)
 	deployAsFunc(t, k8sClient, ns, "hello", app.Ref, "raw")
 	eventually(t, 30*time.Second, rolledOut(k8sClient, ns, "hello", app.Ref))
@@ -520,7 +522,7 @@ func TestOperator_RebaseOutdatedBaseRaw(t *testing.T) {
 		return ""
 	})
 	release.Store(true)
-	kubelet.Resync()
+	resyncPods()
 	eventually(t, 30*time.Second, rebased(t, ns, "hello"))
 	eventually(t, 10*time.Second, baseCurrent(t, ns, "hello", run2))
 	eventually(t, 10*time.Second, rolledOut(k8sClient, ns, "hello", b.ToImage))
@@ -540,11 +542,10 @@ func TestOperator_RebaseOutdatedBaseRaw(t *testing.T) {
 	}
 }
 
-// startBaseOperator runs the Knative simulation in ns and an operator watching it
+// startBaseOperator runs an operator watching ns
 // (baseConfig, changed by set when not nil), serving metrics on the address it returns.
 func startBaseOperator(t *testing.T, ns string, set func(*config.Config)) (metricsAddr string) {
 	t.Helper()
-	envtest.SimulateKnativeServingT(t, restConfig, envtest.KnativeServingOptions{Namespace: ns})
 	cfg := baseConfig()
 	if set != nil {
 		set(&cfg)

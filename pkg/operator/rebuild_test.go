@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -23,12 +24,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"knative.dev/pkg/apis"
-	duckv1 "knative.dev/pkg/apis/duck/v1"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
+	"github.com/fnops/func-operator/pkg/rebuild"
 	"github.com/fnops/func-operator/pkg/reconciler/function/resources"
 	"github.com/fnops/func-operator/test/envtest"
 	"github.com/fnops/func-operator/test/gitserver"
@@ -254,6 +255,12 @@ func TestOperator_RebuildOutdatedFunction(t *testing.T) {
 	if fn.Status.Deployment.Image == f.oldImage["hello"] || !strings.HasPrefix(fn.Status.Deployment.Image, f.reg.Host+"/fns/hello@sha256:") {
 		t.Errorf("status.deployment.image = %s, want the rebuilt image", fn.Status.Deployment.Image)
 	}
+	// Verified on what the real Knative Serving controller reports: the rebuilt
+	// image's Revision, ready, with all the traffic.
+	if svc := getService(t, ns, "hello"); !svc.IsReady() || svc.Status.LatestReadyRevisionName != "hello-00002" ||
+		len(svc.Status.Traffic) != 1 || svc.Status.Traffic[0].RevisionName != "hello-00002" || fn.Status.Service.LatestReadyRevision != "hello-00002" {
+		t.Errorf("Knative Service status %+v, Function's status.service %+v; want hello-00002 ready, serving it all", svc.Status, fn.Status.Service)
+	}
 	wantHistory := fmt.Sprintf("Middleware updated from %s to %s", oldMiddleware, available)
 	if len(fn.Status.History) == 0 || fn.Status.History[0].Message != wantHistory {
 		t.Errorf("history = %+v, want %q first", fn.Status.History, wantHistory)
@@ -348,6 +355,60 @@ func requestRebuild(t *testing.T, ns, name, value string) {
 	if err := k8sClient.Patch(context.Background(), fn, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestOperator_RebuildRevisionFails: a rebuild whose PipelineRun succeeds but whose
+// image never serves — the real Knative Serving controller fails the new Revision
+// (its pods cannot pull the image) and keeps the old one serving — is recorded
+// Failed at once with Knative's reason, not after DeployGrace, and backs off; the
+// Function says its Service is not ready.
+func TestOperator_RebuildRevisionFails(t *testing.T) {
+	ns := newNamespace(t)
+	logOnFailure(t, ns)
+	f := newRebuildFixture(t, ns, "hello")
+	old := f.oldImage["hello"]
+	// Every image of the test's registry but the one deployed cannot be pulled.
+	failPulls(t, func(image string) error {
+		if strings.HasPrefix(image, f.reg.Host+"/") && image != old {
+			return errors.New("manifest unknown")
+		}
+		return nil
+	})
+	tekton.StartKubelet(t, restConfig, tekton.Options{Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t)})
+	startOperatorWith(t, rebuildConfig(1), ns)
+	f.createFunction(t, "hello", nil)
+	var b *v1alpha1.BuildStatus
+	eventually(t, 90*time.Second, func() string {
+		fn := getFunction(t, ns, "hello")
+		b = fn.Status.Build
+		if b == nil || b.Phase != v1alpha1.BuildPhaseFailed {
+			return fmt.Sprintf("build = %+v, conditions %+v; want Failed", b, fn.Status.Conditions)
+		}
+		return ""
+	})
+	if b.PipelineRun == "" || !strings.Contains(b.Message, "PipelineRun "+b.PipelineRun+" succeeded but its deploy does not serve: Knative reports Revision hello-00002 failed (RevisionFailed") ||
+		!strings.Contains(b.Message, old+" still serves") {
+		t.Errorf("status.build = %+v, want it failed with Knative's reason, the old image serving", b)
+	}
+	if d := b.CompletionTime.Sub(b.StartTime.Time); d >= rebuild.DeployGrace {
+		t.Errorf("the build took %s to fail, want less than DeployGrace (%s): Knative's verdict ends the wait", d, rebuild.DeployGrace)
+	}
+	fn := getFunction(t, ns, "hello")
+	if c := fn.Status.GetCondition(v1alpha1.FunctionConditionServiceReady); c == nil || c.Status != corev1.ConditionFalse || c.Reason != "RevisionFailed" {
+		t.Errorf("ServiceReady = %+v, want False RevisionFailed", c)
+	}
+	if fn.Status.Deployment.Image != old || fn.Status.Middleware.LastRebuild != nil || b.RetryAfter == nil {
+		t.Errorf("status.deployment %+v, middleware %+v, build %+v; want the old image, no rebuild recorded, a retry after backoff", fn.Status.Deployment, fn.Status.Middleware, b)
+	}
+	if svc := getService(t, ns, "hello"); svc.Status.LatestReadyRevisionName != "hello-00001" || len(svc.Status.Traffic) != 1 || svc.Status.Traffic[0].RevisionName != "hello-00001" {
+		t.Errorf("Knative Service status %+v, want hello-00001 serving it all", svc.Status)
+	}
+	eventually(t, 10*time.Second, func() string {
+		if ev := eventsOf(t, ns, "hello"); len(ev["BuildFailed"]) == 0 {
+			return fmt.Sprintf("events %v, want BuildFailed", ev)
+		}
+		return ""
+	})
 }
 
 func TestOperator_RebuildBudget(t *testing.T) {
@@ -923,7 +984,6 @@ func TestOperator_GitOutageKeepsLastKnownGood(t *testing.T) {
 			t.Cleanup(func() { stop(); f.srv.FailWith(0) }) // a hanging request ends with its client
 			f.createFunction(t, "hello", nil)
 			eventually(t, 60*time.Second, rebuilt(t, ns, "hello"))
-			markKnativeServiceReady(t, ns, "hello")
 			eventually(t, 20*time.Second, ready(t, ns, "hello"))
 			runsBefore := len(pipelineRuns(t, ns))
 
@@ -986,7 +1046,6 @@ func TestOperator_RegistryOutageKeepsLastKnownGood(t *testing.T) {
 	_, _, stop := startOperatorWith(t, cfg, ns)
 	f.createFunction(t, "hello", nil)
 	eventually(t, 60*time.Second, rebuilt(t, ns, "hello"))
-	markKnativeServiceReady(t, ns, "hello")
 	eventually(t, 20*time.Second, ready(t, ns, "hello"))
 	runsBefore := len(pipelineRuns(t, ns))
 
@@ -1013,21 +1072,6 @@ func TestOperator_RegistryOutageKeepsLastKnownGood(t *testing.T) {
 	}
 	f.reg.FailWith(0)
 	eventually(t, 20*time.Second, condition(ns, "hello", v1alpha1.FunctionConditionRegistryReachable, corev1.ConditionTrue, v1alpha1.ReasonReachable))
-}
-
-// markKnativeServiceReady plays Knative Serving's controller, which envtest has not
-// (a simulation): the Service is Ready for its generation.
-func markKnativeServiceReady(t *testing.T, ns, name string) {
-	t.Helper()
-	svc := &servingv1.Service{}
-	if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, svc); err != nil {
-		t.Fatal(err)
-	}
-	svc.Status.ObservedGeneration = svc.Generation
-	svc.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionReady, Status: corev1.ConditionTrue}}
-	if err := k8sClient.Status().Update(context.Background(), svc); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // ready is True when the Function is Ready.

@@ -22,6 +22,7 @@ import (
 
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/test/envtest"
+	"github.com/fnops/func-operator/test/knative"
 	"github.com/fnops/func-operator/test/syncbuffer"
 	"github.com/fnops/func-operator/test/tekton"
 )
@@ -37,11 +38,78 @@ var (
 	testEnv *envtest.Environment
 	// logs holds everything the operators of the tests log.
 	logs = &syncbuffer.Buffer{}
+	// serving is the real Knative Serving controller with its stack (test/knative),
+	// for every test: each Knative Service goes Ready as on a cluster, through
+	// kube-controller-manager's workload controllers and the kubelet simulation, whose
+	// pods a test holds not ready (holdPods) or failing to pull (failPull).
+	serving *knative.Serving
+	kubelet = &kubeletHooks{notReady: map[string]func(*corev1.Pod) bool{}, pulls: map[int]func(string) error{}}
 )
+
+// kubeletHooks are the suite's kubelet simulation's answers, set by the tests.
+type kubeletHooks struct {
+	mu       sync.Mutex
+	notReady map[string]func(*corev1.Pod) bool // by namespace
+	pulls    map[int]func(image string) error  // by failPulls call
+	next     int
+}
+
+func (k *kubeletHooks) isNotReady(p *corev1.Pod) bool {
+	k.mu.Lock()
+	f := k.notReady[p.Namespace]
+	k.mu.Unlock()
+	return f != nil && f(p)
+}
+
+func (k *kubeletHooks) pull(image string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, f := range k.pulls {
+		if err := f(image); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// holdPods holds the pods of namespace ns that notReady returns true for Running
+// but not ready, for the rest of the test; resyncPods asks again at once.
+func holdPods(t *testing.T, ns string, notReady func(*corev1.Pod) bool) {
+	t.Helper()
+	kubelet.mu.Lock()
+	kubelet.notReady[ns] = notReady
+	kubelet.mu.Unlock()
+	t.Cleanup(func() {
+		kubelet.mu.Lock()
+		delete(kubelet.notReady, ns)
+		kubelet.mu.Unlock()
+	})
+	resyncPods()
+}
+
+// failPulls makes the kubelet simulation refuse to pull the images pull returns an
+// error for, for the rest of the test.
+func failPulls(t *testing.T, pull func(image string) error) {
+	t.Helper()
+	kubelet.mu.Lock()
+	id := kubelet.next
+	kubelet.next++
+	kubelet.pulls[id] = pull
+	kubelet.mu.Unlock()
+	t.Cleanup(func() {
+		kubelet.mu.Lock()
+		delete(kubelet.pulls, id)
+		kubelet.mu.Unlock()
+	})
+	resyncPods()
+}
+
+// resyncPods has the kubelet simulation look at every pod again now.
+func resyncPods() { serving.Kubelet.Resync() }
 
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(logs), zap.UseDevMode(true)))
-	env, err := envtest.Start(envtest.KnativeServingCRDs, envtest.TektonCRDs)
+	env, err := envtest.Start(append(knative.CRDs, envtest.TektonCRDs)...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -54,6 +122,15 @@ func TestMain(m *testing.M) {
 	tektonController, err := tekton.StartController(restConfig, "")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
+		_ = env.Stop()
+		os.Exit(1)
+	}
+	// A Revision whose pods are not ready is reported failed after 15 s (the release:
+	// 10 minutes): longer than any test holds a Revision's pods not ready on purpose.
+	serving, err = knative.Start(env, knative.Options{ProgressDeadline: 15 * time.Second, NotReady: kubelet.isNotReady, Pull: kubelet.pull})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		_ = tektonController.Stop()
 		_ = env.Stop()
 		os.Exit(1)
 	}
@@ -72,6 +149,12 @@ func TestMain(m *testing.M) {
 	} else {
 		code = m.Run()
 		if code == 0 && !logsClean() {
+			code = 1
+		}
+	}
+	if err := serving.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if code == 0 {
 			code = 1
 		}
 	}

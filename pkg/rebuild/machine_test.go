@@ -217,6 +217,18 @@ func TestMachine_Next(t *testing.T) {
 		build: succeeded, event: Event{Kind: Deployed, At: t0, Deploy: Deploy{BoundUID: "svc-1", Image: "img@old"}},
 		want: Transition{Build: succeeded, Deploy: DeployWaiting, RequeueAfter: PollWhileWaiting},
 	}, {
+		name:  "Succeeded → Failed at once: Knative reports the new Revision failed, the old image serves",
+		build: succeeded, event: Event{Kind: Deployed, At: t0.Add(time.Second), Deploy: Deploy{BoundUID: "svc-1", Image: "img@old", Failed: "Knative reports Revision fn-00002 failed (RevisionFailed: ImagePullBackOff)"}},
+		want: Transition{Build: failedAt(succeeded, time.Second, "PipelineRun fn-run-b1 succeeded but its deploy does not serve: "+
+			"Knative reports Revision fn-00002 failed (RevisionFailed: ImagePullBackOff); img@old still serves"),
+			Slot: SlotRelease, Deploy: DeployFailed},
+	}, {
+		name:  "Succeeded, a Revision failed but the new image serves: verified (a later deploy's failure is not the build's)",
+		build: succeeded, event: Event{Kind: Deployed, At: t0, Deploy: Deploy{BoundUID: "svc-1", Image: "img@new", Current: "v2", Available: "v2", Failed: "Knative reports Revision fn-00003 failed"}},
+		want: Transition{Build: with(succeeded, func(b *v1alpha1.BuildStatus) {
+			b.Message = "Middleware updated from v1 to v2 by PipelineRun fn-run-b1; the Service runs img@new"
+		}), Deploy: DeployVerified},
+	}, {
 		name:  "Succeeded → Failed: the old image past DeployGrace",
 		build: succeeded, event: Event{Kind: Deployed, At: t0.Add(DeployGrace), Deploy: Deploy{BoundUID: "svc-1", Image: "img@old"}},
 		want: Transition{Build: failedAt(succeeded, DeployGrace, "PipelineRun fn-run-b1 succeeded but the function still runs img@old after 2m0s"),
@@ -272,6 +284,11 @@ func TestMachine_Next(t *testing.T) {
 		name:  "Rebased, the function still serves the old image: wait (the old Revision serves)",
 		build: rebased, event: Event{Kind: Deployed, At: t0, Deploy: Deploy{BoundUID: "svc-1", Image: "img@old", Current: "v1", Available: "v2", RebuildDue: true}},
 		want: Transition{Build: rebased, Deploy: DeployWaiting, RequeueAfter: PollWhileWaiting},
+	}, {
+		name:  "Rebased → Failed at once: Knative reports the rebased Revision failed",
+		build: rebased, event: Event{Kind: Deployed, At: t0, Deploy: Deploy{BoundUID: "svc-1", Image: "img@old", Failed: "Knative reports Revision fn-00002 failed (RevisionFailed: x)"}},
+		want: Transition{Build: failedAt(rebased, 0, "rebased image img@rebased was deployed, but it does not serve: "+
+			"Knative reports Revision fn-00002 failed (RevisionFailed: x); img@old still serves"), Slot: SlotRelease, Deploy: DeployFailed},
 	}, {
 		name:  "Rebased → Failed: the old image still serves past DeployGrace",
 		build: rebased, event: Event{Kind: Deployed, At: t0.Add(DeployGrace), Deploy: Deploy{BoundUID: "svc-1", Image: "img@old"}},

@@ -259,6 +259,7 @@ func (r *Reconciler) reconcileServiceReady(ctx context.Context, fn *v1alpha1.Fun
 	if ready != nil && svc.Status.ObservedGeneration == svc.Generation {
 		fn.Status.Service.Ready = v1alpha1.ServiceReadiness(ready.Status)
 	}
+	obs.deployment.failed = knative.NewestRevisionFailed(svc)
 	switch {
 	case svc.Status.ObservedGeneration != svc.Generation:
 		fn.Status.MarkServiceReadyUnknown(v1alpha1.ReasonServiceReconciling,
