@@ -41,6 +41,17 @@ func TestOperator_FleetBuiltByOlderFuncIsRebuilt(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The fleet runs its old images (the real Knative Serving controller rolled them
+	// out) before the operator looks at it.
+	for _, n := range names {
+		eventually(t, 60*time.Second, func() string {
+			s := getService(t, ns, n)
+			if !s.IsReady() || s.Status.ObservedGeneration != s.Generation || s.Status.LatestReadyRevisionName != n+"-00002" {
+				return fmt.Sprintf("Knative Service %s: %+v, want Revision %s-00002 ready", n, s.Status, n)
+			}
+			return ""
+		})
+	}
 	firstSeen := map[string]time.Time{} // the simulation's goroutine alone uses it
 	sim := tekton.StartKubelet(t, restConfig, tekton.Options{
 		Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t),

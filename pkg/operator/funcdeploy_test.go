@@ -20,10 +20,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"knative.dev/pkg/apis"
-	duckv1 "knative.dev/pkg/apis/duck/v1"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -515,27 +515,29 @@ func TestOperator_FuncDeployWritesTheFunction(t *testing.T) {
 		Labels: map[string]string{"function.knative.dev/name": "hello"}}}
 	deployImage := func(image string, revision int) {
 		t.Helper()
-		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(svc), svc); err != nil && !apierrors.IsNotFound(err) {
-			t.Fatal(err)
-		}
-		svc.Spec.Template.Spec.PodSpec = corev1.PodSpec{Containers: []corev1.Container{{Image: image}}}
-		var err error
-		if svc.UID == "" {
-			err = k8sClient.Create(ctx, svc)
-		} else {
-			err = k8sClient.Update(ctx, svc)
-		}
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(svc), svc); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+			svc.Spec.Template.Spec.PodSpec = corev1.PodSpec{Containers: []corev1.Container{{Image: image}}}
+			if svc.UID == "" {
+				return k8sClient.Create(ctx, svc)
+			}
+			return k8sClient.Update(ctx, svc)
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Knative rolls the Revision out and reports the Service ready.
-		svc.Status.ObservedGeneration = svc.Generation
-		svc.Status.URL = apis.HTTP("hello." + ns + ".example.com")
-		svc.Status.LatestReadyRevisionName = fmt.Sprintf("hello-%05d", revision)
-		svc.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionReady, Status: corev1.ConditionTrue}}
-		if err := k8sClient.Status().Update(ctx, svc); err != nil {
-			t.Fatal(err)
-		}
+		// The real Knative Serving controller rolls the Revision out and reports the
+		// Service ready.
+		want := fmt.Sprintf("hello-%05d", revision)
+		eventually(t, 60*time.Second, func() string {
+			s := getService(t, ns, "hello")
+			if s.Status.ObservedGeneration != s.Generation || !s.IsReady() || s.Status.LatestReadyRevisionName != want {
+				return fmt.Sprintf("Knative Service status %+v, want Revision %s ready", s.Status, want)
+			}
+			return ""
+		})
 	}
 	deployImage(reg.Push(t, "fns/hello", middleware), 1)
 
