@@ -323,5 +323,5 @@ run: ## Run the operator from source on an embedded control plane; CLUSTER=1: on
 	go run ./hack/run $(if $(CLUSTER),-cluster) $(if $(V),-v)
 
 .PHONY: demo
-demo: ## Show the operator's job (docs/demo.md): a function with old middleware found outdated and rebuilt through the real Tekton controller, kubelet and Knative simulated; V=1: the operator's logs too; EXIT=1: stop at the end.
+demo: ## Show the operator's job (docs/demo.md): a function with old middleware found outdated and rebuilt through the real Tekton and Knative Serving controllers, the kubelet and Knative's autoscaler and networking simulated; V=1: the operator's logs too; EXIT=1: stop at the end.
 	go run ./hack/demo $(if $(V),-v) $(if $(EXIT),-exit)

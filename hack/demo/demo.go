@@ -30,6 +30,7 @@ import (
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/operator"
 	fotenv "github.com/fnops/func-operator/test/envtest"
+	"github.com/fnops/func-operator/test/knative"
 	"github.com/fnops/func-operator/test/registrytest"
 	"github.com/fnops/func-operator/test/tekton"
 )
@@ -53,7 +54,7 @@ type options struct {
 	Logs    io.Writer
 	// Exit ends the demo once it has shown the loop, instead of waiting for ctx.
 	Exit bool
-	// Timeout bounds each wait for the operator, Tekton or a simulation.
+	// Timeout bounds each wait for the operator, Tekton, Knative Serving or a simulation.
 	Timeout time.Duration
 	// CaptureStderr sends what this process writes to os.Stderr (func's library
 	// prints its pipelines' progress there) to the operator's log, for a quiet
@@ -108,9 +109,11 @@ type demo struct {
 	c          client.Client
 	reg        *registrytest.Registry
 	repo       *devenv.Repo
+	// w narrates what the operator, Tekton and Knative Serving write.
+	w *watcher
 	// available is the middleware a rebuild brings; oldImage the image deployed.
-	available, oldImage string
-	tektonLog           string
+	available, oldImage   string
+	tektonLog, servingLog string
 }
 
 // run runs the demo: see docs/demo.md.
@@ -131,12 +134,13 @@ func run(ctx context.Context, o options) (*outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	summarize(d.n, out, d.kubeconfig, d.env.Assets(), d.logPath, d.tektonLog, o.Exit)
+	summarize(d.n, out, d.kubeconfig, d.env.Assets(), logs{operator: d.logPath, tekton: d.tektonLog, serving: d.servingLog}, o.Exit)
 	if o.Exit {
 		return out, nil
 	}
 	<-ctx.Done()
-	d.n.Plain("\nStopping: the operator, the simulations, the Tekton controller, the git and registry servers, the control plane.\n")
+	d.n.Plain("\nStopping: the operator, the simulations, the Tekton and Knative Serving controllers, kube-controller-manager,\n" +
+		"the git and registry servers, the control plane.\n")
 	return out, nil
 }
 
@@ -181,8 +185,9 @@ func (d *demo) setup(context.Context) error {
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger)
 	d.n.Plain("func-operator demo: a Knative Function deployed with old middleware, found outdated by the operator\n" +
-		"and rebuilt through Tekton, on a control plane started here. No node and no Knative data plane run here:\n" +
-		"what they would do is simulated, and each line of a simulated actor is marked " + SimulationMarker + ".\n")
+		"and rebuilt through Tekton, on a control plane started here. The Tekton and Knative Serving controllers\n" +
+		"are real; no node and no Knative data plane run here: what the kubelet, Knative's autoscaler and its\n" +
+		"networking layer would do is simulated, and each line of a simulated actor is marked " + SimulationMarker + ".\n")
 	return nil
 }
 
@@ -194,8 +199,8 @@ func (d *demo) logf(format string, args ...any) { _, _ = fmt.Fprintf(d.logs, for
 func (d *demo) controlPlane(ctx context.Context) error {
 	d.n.Step("An embedded control plane",
 		"etcd and kube-apiserver, as the operator's tests run them, with the Function CRD and the CRDs of Knative "+
-			"Serving and Tekton (third_party/). No node, no kubelet, no Knative controller runs.")
-	env, err := devenv.StartControlPlane(d.root, &sayWriter{n: d.n})
+			"Serving, its networking and caching, and Tekton (third_party/). No node and no kubelet run.")
+	env, err := devenv.StartControlPlane(d.root, &sayWriter{n: d.n}, knative.CRDs...)
 	if err != nil {
 		return err
 	}
@@ -223,6 +228,7 @@ func (d *demo) controlPlane(ctx context.Context) error {
 	if d.c, err = newClient(d.cfg); err != nil {
 		return err
 	}
+	d.w = &watcher{n: d.n, c: d.c}
 	// The registry now: func.yaml names it.
 	d.reg = registrytest.New()
 	d.teardown.push(d.reg.Close)
@@ -273,21 +279,42 @@ func (d *demo) image(context.Context) error {
 	return nil
 }
 
-// knativeService starts the Knative Serving simulation and deploys the function's
-// Knative Service.
+// knativeService starts the real Knative Serving controller and what it needs
+// around it, and deploys the function's Knative Service.
 func (d *demo) knativeService(ctx context.Context) error {
-	d.n.Step("The function deployed as a Knative Service",
-		"The Service func deploy writes, on that image. Knative Serving does not run here: a simulation plays its "+
-			"controllers, making a Revision of each generation and reporting it ready.")
-	serving, err := fotenv.SimulateKnativeServing(ctx, d.cfg, fotenv.KnativeServingOptions{
-		Namespace: namespace,
-		Logf:      d.logf,
-		Observe:   func(msg string) { d.n.Simulated("Knative Serving", msg) },
+	d.n.Step("Knative Serving, and the function deployed as a Knative Service",
+		"The real Knative Serving controller (the version func pins), as its release runs it, with Knative's "+
+			"defaults and validation (its webhook's code, served here) and kube-controller-manager's deployment, "+
+			"replicaset and garbage-collector controllers. No node runs the Revisions' Pods and no Knative data "+
+			"plane runs: simulations play the kubelet (the Pods running and ready), Knative's autoscaler (one Pod "+
+			"per Revision) and its networking layer (the KIngress served). Then the Service func deploy writes, on "+
+			"that image.")
+	bin, err := controllerBinary(d.root, d.n, knative.ControllerEnv, "knative-serving-controller.sh", "Knative Serving")
+	if err != nil {
+		return err
+	}
+	if err := os.Setenv(knative.ControllerEnv, bin); err != nil {
+		return err
+	}
+	serving, err := knative.Start(d.env, knative.Options{
+		LogDir:  d.dir,
+		Logf:    d.logf,
+		Observe: func(msg string) { d.n.Simulated("Knative", msg) },
 	})
 	if err != nil {
 		return err
 	}
-	d.teardown.push(serving.Stop)
+	d.servingLog = serving.Controller.LogFile
+	d.teardown.push(func() {
+		if err := serving.Stop(); err != nil {
+			d.logf("%v", err)
+		}
+	})
+	d.n.Say("Knative Serving controller running (pid %d, binary %s); its logs: %s", serving.Controller.Pid(), bin, d.servingLog)
+	d.n.Say("Knative's defaults and validation: its webhook's code, served in this process")
+	d.n.Say("kube-controller-manager running its deployment, replicaset and garbage-collector controllers")
+	d.n.Say("simulations watching: the kubelet (the Revisions' Pods), Knative's autoscaler (PodAutoscalers), " +
+		"its networking layer (KIngresses)")
 	svc := &servingv1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: function, Labels: map[string]string{"function.knative.dev/name": function}},
 		Spec: servingv1.ServiceSpec{ConfigurationSpec: servingv1.ConfigurationSpec{Template: servingv1.RevisionTemplateSpec{
@@ -299,8 +326,8 @@ func (d *demo) knativeService(ctx context.Context) error {
 	}
 	d.n.Say("created Knative Service %s/%s running %s", namespace, function, d.oldImage)
 	return until(ctx, d.o.Timeout, "the Knative Service to be ready", func() (bool, error) {
-		s, err := service(ctx, d.c)
-		return err == nil && s.Status.GetCondition(apis.ConditionReady).IsTrue(), err
+		s, err := d.w.pollService(ctx)
+		return err == nil && s.ready, err
 	})
 }
 
@@ -310,7 +337,7 @@ func (d *demo) tekton(ctx context.Context) error {
 		"The real Tekton controller (the version go.mod pins), as its release runs it. No node runs its Pods: a kubelet "+
 			"simulation reports them running and ended, and plays what the two steps that matter do: the build pushes "+
 			"the image to the registry, func-deploy points the Knative Service at it.")
-	bin, err := tektonController(d.root, d.n)
+	bin, err := controllerBinary(d.root, d.n, tekton.ControllerEnv, "tekton-controller.sh", "Tekton")
 	if err != nil {
 		return err
 	}
@@ -340,7 +367,7 @@ func (d *demo) tekton(ctx context.Context) error {
 		return err
 	}
 	d.teardown.push(kubelet.Stop)
-	d.n.Say("kubelet simulation watching the Pods of namespace %s", namespace)
+	d.n.Say("kubelet simulation watching the TaskRuns' Pods of namespace %s", namespace)
 	return nil
 }
 
@@ -390,7 +417,7 @@ func (d *demo) operator(ctx context.Context) error {
 // loop follows the operator's loop, narrating it, to the Function Ready on the rebuilt
 // image, and returns what it left.
 func (d *demo) loop(ctx context.Context) (*outcome, error) {
-	w := &watcher{n: d.n, c: d.c}
+	w := d.w
 	d.n.Step("The operator finds the middleware outdated",
 		"It reads func.yaml at the branch's commit, finds the Knative Service func deployed, reads the middleware "+
 			"version of the image it runs from the registry, and compares it with what its func library would build.")
@@ -412,9 +439,10 @@ func (d *demo) loop(ctx context.Context) (*outcome, error) {
 	}
 
 	d.n.Step("The new revision serves",
-		"The Knative Service runs the rebuilt image by digest; the operator reads its middleware again and reports the Function Ready.")
+		"The Knative Service runs the rebuilt image by digest: Knative Serving makes a new Revision of it and, once "+
+			"its Pod is ready, sends it all the traffic; the operator reads its middleware again and reports the Function Ready.")
 	if err := w.until(ctx, d.o.Timeout, "the Function to be Ready on the rebuilt image", func(s *snapshot) bool {
-		return s.svcImage != "" && s.svcImage != d.oldImage && s.fn.Status.Middleware != nil &&
+		return s.svc.image != "" && s.svc.image != d.oldImage && s.svc.ready && s.fn.Status.Middleware != nil &&
 			s.fn.Status.Middleware.Current == d.available && s.fn.Status.GetCondition(v1alpha1.FunctionConditionReady).IsTrue()
 	}); err != nil {
 		return nil, err
@@ -476,8 +504,11 @@ func verify(ctx context.Context, c client.Client, reg *registrytest.Registry, ol
 	return out, nil
 }
 
+// logs are the log files the demo keeps.
+type logs struct{ operator, tekton, serving string }
+
 // summarize prints the times of the steps, what changed, and how to look around.
-func summarize(n *narrator, out *outcome, kubeconfig, assets, operatorLog, tektonLog string, exit bool) {
+func summarize(n *narrator, out *outcome, kubeconfig, assets string, l logs, exit bool) {
 	phases, total := n.Phases()
 	n.Plain("\n==> Done: the function was rebuilt with current middleware in %s\n", total.Round(100*time.Millisecond))
 	for i, p := range phases {
@@ -491,7 +522,9 @@ func summarize(n *narrator, out *outcome, kubeconfig, assets, operatorLog, tekto
 	n.Plain("    after:  %s (middleware-version %s)\n", out.NewImage, out.NewImageMiddleware)
 	n.Plain("    PipelineRun %s/%s %s; Function %s/%s Ready=%t, status.middleware.current %s\n",
 		namespace, out.PipelineRun, status, namespace, function, out.FunctionReady, out.StatusMiddleware)
-	n.Plain("\n    Logs (kept): the operator %s, the Tekton controller %s\n", operatorLog, tektonLog)
+	n.Plain("\n    Logs (kept): the operator %s\n", l.operator)
+	n.Plain("                 the Tekton controller %s\n", l.tekton)
+	n.Plain("                 the Knative Serving controller %s\n", l.serving)
 	if exit {
 		n.Plain("\n-exit: stopping everything now.\n")
 		return
@@ -506,6 +539,7 @@ func summarize(n *narrator, out *outcome, kubeconfig, assets, operatorLog, tekto
 		"describe function " + function + " -n " + namespace,
 		"get pipelineruns,taskruns,pods -n " + namespace,
 		"get ksvc,revisions -n " + namespace,
+		"get deployments,replicasets -n " + namespace,
 		"get events -n " + namespace + " --sort-by=.lastTimestamp",
 	} {
 		n.Plain("    %s %s\n", kubectl, args)
@@ -513,20 +547,20 @@ func summarize(n *narrator, out *outcome, kubeconfig, assets, operatorLog, tekto
 	n.Plain("\n")
 }
 
-// tektonController returns the Tekton controller binary: $FUNC_OPERATOR_TEKTON_CONTROLLER,
-// else hack/tekton-controller.sh's, which builds it the first time.
-func tektonController(root string, n *narrator) (string, error) {
-	if bin := os.Getenv(tekton.ControllerEnv); bin != "" {
+// controllerBinary returns a controller's binary (what names it, e.g. "Tekton"):
+// $env, else that of hack/<script>, which builds it the first time.
+func controllerBinary(root string, n *narrator, env, script, what string) (string, error) {
+	if bin := os.Getenv(env); bin != "" {
 		return bin, nil
 	}
-	n.Say("hack/tekton-controller.sh: the controller binary, built once from the module go.mod pins, then cached " +
-		"(a first build takes a few minutes)")
-	cmd := exec.Command(filepath.Join(root, "hack", "tekton-controller.sh"))
+	n.Say("hack/%s: the %s controller binary, built once from the module go.mod pins, then cached "+
+		"(a first build takes a few minutes)", script, what)
+	cmd := exec.Command(filepath.Join(root, "hack", script))
 	cmd.Dir = root
 	cmd.Stderr = &sayWriter{n: n}
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("building the Tekton controller: %w", err)
+		return "", fmt.Errorf("building the %s controller: %w", what, err)
 	}
 	return strings.TrimSpace(string(out)), nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	fotenv "github.com/fnops/func-operator/test/envtest"
+	"github.com/fnops/func-operator/test/knative"
 	"github.com/fnops/func-operator/test/syncbuffer"
 	"github.com/fnops/func-operator/test/tekton"
 )
@@ -20,7 +21,7 @@ import (
 func requireEnv(t *testing.T, names ...string) {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("runs a control plane and the Tekton controller: not in the quick tier (-short)")
+		t.Skip("runs a control plane and the Tekton and Knative Serving controllers: not in the quick tier (-short)")
 	}
 	for _, name := range names {
 		if os.Getenv(name) != "" {
@@ -33,13 +34,15 @@ func requireEnv(t *testing.T, names ...string) {
 	}
 }
 
-// simulatedActor matches a line that a simulated actor says, marked or not.
-var simulatedActor = regexp.MustCompile(`^\s+(\[simulation\] )?(kubelet|Knative Serving): `)
+// simulatedActor matches a line that a simulated actor says, marked or not: the
+// kubelets, Knative's autoscaler and networking layer ("Knative: ..."; the real
+// controller's lines are "Knative Serving: ...").
+var simulatedActor = regexp.MustCompile(`^\s+(\[simulation\] )?(kubelet|Knative): `)
 
-// TestDemo runs make demo -exit end to end: the real operator and Tekton controller,
-// the simulated kubelet and Knative Serving.
+// TestDemo runs make demo -exit end to end: the real operator, Tekton and Knative
+// Serving controllers, the simulated kubelets, autoscaler and networking.
 func TestDemo(t *testing.T) {
-	requireEnv(t, fotenv.AssetsEnv, tekton.ControllerEnv)
+	requireEnv(t, fotenv.AssetsEnv, tekton.ControllerEnv, knative.ControllerEnv)
 	out := &syncbuffer.Buffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -51,14 +54,18 @@ func TestDemo(t *testing.T) {
 	t.Logf("the demo took %s", time.Since(start).Round(100*time.Millisecond))
 	text := out.String()
 
-	// The story's steps and its landmarks, in order.
-	inOrder := []string{
+	// The story's steps and its landmarks, in order; the lines of the real Knative
+	// Serving controller are the demo's reading of the Service's status.
+	url := "http://hello.demo.svc.cluster.local"
+	inOrder(t, text,
 		"==> 1/9 An embedded control plane",
 		"==> 2/9 The function's source in a git repository",
 		"==> 3/9 The image func deployed, with old middleware, in an OCI registry",
-		"middleware-version " + oldMiddleware,
-		"==> 4/9 The function deployed as a Knative Service",
-		"[simulation] Knative Serving: Service demo/hello: Revision hello-00001 ready",
+		"middleware-version "+oldMiddleware,
+		"==> 4/9 Knative Serving, and the function deployed as a Knative Service",
+		"Knative Serving controller running (pid ",
+		"created Knative Service demo/hello",
+		"Knative Serving: Service demo/hello Ready=True; latest ready Revision hello-00001; traffic 100% to hello-00001; at "+url+"\n",
 		"==> 5/9 The Tekton Pipelines controller, and a simulated kubelet",
 		"Tekton controller running (pid ",
 		"==> 6/9 func-operator, from source, and the Function",
@@ -66,22 +73,36 @@ func TestDemo(t *testing.T) {
 		"==> 7/9 The operator finds the middleware outdated",
 		"operator: Function hello MiddlewareUpToDate=False",
 		"==> 8/9 It rebuilds the function through Tekton",
-		"[simulation] kubelet: step create pushed " + got.RegistryHost + "/fns/hello:latest@sha256:",
-		"[simulation] kubelet: step func-deploy deployed " + got.RegistryHost + "/fns/hello@sha256:",
-		"[simulation] Knative Serving: Service demo/hello: Revision hello-00002 ready",
-		"Tekton: PipelineRun " + got.PipelineRun + " Succeeded=True",
+		"[simulation] kubelet: step create pushed "+got.RegistryHost+"/fns/hello:latest@sha256:",
+		"[simulation] kubelet: step func-deploy deployed "+got.RegistryHost+"/fns/hello@sha256:",
+		"Tekton: PipelineRun "+got.PipelineRun+" Succeeded=True",
 		"==> 9/9 The new revision serves",
-		"Function demo/hello: Ready=true, status.middleware.current " + got.Available,
+		"Function demo/hello: Ready=true, status.middleware.current "+got.Available,
 		"==> Done",
 		"-exit: stopping everything now.",
-	}
-	rest := text
-	for _, want := range inOrder {
-		i := strings.Index(rest, want)
-		if i < 0 {
-			t.Fatalf("no %q after the previous landmark; the output:\n%s", want, text)
+	)
+	// Knative's rollout, from the new image: its Revision ready (the autoscaler
+	// simulation scaled it to one ready Pod), then all the traffic to it.
+	inOrder(t, text,
+		"==> 4/9 ",
+		"[simulation] Knative: Revision demo/hello-00001: active, one pod ready (autoscaler simulation)",
+		"==> 5/9 ",
+		"[simulation] kubelet: step func-deploy deployed ",
+		"[simulation] Knative: Revision demo/hello-00002: active, one pod ready (autoscaler simulation)",
+		"Knative Serving: Service demo/hello Ready=True; latest ready Revision hello-00002; traffic 100% to hello-00002; at "+url+"\n",
+		"Knative Service demo/hello: latest ready Revision hello-00002",
+		"==> Done",
+	)
+	for _, want := range []string{
+		"[simulation] Knative: KIngress demo/hello generation 1: network configured",
+		"[simulation] Knative: KIngress demo/hello generation 2: network configured",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("no %q in the output:\n%s", want, text)
 		}
-		rest = rest[i+len(want):]
+	}
+	if got.Revision != "hello-00002" || got.URL != url {
+		t.Errorf("the Service's latest ready Revision %q at %q, want hello-00002 at %s", got.Revision, got.URL, url)
 	}
 
 	// What the rebuild left, read from the cluster and the registry.
@@ -117,7 +138,20 @@ func TestDemo(t *testing.T) {
 		}
 	}
 	if actors < 5 {
-		t.Errorf("%d lines of simulated actors, want the kubelet's and Knative Serving's:\n%s", actors, text)
+		t.Errorf("%d lines of simulated actors, want the kubelet's and Knative's:\n%s", actors, text)
+	}
+}
+
+// inOrder fails the test unless text holds each of landmarks, in order.
+func inOrder(t *testing.T, text string, landmarks ...string) {
+	t.Helper()
+	rest := text
+	for _, want := range landmarks {
+		i := strings.Index(rest, want)
+		if i < 0 {
+			t.Fatalf("no %q after the previous landmark; the output:\n%s", want, text)
+		}
+		rest = rest[i+len(want):]
 	}
 }
 

@@ -1,7 +1,9 @@
 // Command demo shows func-operator's job on an embedded control plane (make demo): a
 // Knative Function deployed with old middleware, found outdated and rebuilt through
-// the real Tekton controller, with the kubelet and Knative Serving simulated (and
-// named so on screen). See docs/demo.md.
+// the real Tekton controller, and served by the real Knative Serving controller (with
+// kube-controller-manager's workload controllers), with what would need a node or
+// Knative's data plane simulated — the kubelet, Knative's autoscaler and its
+// networking layer — and named so on screen. See docs/demo.md.
 package main
 
 import (

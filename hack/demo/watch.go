@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -39,13 +40,23 @@ var watchedConditions = []apis.ConditionType{
 
 // snapshot is what the watcher last read.
 type snapshot struct {
-	fn       *v1alpha1.Function
-	svcImage string
+	fn  *v1alpha1.Function
+	svc serviceState
 }
 
-// watcher narrates what the operator and Tekton write as it changes: the Function's
-// conditions, build and middleware, the PipelineRuns' Succeeded condition and the
-// Function's Events.
+// serviceState is what the watcher last read of the Knative Service.
+type serviceState struct {
+	// image is the template's image; empty when the Service was not read.
+	image string
+	// ready: Knative Serving reports the Service's generation Ready, on its latest
+	// Revision.
+	ready bool
+}
+
+// watcher narrates what the operator, Tekton and Knative Serving write as it
+// changes: the Function's conditions, build and middleware, the PipelineRuns'
+// Succeeded condition, the Function's Events and the Knative Service's Ready
+// condition, Revisions and traffic.
 type watcher struct {
 	n    *narrator
 	c    client.Client
@@ -133,9 +144,55 @@ func (w *watcher) poll(ctx context.Context) (*snapshot, error) {
 			w.n.Say("operator: Event %s %s: %s", e.Type, e.Reason, e.Message)
 		}
 	}
-	s := &snapshot{fn: fn}
-	if svc, err := service(ctx, w.c); err == nil && len(svc.Spec.Template.Spec.Containers) > 0 {
-		s.svcImage = svc.Spec.Template.Spec.Containers[0].Image
+	svc, err := w.pollService(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &snapshot{fn: fn, svc: svc}, nil
+}
+
+// pollService reads the Knative Service and narrates what Knative Serving wrote of
+// it that changed: its Ready condition, latest ready Revision, traffic and URL.
+func (w *watcher) pollService(ctx context.Context) (serviceState, error) {
+	svc, err := service(ctx, w.c)
+	if err != nil {
+		return serviceState{}, err
+	}
+	var s serviceState
+	if cs := svc.Spec.Template.Spec.Containers; len(cs) > 0 {
+		s.image = cs[0].Image
+	}
+	st := svc.Status
+	c := st.GetCondition(apis.ConditionReady)
+	s.ready = st.ObservedGeneration == svc.Generation && c.IsTrue() &&
+		st.LatestReadyRevisionName != "" && st.LatestReadyRevisionName == st.LatestCreatedRevisionName
+	if c == nil {
+		return s, nil
+	}
+	// One line of what Knative wrote, its parts apart: its messages end with a period.
+	ready := fmt.Sprintf("Service %s/%s Ready=%s", namespace, function, c.Status)
+	if detail := strings.TrimSuffix(strings.Trim(c.Reason+": "+c.Message, ": "), "."); detail != "" {
+		ready += " (" + detail + ")"
+	}
+	parts := []string{ready}
+	if st.LatestReadyRevisionName != "" {
+		parts = append(parts, "latest ready Revision "+st.LatestReadyRevisionName)
+	}
+	var traffic []string
+	for _, t := range st.Traffic {
+		if t.Percent != nil {
+			traffic = append(traffic, fmt.Sprintf("%d%% to %s", *t.Percent, t.RevisionName))
+		}
+	}
+	if len(traffic) > 0 {
+		parts = append(parts, "traffic "+strings.Join(traffic, ", "))
+	}
+	if st.URL != nil && c.IsTrue() {
+		parts = append(parts, "at "+st.URL.String())
+	}
+	line := "Knative Serving: " + strings.Join(parts, "; ")
+	if w.changed("service", line) {
+		w.n.Say("%s", line)
 	}
 	return s, nil
 }

@@ -27,6 +27,9 @@ const (
 type NetworkingOptions struct {
 	// Logf, when set, logs what the simulation could not write (it retries).
 	Logf func(format string, args ...any)
+	// Observe, when set, is told in one sentence each generation of a KIngress the
+	// simulation marked served (for a narration: make demo).
+	Observe func(msg string)
 }
 
 // Networking is a running simulation of Knative's networking layer (an ingress
@@ -113,6 +116,10 @@ func (n *Networking) sync(ctx context.Context, u *unstructured.Unstructured) err
 	}
 	if _, err := n.dc.Resource(ingressesResource).Namespace(ing.Namespace).UpdateStatus(ctx, &unstructured.Unstructured{Object: obj}, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("writing the status of KIngress %s/%s: %w", ing.Namespace, ing.Name, err)
+	}
+	if n.opts.Observe != nil {
+		n.opts.Observe(fmt.Sprintf("KIngress %s/%s generation %d: network configured, load balancer %s ready (networking simulation)",
+			ing.Namespace, ing.Name, ing.Generation, IngressPublicAddress))
 	}
 	return nil
 }

@@ -54,7 +54,8 @@ type Options struct {
 	LogDir string
 	// Logf, when set, logs what the simulations could not write.
 	Logf func(format string, args ...any)
-	// Observe, when set, is told what the autoscaler simulation did (make demo).
+	// Observe, when set, is told what the autoscaler and networking simulations did,
+	// each sentence naming its simulation (make demo).
 	Observe func(msg string)
 }
 
@@ -116,7 +117,7 @@ func Start(env *envtest.Environment, opts Options) (_ *Serving, err error) {
 	if s.Autoscaler, err = envtest.SimulateAutoscaler(ctx, env.Config, envtest.AutoscalerOptions{Logf: opts.Logf, Observe: opts.Observe}); err != nil {
 		return nil, err
 	}
-	if s.Networking, err = envtest.SimulateNetworking(ctx, env.Config, envtest.NetworkingOptions{Logf: opts.Logf}); err != nil {
+	if s.Networking, err = envtest.SimulateNetworking(ctx, env.Config, envtest.NetworkingOptions{Logf: opts.Logf, Observe: opts.Observe}); err != nil {
 		return nil, err
 	}
 	release, err := releaseCommand()

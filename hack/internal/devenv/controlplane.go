@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,8 +27,10 @@ var ControlPlaneCRDs = []string{fotenv.KnativeServingCRDs, fotenv.KnativeEventin
 
 // StartControlPlane starts etcd and kube-apiserver (from $KUBEBUILDER_ASSETS, else
 // built once and cached by hack/control-plane.sh, which then says so on progress)
-// with the operator's CRDs and ControlPlaneCRDs.
-func StartControlPlane(root string, progress io.Writer) (*fotenv.Environment, error) {
+// with the operator's CRDs, ControlPlaneCRDs and the folders of extraCRDs that
+// ControlPlaneCRDs lacks (make demo adds those the real Knative Serving controller
+// watches: test/knative's CRDs).
+func StartControlPlane(root string, progress io.Writer, extraCRDs ...string) (*fotenv.Environment, error) {
 	assets := os.Getenv(fotenv.AssetsEnv)
 	if assets == "" {
 		_, _ = fmt.Fprintln(progress, "the control plane's binaries: hack/control-plane.sh builds them once, then caches them")
@@ -39,7 +42,13 @@ func StartControlPlane(root string, progress io.Writer) (*fotenv.Environment, er
 		}
 		assets = strings.TrimSpace(string(out))
 	}
-	env, err := fotenv.StartFrom(assets, ControlPlaneCRDs...)
+	crds := slices.Clone(ControlPlaneCRDs)
+	for _, dir := range extraCRDs {
+		if !slices.Contains(crds, dir) {
+			crds = append(crds, dir)
+		}
+	}
+	env, err := fotenv.StartFrom(assets, crds...)
 	if err != nil {
 		return nil, fmt.Errorf("starting the embedded control plane: %w", err)
 	}
