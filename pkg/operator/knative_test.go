@@ -86,7 +86,7 @@ func TestOperator_KnativeServing(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 20*time.Second, condition(ns, "fn", v1alpha1.FunctionConditionDeployed, corev1.ConditionTrue, v1alpha1.ReasonDeployed))
-	eventually(t, 60*time.Second, servedBy(t, ns, "fn", "hello-00001", image1))
+	eventually(t, 60*time.Second, servedBy(t, ns, "hello-00001", image1))
 	first := getFunction(t, ns, "fn").Status.Service
 	if want := "http://hello." + ns + ".svc.cluster.local"; first.URL != want {
 		t.Errorf("status.service.url = %q, want Knative's %q", first.URL, want)
@@ -108,7 +108,7 @@ func TestOperator_KnativeServing(t *testing.T) {
 	})
 	hold.Store(false)
 	resyncPods()
-	eventually(t, 60*time.Second, servedBy(t, ns, "fn", "hello-00002", image2))
+	eventually(t, 60*time.Second, servedBy(t, ns, "hello-00002", image2))
 
 	// An image that cannot be pulled: Knative fails the Revision once its progress
 	// deadline passes; ServiceReady False with Knative's reason; the old one serves.
@@ -136,7 +136,7 @@ func TestOperator_KnativeServing(t *testing.T) {
 
 	// Back to a good image, then scaled to zero: still Ready.
 	setServiceImage(t, ns, "hello", image2)
-	eventually(t, 60*time.Second, servedBy(t, ns, "fn", "hello-00004", image2))
+	eventually(t, 60*time.Second, servedBy(t, ns, "hello-00004", image2))
 	serving.Autoscaler.ScaleToZero(ns, "hello-00004")
 	eventually(t, 30*time.Second, func() string {
 		rev := &servingv1.Revision{}
@@ -148,7 +148,7 @@ func TestOperator_KnativeServing(t *testing.T) {
 		}
 		return ""
 	})
-	holds(t, 3*time.Second, servedBy(t, ns, "fn", "hello-00004", image2))
+	holds(t, 3*time.Second, servedBy(t, ns, "hello-00004", image2))
 
 	// Deleted: NotDeployed. Recreated by func deploy: bound to the new Service.
 	if err := k8sClient.Delete(ctx, getService(t, ns, "hello")); err != nil {
@@ -166,17 +166,17 @@ func TestOperator_KnativeServing(t *testing.T) {
 	if err := k8sClient.Create(ctx, newService(image1)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, servedBy(t, ns, "fn", "hello-00001", image1))
+	eventually(t, 60*time.Second, servedBy(t, ns, "hello-00001", image1))
 	if uid := getFunction(t, ns, "fn").Status.Service.UID; uid == first.UID || uid != getService(t, ns, "hello").UID {
 		t.Errorf("status.service.uid = %s, want the new Service's (the first was %s)", uid, first.UID)
 	}
 }
 
-// servedBy returns "" once the Function is Ready, its ServiceReady True, on Revision
+// servedBy returns "" once Function fn is Ready, its ServiceReady True, on Revision
 // rev of its Knative Service running image.
-func servedBy(t *testing.T, ns, name, rev, image string) func() string {
+func servedBy(t *testing.T, ns, rev, image string) func() string {
 	return func() string {
-		fn := getFunction(t, ns, name)
+		fn := getFunction(t, ns, "fn")
 		c := fn.Status.GetCondition(v1alpha1.FunctionConditionServiceReady)
 		if c == nil || !c.IsTrue() || c.Reason != v1alpha1.ReasonServiceReady || !fn.Status.IsReady() {
 			return fmt.Sprintf("ServiceReady %+v, Ready %+v; want both True", c, fn.Status.GetCondition(apis.ConditionReady))

@@ -49,8 +49,9 @@ type Options struct {
 	// NotReady and Pull are the kubelet simulation's (envtest.KubeletOptions).
 	NotReady func(*corev1.Pod) bool
 	Pull     func(image string) error
-	// LogDir holds the controller's and kube-controller-manager's logs; directories
-	// of their own, removed by Stop, when empty.
+	// LogDir holds the controller's log; a directory of its own, removed by Stop,
+	// when empty. (kube-controller-manager logs to a directory of its own, which
+	// Stop removes.)
 	LogDir string
 	// Logf, when set, logs what the simulations could not write.
 	Logf func(format string, args ...any)
@@ -130,6 +131,14 @@ func Start(env *envtest.Environment, opts Options) (_ *Serving, err error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if opts.Logf != nil {
+		played := "Knative's autoscaler and networking layer"
+		if !opts.OwnWorkloads {
+			played = "the kubelet, " + played
+		}
+		opts.Logf("knative: the real Serving controller runs (pid %d, log %s); simulated, for want of pods and a data plane: %s",
+			s.Controller.Pid(), s.Controller.LogFile, played)
 	}
 	return s, nil
 }

@@ -64,11 +64,11 @@ func TestServing(t *testing.T) {
 	if got.Annotations["serving.knative.dev/creator"] == "" {
 		t.Errorf("annotations %v, want Knative's creator", got.Annotations)
 	}
-	first := waitReady(t, c, ns, "hello", goodImage)
+	first := waitReady(t, c, ns, goodImage)
 
 	// A new image: Unknown while it rolls out, then Ready on the new Revision.
 	setImage(t, c, ns, "hello", goodImage2)
-	second := waitReady(t, c, ns, "hello", goodImage2)
+	second := waitReady(t, c, ns, goodImage2)
 	if second == first {
 		t.Fatalf("Revision %s serves the new image, want a new Revision", second)
 	}
@@ -91,7 +91,7 @@ func TestServing(t *testing.T) {
 	})
 	// Back to the good image.
 	setImage(t, c, ns, "hello", goodImage2)
-	third := waitReady(t, c, ns, "hello", goodImage2)
+	third := waitReady(t, c, ns, goodImage2)
 
 	// Scaled to zero: Ready stays, the Revision is inactive.
 	serving.Autoscaler.ScaleToZero(ns, third)
@@ -128,7 +128,7 @@ func TestServing(t *testing.T) {
 	if err := c.Create(ctx, svc); err != nil {
 		t.Fatal(err)
 	}
-	waitReady(t, c, ns, "hello", goodImage)
+	waitReady(t, c, ns, goodImage)
 }
 
 func newClient(t *testing.T, env *envtest.Environment) client.Client {
@@ -165,13 +165,13 @@ func setImage(t *testing.T, c client.Client, ns, name, image string) {
 	}
 }
 
-// waitReady waits until the Service is Ready on a Revision of image, with all the
+// waitReady waits until Service hello is Ready on a Revision of image, with all the
 // traffic, and returns that Revision's name.
-func waitReady(t *testing.T, c client.Client, ns, name, image string) string {
+func waitReady(t *testing.T, c client.Client, ns, image string) string {
 	t.Helper()
 	var rev string
 	waitFor(t, 60*time.Second, func() string {
-		s := get(t, c, ns, name)
+		s := get(t, c, ns, "hello")
 		if s.Status.ObservedGeneration != s.Generation || !s.IsReady() {
 			return fmt.Sprintf("generation %d/%d, conditions %+v", s.Status.ObservedGeneration, s.Generation, s.Status.Conditions)
 		}

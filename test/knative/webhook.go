@@ -87,7 +87,7 @@ func startWebhook(ctx context.Context, cfg *rest.Config) (*webhook, error) {
 
 // register writes the mutating and validating webhook configurations.
 func (w *webhook) register(ctx context.Context, base string, caBundle []byte) error {
-	var resources []string
+	resources := make([]string, 0, len(webhookResources))
 	for r := range webhookResources {
 		resources = append(resources, r)
 	}

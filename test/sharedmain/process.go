@@ -146,7 +146,7 @@ func Start(cfg *rest.Config, opts Options) (*Process, error) {
 
 // withoutProxy drops the proxy settings of env: Start sets its own.
 func withoutProxy(env []string) []string {
-	var out []string
+	out := make([]string, 0, len(env))
 	for _, e := range env {
 		k, _, _ := strings.Cut(e, "=")
 		switch strings.ToUpper(k) {
