@@ -101,6 +101,12 @@ func slimRevision(r *servingv1.Revision) *servingv1.Revision {
 		out.Status.ContainerStatuses = append(out.Status.ContainerStatuses,
 			servingv1.ContainerStatus{Name: c.Name, ImageDigest: netguard.CapText(c.ImageDigest, MaxTextBytes)})
 	}
+	// Ready's reason, and when it changed, for NewestRevisionFailure; not its message.
+	if c := r.Status.GetCondition(apis.ConditionReady); c != nil {
+		sc := slimCondition(*c)
+		sc.Message = ""
+		out.Status.Conditions = duckv1.Conditions{sc}
+	}
 	return out
 }
 

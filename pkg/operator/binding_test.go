@@ -25,14 +25,8 @@ func TestOperator_BindingRefusesTakeover(t *testing.T) {
 	f := newRebuildFixture(t, ns, "payments", "hello")
 	ctx := context.Background()
 	// Service "payments" was not deployed by func: no function.knative.dev/name label.
-	payments := &servingv1.Service{}
-	if err := k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "payments"}, payments); err != nil {
-		t.Fatal(err)
-	}
-	delete(payments.Labels, knative.FunctionNameLabel)
-	if err := k8sClient.Update(ctx, payments); err != nil {
-		t.Fatal(err)
-	}
+	updateService(t, ns, "payments", func(s *servingv1.Service) { delete(s.Labels, knative.FunctionNameLabel) })
+	payments := getService(t, ns, "payments")
 	sim := tekton.StartKubelet(t, restConfig, tekton.Options{Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t)})
 	startOperatorWith(t, rebuildConfig(2), ns)
 

@@ -10,8 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/config"
 	"github.com/fnops/func-operator/pkg/outcomes"
@@ -69,13 +67,7 @@ func TestOperator_CloudEventsSent(t *testing.T) {
 		return ""
 	})
 	// func deploy of a new image: the Service changes, and the Function follows.
-	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(svc), svc); err != nil {
-		t.Fatal(err)
-	}
-	svc.Spec.Template.Spec.Containers[0].Image = deployed
-	if err := k8sClient.Update(ctx, svc); err != nil {
-		t.Fatal(err)
-	}
+	setServiceImage(t, svc.Namespace, svc.Name, deployed)
 	e := rcv.Wait(t, 1, 30*time.Second)[0]
 	var data outcomes.Data
 	if err := e.DataAs(&data); err != nil {

@@ -10,9 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/funclib"
@@ -50,14 +48,10 @@ func TestOperator_RebuildBuildsTheDeployedCommit(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.oldImage[n] = img
-		var svc servingv1.Service
-		if err := k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, &svc); err != nil {
-			t.Fatal(err)
-		}
-		svc.Spec.Template.Spec.Containers[0].Image = img
-		if err := k8sClient.Update(ctx, &svc); err != nil {
-			t.Fatal(err)
-		}
+		setServiceImage(t, ns, n, img)
+		// Served (the real Knative Serving controller rolled it out) before the
+		// operator looks.
+		eventually(t, 60*time.Second, knativeServes(t, ns, n))
 	}
 
 	tekton.StartKubelet(t, restConfig, tekton.Options{Namespaces: []string{ns}, Registry: f.reg, Decide: succeed(t)})

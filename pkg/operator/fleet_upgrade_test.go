@@ -1,14 +1,11 @@
 package operator
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
-	"k8s.io/apimachinery/pkg/types"
-	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/test/tekton"
@@ -29,28 +26,14 @@ func TestOperator_FleetBuiltByOlderFuncIsRebuilt(t *testing.T) {
 	names := []string{"g1", "g2", "g3", "g4"}
 	ns := newNamespace(t)
 	f := newRebuildFixture(t, ns, names...)
-	ctx := context.Background()
 	for _, n := range names {
 		f.oldImage[n] = f.reg.PushFuncGoELF(t, "fns/"+n, funcGoOfV044)
-		var svc servingv1.Service
-		if err := k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, &svc); err != nil {
-			t.Fatal(err)
-		}
-		svc.Spec.Template.Spec.Containers[0].Image = f.oldImage[n]
-		if err := k8sClient.Update(ctx, &svc); err != nil {
-			t.Fatal(err)
-		}
+		setServiceImage(t, ns, n, f.oldImage[n])
 	}
 	// The fleet runs its old images (the real Knative Serving controller rolled them
 	// out) before the operator looks at it.
 	for _, n := range names {
-		eventually(t, 60*time.Second, func() string {
-			s := getService(t, ns, n)
-			if !s.IsReady() || s.Status.ObservedGeneration != s.Generation || s.Status.LatestReadyRevisionName != n+"-00002" {
-				return fmt.Sprintf("Knative Service %s: %+v, want Revision %s-00002 ready", n, s.Status, n)
-			}
-			return ""
-		})
+		eventually(t, 60*time.Second, knativeServes(t, ns, n))
 	}
 	firstSeen := map[string]time.Time{} // the simulation's goroutine alone uses it
 	sim := tekton.StartKubelet(t, restConfig, tekton.Options{

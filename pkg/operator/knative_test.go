@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"knative.dev/pkg/apis"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -113,7 +114,7 @@ func TestOperator_KnativeServing(t *testing.T) {
 	// An image that cannot be pulled: Knative fails the Revision once its progress
 	// deadline passes; ServiceReady False with Knative's reason; the old one serves.
 	setServiceImage(t, ns, "hello", bad)
-	eventually(t, 90*time.Second, func() string {
+	eventually(t, 120*time.Second, func() string {
 		fn := getFunction(t, ns, "fn")
 		c := fn.Status.GetCondition(v1alpha1.FunctionConditionServiceReady)
 		if c == nil || c.Status != corev1.ConditionFalse || c.Reason != "RevisionFailed" || !strings.Contains(c.Message, "Back-off pulling image") {
@@ -200,10 +201,32 @@ func getService(t *testing.T, ns, name string) *servingv1.Service {
 // setServiceImage points the Knative Service at image, as func deploy does.
 func setServiceImage(t *testing.T, ns, name, image string) {
 	t.Helper()
-	svc := getService(t, ns, name)
-	svc.Spec.Template.Spec.Containers[0].Image = image
-	if err := k8sClient.Update(context.Background(), svc); err != nil {
+	updateService(t, ns, name, func(svc *servingv1.Service) { svc.Spec.Template.Spec.Containers[0].Image = image })
+}
+
+// updateService changes the Knative Service as func deploy or kubectl would, again
+// when the Knative Serving controller's status writes came in between.
+func updateService(t *testing.T, ns, name string, change func(*servingv1.Service)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		svc := getService(t, ns, name)
+		change(svc)
+		return k8sClient.Update(context.Background(), svc)
+	})
+	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// knativeServes returns "" once the Knative Serving controller serves the Service's
+// newest template: Ready at its generation, on its latest created Revision.
+func knativeServes(t *testing.T, ns, name string) func() string {
+	return func() string {
+		s := getService(t, ns, name)
+		if s.Status.ObservedGeneration != s.Generation || !s.IsReady() || s.Status.LatestReadyRevisionName != s.Status.LatestCreatedRevisionName {
+			return fmt.Sprintf("Knative Service %s/%s: generation %d, status %+v", ns, name, s.Generation, s.Status)
+		}
+		return ""
 	}
 }
 

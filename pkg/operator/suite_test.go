@@ -125,9 +125,10 @@ func TestMain(m *testing.M) {
 		_ = env.Stop()
 		os.Exit(1)
 	}
-	// A Revision whose pods are not ready is reported failed after 15 s (the release:
-	// 10 minutes): longer than any test holds a Revision's pods not ready on purpose.
-	serving, err = knative.Start(env, knative.Options{ProgressDeadline: 15 * time.Second, NotReady: kubelet.isNotReady, Pull: kubelet.pull})
+	// A Revision whose pods are not ready is reported failed after 30 s (the release:
+	// 10 minutes): far longer than any test holds a Revision's pods not ready on
+	// purpose (about 8 s).
+	serving, err = knative.Start(env, knative.Options{ProgressDeadline: 30 * time.Second, NotReady: kubelet.isNotReady, Pull: kubelet.pull})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		_ = tektonController.Stop()

@@ -145,9 +145,9 @@ type Deploy struct {
 	// RollingOut: a raw or keda Deployment has not yet rolled its template (Image)
 	// out to every replica.
 	RollingOut bool
-	// Failed, when set, says why the newest deploy cannot serve (Knative's reason for
-	// a failed Revision), while Image, the old one, serves.
-	Failed string
+	// Failure, when its Revision is set, is Knative's report that the newest deploy
+	// does not serve (a failed Revision), while Image, the old one, does.
+	Failure RevisionFailure
 	// Current is the middleware the Service runs ("" when unknown), Available the one
 	// a rebuild brings, and RebuildDue whether a rebuild is due still.
 	Current, Available string
@@ -390,10 +390,10 @@ func (m Machine) deployed(t Transition, ev Event) Transition {
 		b.Message = fmt.Sprintf("%s by PipelineRun %s: the same image as before, %s (nothing it is built from changed)",
 			UpdatedMessage(b, d.Current), b.PipelineRun, d.Image)
 		t.Deploy = DeployVerified
-	case d.Image == b.FromImage && b.FromImage != "" && d.Failed != "":
+	case d.Image == b.FromImage && b.FromImage != "" && d.Failure.Of(b, ev.At):
 		// Knative says the new Revision will not serve: no need to wait DeployGrace.
 		t = m.failed(t, ev.At, Failure{Message: fmt.Sprintf("PipelineRun %s succeeded but its deploy does not serve: %s; %s still serves",
-			b.PipelineRun, d.Failed, b.FromImage)})
+			b.PipelineRun, d.Failure, b.FromImage)})
 		t.Deploy = DeployFailed
 	case d.Image == b.FromImage && b.FromImage != "" && b.CompletionTime != nil && ev.At.Sub(b.CompletionTime.Time) > DeployGrace:
 		t = m.failed(t, ev.At, Failure{Message: fmt.Sprintf("PipelineRun %s succeeded but the function still runs %s after %s", b.PipelineRun, b.FromImage, DeployGrace)})
@@ -430,9 +430,9 @@ func (m Machine) rebaseDeployed(t Transition, ev Event) Transition {
 	case d.Image == b.ToImage && !d.RollingOut:
 		b.Message = fmt.Sprintf("%s; the function serves %s", UpdatedMessage(b, d.Current), d.Image)
 		t.Deploy = DeployVerified
-	case d.Failed != "" && d.Image != b.ToImage:
+	case d.Image != b.ToImage && d.Failure.Of(b, ev.At):
 		t = m.failed(t, ev.At, Failure{Message: fmt.Sprintf("rebased image %s was deployed, but it does not serve: %s; %s still serves",
-			b.ToImage, d.Failed, orUnknown(d.Image))})
+			b.ToImage, d.Failure, orUnknown(d.Image))})
 		t.Deploy = DeployFailed
 	case late && d.Image == b.ToImage:
 		t = m.failed(t, ev.At, Failure{Message: fmt.Sprintf("rebased image %s has not rolled out to every replica after %s", b.ToImage, DeployGrace)})

@@ -38,6 +38,10 @@ func TestMachine_Next(t *testing.T) {
 		f(b)
 		return b
 	}
+	// started is a build with its start time (a Knative Revision made after it is its deploy's).
+	started := func(b *v1alpha1.BuildStatus) *v1alpha1.BuildStatus {
+		return with(b, func(b *v1alpha1.BuildStatus) { b.StartTime = at(-time.Minute) })
+	}
 	// failedAt is b failed at t0+d with message msg: one more failure, retried after its backoff.
 	failedAt := func(b *v1alpha1.BuildStatus, d time.Duration, msg string) *v1alpha1.BuildStatus {
 		return with(b, func(b *v1alpha1.BuildStatus) {
@@ -217,15 +221,27 @@ func TestMachine_Next(t *testing.T) {
 		build: succeeded, event: Event{Kind: Deployed, At: t0, Deploy: Deploy{BoundUID: "svc-1", Image: "img@old"}},
 		want: Transition{Build: succeeded, Deploy: DeployWaiting, RequeueAfter: PollWhileWaiting},
 	}, {
-		name:  "Succeeded → Failed at once: Knative reports the new Revision failed, the old image serves",
-		build: succeeded, event: Event{Kind: Deployed, At: t0.Add(time.Second), Deploy: Deploy{BoundUID: "svc-1", Image: "img@old", Failed: "Knative reports Revision fn-00002 failed (RevisionFailed: ImagePullBackOff)"}},
-		want: Transition{Build: failedAt(succeeded, time.Second, "PipelineRun fn-run-b1 succeeded but its deploy does not serve: "+
-			"Knative reports Revision fn-00002 failed (RevisionFailed: ImagePullBackOff); img@old still serves"),
+		name:  "Succeeded → Failed before DeployGrace: Knative reports the build's Revision failed for RevisionFailedGrace",
+		build: started(succeeded), event: Event{Kind: Deployed, At: t0.Add(RevisionFailedGrace), Deploy: Deploy{BoundUID: "svc-1", Image: "img@old",
+			Failure: RevisionFailure{Revision: "fn-00002", Reason: "ImagePullBackOff", Since: t0, Created: t0.Add(-time.Second)}}},
+		want: Transition{Build: failedAt(started(succeeded), RevisionFailedGrace, "PipelineRun fn-run-b1 succeeded but its deploy does not serve: "+
+			"Knative reports Revision fn-00002 failed (ImagePullBackOff); img@old still serves"),
 			Slot: SlotRelease, Deploy: DeployFailed},
 	}, {
+		name:  "Succeeded, Knative reports the build's Revision failed, not for RevisionFailedGrace yet (it may end by itself): wait",
+		build: started(succeeded), event: Event{Kind: Deployed, At: t0.Add(RevisionFailedGrace - time.Second), Deploy: Deploy{BoundUID: "svc-1", Image: "img@old",
+			Failure: RevisionFailure{Revision: "fn-00002", Reason: "Unschedulable", Since: t0, Created: t0}}},
+		want: Transition{Build: started(succeeded), Deploy: DeployWaiting, RequeueAfter: PollWhileWaiting},
+	}, {
+		name:  "Succeeded, Knative reports a Revision made before the build failed (not the build's deploy): wait",
+		build: started(succeeded), event: Event{Kind: Deployed, At: t0.Add(RevisionFailedGrace), Deploy: Deploy{BoundUID: "svc-1", Image: "img@old",
+			Failure: RevisionFailure{Revision: "fn-00002", Reason: "ExitCode1", Since: t0.Add(-2 * time.Minute), Created: t0.Add(-2 * time.Minute)}}},
+		want: Transition{Build: started(succeeded), Deploy: DeployWaiting, RequeueAfter: PollWhileWaiting},
+	}, {
 		name:  "Succeeded, a Revision failed but the new image serves: verified (a later deploy's failure is not the build's)",
-		build: succeeded, event: Event{Kind: Deployed, At: t0, Deploy: Deploy{BoundUID: "svc-1", Image: "img@new", Current: "v2", Available: "v2", Failed: "Knative reports Revision fn-00003 failed"}},
-		want: Transition{Build: with(succeeded, func(b *v1alpha1.BuildStatus) {
+		build: started(succeeded), event: Event{Kind: Deployed, At: t0.Add(time.Hour), Deploy: Deploy{BoundUID: "svc-1", Image: "img@new", Current: "v2", Available: "v2",
+			Failure: RevisionFailure{Revision: "fn-00003", Reason: "ExitCode1", Since: t0, Created: t0}}},
+		want: Transition{Build: with(started(succeeded), func(b *v1alpha1.BuildStatus) {
 			b.Message = "Middleware updated from v1 to v2 by PipelineRun fn-run-b1; the Service runs img@new"
 		}), Deploy: DeployVerified},
 	}, {
@@ -285,10 +301,11 @@ func TestMachine_Next(t *testing.T) {
 		build: rebased, event: Event{Kind: Deployed, At: t0, Deploy: Deploy{BoundUID: "svc-1", Image: "img@old", Current: "v1", Available: "v2", RebuildDue: true}},
 		want: Transition{Build: rebased, Deploy: DeployWaiting, RequeueAfter: PollWhileWaiting},
 	}, {
-		name:  "Rebased → Failed at once: Knative reports the rebased Revision failed",
-		build: rebased, event: Event{Kind: Deployed, At: t0, Deploy: Deploy{BoundUID: "svc-1", Image: "img@old", Failed: "Knative reports Revision fn-00002 failed (RevisionFailed: x)"}},
-		want: Transition{Build: failedAt(rebased, 0, "rebased image img@rebased was deployed, but it does not serve: "+
-			"Knative reports Revision fn-00002 failed (RevisionFailed: x); img@old still serves"), Slot: SlotRelease, Deploy: DeployFailed},
+		name:  "Rebased → Failed before DeployGrace: Knative reports the rebased Revision failed for RevisionFailedGrace",
+		build: rebased, event: Event{Kind: Deployed, At: t0.Add(RevisionFailedGrace), Deploy: Deploy{BoundUID: "svc-1", Image: "img@old",
+			Failure: RevisionFailure{Revision: "fn-00002", Reason: "ExitCode1", Since: t0, Created: t0}}},
+		want: Transition{Build: failedAt(rebased, RevisionFailedGrace, "rebased image img@rebased was deployed, but it does not serve: "+
+			"Knative reports Revision fn-00002 failed (ExitCode1); img@old still serves"), Slot: SlotRelease, Deploy: DeployFailed},
 	}, {
 		name:  "Rebased → Failed: the old image still serves past DeployGrace",
 		build: rebased, event: Event{Kind: Deployed, At: t0.Add(DeployGrace), Deploy: Deploy{BoundUID: "svc-1", Image: "img@old"}},

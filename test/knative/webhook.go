@@ -1,6 +1,7 @@
 package knative
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -154,8 +155,12 @@ func decode(ctx context.Context, req admission.Request) (apis.Defaultable, conte
 	if !ok || req.Resource.Group != servingv1.SchemeGroupVersion.Group {
 		return nil, nil, fmt.Errorf("resource %s is not served here", req.Resource)
 	}
+	// Knative's webhook refuses a field its types do not know: decoding it away would
+	// drop it from the object.
 	obj := newObj()
-	if err := json.Unmarshal(req.Object.Raw, obj); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(req.Object.Raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(obj); err != nil {
 		return nil, nil, fmt.Errorf("decoding %s: %w", req.Resource.Resource, err)
 	}
 	ctx = apis.WithUserInfo(ctx, &req.UserInfo)

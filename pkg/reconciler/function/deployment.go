@@ -14,6 +14,7 @@ import (
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/knative"
+	"github.com/fnops/func-operator/pkg/rebuild"
 	"github.com/fnops/func-operator/pkg/reconciler/function/build"
 	"github.com/fnops/func-operator/pkg/reconciler/function/step"
 	"github.com/fnops/func-operator/pkg/rerror"
@@ -259,7 +260,9 @@ func (r *Reconciler) reconcileServiceReady(ctx context.Context, fn *v1alpha1.Fun
 	if ready != nil && svc.Status.ObservedGeneration == svc.Generation {
 		fn.Status.Service.Ready = v1alpha1.ServiceReadiness(ready.Status)
 	}
-	obs.deployment.failed = knative.NewestRevisionFailed(svc)
+	if f := r.targets.services.NewestRevisionFailure(ctx, svc); f != nil {
+		obs.deployment.failure = rebuild.RevisionFailure{Revision: f.Revision, Reason: f.Reason, Since: f.Since, Created: f.Created}
+	}
 	switch {
 	case svc.Status.ObservedGeneration != svc.Generation:
 		fn.Status.MarkServiceReadyUnknown(v1alpha1.ReasonServiceReconciling,

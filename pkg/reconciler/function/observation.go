@@ -6,6 +6,7 @@ import (
 
 	"github.com/fnops/func-operator/pkg/funclib"
 	"github.com/fnops/func-operator/pkg/git"
+	"github.com/fnops/func-operator/pkg/rebuild"
 	"github.com/fnops/func-operator/pkg/reconciler/function/build"
 	"github.com/fnops/func-operator/pkg/reconciler/function/step"
 )
@@ -60,9 +61,9 @@ type deployment struct {
 	// rollingOut: a raw or keda Deployment has not rolled its template out yet
 	// (reconcileServiceReady): its image does not serve every replica yet.
 	rollingOut bool
-	// failed says why a Knative Service's newest Revision failed while an older one
-	// serves (reconcileServiceReady); "" otherwise.
-	failed string
+	// failure is Knative's report that the Service's newest Revision failed while an
+	// older one serves (reconcileServiceReady); its Revision is empty otherwise.
+	failure rebuild.RevisionFailure
 	// unbound: the step left the Service the Function was bound to (gone, or not the
 	// Function's any more); a build in flight for it is stopped (build.StopUnbound).
 	unbound bool
@@ -91,7 +92,7 @@ type middlewareVerdict struct {
 func (o *observation) forBuild() build.Observed {
 	d, mw := o.deployment, o.middleware
 	out := build.Observed{Head: o.source.head, Auth: o.source.auth, Metadata: o.source.metadata,
-		Deployed:   build.Deployed{BoundUID: d.uid(), Image: d.image, RollingOut: d.rollingOut, Failed: d.failed, Unbound: d.unbound},
+		Deployed:   build.Deployed{BoundUID: d.uid(), Image: d.image, RollingOut: d.rollingOut, Failure: d.failure, Unbound: d.unbound},
 		Middleware: build.Middleware{Current: mw.current, Available: mw.available, Due: mw.rebuildDue},
 		From: build.From{Commit: mw.from.commit, Source: mw.from.source, Problem: mw.from.problem,
 			Remedy: mw.from.remedy(o.source.head.Commit)},

@@ -336,7 +336,7 @@ func (r *Reconciler) verify(fn *v1alpha1.Function, obs Observed) (step.Result, b
 	mw, b := fn.Status.Middleware, fn.Status.Build
 	t := r.machine().Next(b, rebuild.Event{Kind: rebuild.Deployed, At: r.now(), Deploy: rebuild.Deploy{
 		Recorded: fn.Status.RebuildRecorded(),
-		BoundUID: obs.Deployed.BoundUID, Image: obs.Deployed.Image, RollingOut: obs.Deployed.RollingOut, Failed: obs.Deployed.Failed,
+		BoundUID: obs.Deployed.BoundUID, Image: obs.Deployed.Image, RollingOut: obs.Deployed.RollingOut, Failure: obs.Deployed.Failure,
 		Current: obs.Middleware.Current, Available: obs.Middleware.Available, RebuildDue: obs.Middleware.Due,
 	}})
 	switch t.Deploy {

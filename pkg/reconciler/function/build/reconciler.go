@@ -155,9 +155,9 @@ type Deployed struct {
 	Image    string
 	// RollingOut: a raw or keda Deployment has not rolled its template out yet.
 	RollingOut bool
-	// Failed, when set, says why what func deployed last cannot serve: Knative
-	// reported the Service's newest Revision failed (its old one serves).
-	Failed string
+	// Failure, when its Revision is set: Knative reports the Service's newest
+	// Revision failed (its old one serves).
+	Failure rebuild.RevisionFailure
 	// Unbound: the step left the object the Function was bound to (gone, or not the
 	// Function's any more); a build in flight for it is stopped (StopUnbound).
 	Unbound bool
