@@ -20,6 +20,7 @@ import (
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/test/envtest"
 	"github.com/fnops/func-operator/test/gitserver"
+	"github.com/fnops/func-operator/test/knative"
 	"github.com/fnops/func-operator/test/registrytest"
 )
 
@@ -38,11 +39,10 @@ const (
 // binary as shipped.
 func TestAttack_ForgedDigest(t *testing.T) {
 	s := setUp(t, nil, nil)
-	if err := s.env.InstallCRDs(envtest.KnativeServingCRDs); err != nil {
+	if err := s.env.InstallCRDs(knative.CRDs...); err != nil {
 		t.Fatal(err)
 	}
-	s.knative = true
-	s.simulateKnative(t)
+	s.startKnative(t)
 
 	nsA := envtest.NewNamespace(t, s.env.Config, "digest-a-", true)
 	nsB := envtest.NewNamespace(t, s.env.Config, "digest-b-", true)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	"github.com/fnops/func-operator/pkg/operator"
 	"github.com/fnops/func-operator/test/envtest"
 	"github.com/fnops/func-operator/test/gitserver"
+	"github.com/fnops/func-operator/test/knative"
 	"github.com/fnops/func-operator/test/registrytest"
 )
 
@@ -47,7 +49,7 @@ type suite struct {
 	reg     *registrytest.Registry
 	front   *apiFront
 	kubelet *kubeletSim
-	// workloads drives raw functions' Deployments (TestFaults: startWorkloads).
+	// workloads drives raw functions' Deployments and Knative Revisions' (startWorkloads).
 	workloads *workloads
 	dep       deployment
 	obs       *observer
@@ -55,8 +57,13 @@ type suite struct {
 	middleware string
 	// knative and tekton: the cluster serves Knative Serving / Tekton.
 	knative, tekton bool
-	fleets          []*fleet
-	rows            []row
+	// apiDown is set while apiServerRestart has the API server stopped; what the
+	// Knative stack's simulations fail to do meanwhile is counted in missed, not
+	// logged (knativeLogf).
+	apiDown atomic.Bool
+	missed  atomic.Int64
+	fleets  []*fleet
+	rows    []row
 	// cursor is where the counters stood at the last row.
 	cursor counted
 	// top is the suite's test, for what outlives one fault.
@@ -101,10 +108,14 @@ var suiteConfig = map[string]string{
 // (func's raw deployer: a Deployment and a core Service, driven by the real workload
 // controllers and a kubelet simulation) from the first step on.
 //
-// The raw function is healthy: the build faults (kills mid-build, a PipelineRun
-// deleted, a queued function's Knative Service deleted) rebuild Knative functions
-// (the Tekton simulation deploys to Knative Services), and the raw one must sit
-// through them without a flap. Its own fault is its Deployment becoming unavailable.
+// Knative functions are served by the real Knative Serving controller, from the
+// step that installs it on: their Revisions' Deployments run on the same workload
+// controllers and kubelet simulation (test/knative). The raw function is healthy:
+// the build faults (kills mid-build, a PipelineRun deleted, a queued function's
+// Knative Service deleted) rebuild Knative functions (the Tekton simulation deploys
+// to Knative Services, and Serving rolls each new image out as a new Revision), and
+// the raw one must sit through them without a flap. Its own fault is its Deployment
+// becoming unavailable.
 func TestFaults(t *testing.T) {
 	s := setUp(t, nil, nil)
 	s.startWorkloads(t)
@@ -275,9 +286,9 @@ func (s *suite) lostBuilds(t *testing.T, bound time.Duration, fleets []*fleet, e
 }
 
 // lateAPIs: the operator starts on a cluster without Knative Serving and Tekton;
-// both are installed; without a restart, the functions are described and an
-// outdated one is rebuilt through Tekton. A raw function, which needs neither, is
-// Ready before and stays so.
+// both are installed, and their controllers start; without a restart, the functions
+// are described and an outdated one is rebuilt through Tekton and rolled out by
+// Knative Serving. A raw function, which needs neither, is Ready before and stays so.
 func (s *suite) lateAPIs(t *testing.T) {
 	f := s.newNamespace(t, "late", 1, 1, false)
 	f.raw = []string{"raw-0"}
@@ -297,12 +308,11 @@ func (s *suite) lateAPIs(t *testing.T) {
 	})
 	until(t, 2*time.Minute, "the raw function Ready without Knative Serving", func() string { return s.rawReady(f.ns, f.raw[0]) })
 	installed := time.Now()
-	if err := s.env.InstallCRDs(envtest.KnativeServingCRDs, envtest.TektonCRDs); err != nil {
+	if err := s.env.InstallCRDs(append(knative.CRDs, envtest.TektonCRDs)...); err != nil {
 		t.Fatal(err)
 	}
-	s.knative = true
 	s.startTekton()
-	s.simulateKnative(s.top) // for the rest of the suite
+	s.startKnative(t) // for the rest of the suite
 	s.obs.watchBuilds(t)
 	s.createServices(t, f)
 	s.simulateTekton(t, f)
@@ -312,8 +322,16 @@ func (s *suite) lateAPIs(t *testing.T) {
 	if msg := s.rawReady(f.ns, f.raw[0]); msg != "" {
 		t.Errorf("after Knative Serving and Tekton came: %s", msg)
 	}
+	// Served as Knative serves: the healthy function by its first Revision, the
+	// rebuilt one by the second, which the deploy step's new image made.
+	if msg := s.servedBy(f.ns, f.healthy[0], f.healthy[0]+"-00001"); msg != "" {
+		t.Error(msg)
+	}
+	if msg := s.servedBy(f.ns, f.outdated[0], f.outdated[0]+"-00002"); msg != "" {
+		t.Error(msg)
+	}
 	s.record(t, "Knative Serving and Tekton installed after the operator",
-		"Deployed `KnativeServingNotInstalled` until then (the raw function Ready all along); picked up without a restart, the outdated function rebuilt through Tekton", described, lost)
+		"Deployed `KnativeServingNotInstalled` until then (the raw function Ready all along); picked up without a restart, the outdated function rebuilt through Tekton and served by its new Revision", described, lost)
 }
 
 // killMidBuild: SIGKILL while two builds run; the new process adopts them.
@@ -423,6 +441,7 @@ func (s *suite) apiServerRestart(t *testing.T) {
 	s.fleets = append(s.fleets, f)
 	until(t, 2*time.Minute, "the build running", func() string { return s.buildRunning(f.ns, f.outdated[0]) })
 	healthy := s.obs.readyNow()
+	s.apiDown.Store(true)
 	if err := s.env.StopAPIServer(); err != nil {
 		t.Fatal(err)
 	}
@@ -430,6 +449,8 @@ func (s *suite) apiServerRestart(t *testing.T) {
 	if err := s.env.StartAPIServer(); err != nil {
 		t.Fatal(err)
 	}
+	s.apiDown.Store(false)
+	t.Logf("the Knative stack's simulations missed %d reads or writes while the API server was stopped", s.missed.Swap(0))
 	back := time.Now()
 	f.hold.Store(false)
 	lost := s.lostBuilds(t, 3*time.Minute, []*fleet{f})

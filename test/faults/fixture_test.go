@@ -19,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"knative.dev/pkg/apis"
-	duckv1 "knative.dev/pkg/apis/duck/v1"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,6 +26,7 @@ import (
 	"github.com/fnops/func-operator/pkg/operator"
 	"github.com/fnops/func-operator/test/envtest"
 	"github.com/fnops/func-operator/test/gitserver"
+	"github.com/fnops/func-operator/test/knative"
 	"github.com/fnops/func-operator/test/tekton"
 )
 
@@ -121,8 +121,9 @@ func (s *suite) leader() string {
 
 func (s *suite) createSecrets(t *testing.T, ns string) {
 	t.Helper()
-	// The "default" ServiceAccount that kube-controller-manager (not run here) makes
-	// in every namespace: a rebuild adds the registry Secret to it.
+	// The "default" ServiceAccount that kube-controller-manager's serviceaccount
+	// controller (not run here) makes in every namespace: a rebuild adds the registry
+	// Secret to it.
 	if err := s.admin.Create(context.Background(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -207,17 +208,16 @@ func (s *suite) simulateTekton(t *testing.T, f *fleet) {
 }
 
 // setUpWithBuilds is setUp on a cluster that serves Knative Serving and Tekton: the
-// real Tekton controller runs, Knative Serving is played (simulateKnative), and the
-// observer follows the builds.
+// real Tekton and Knative Serving controllers run (startKnative), and the observer
+// follows the builds.
 func setUpWithBuilds(t *testing.T, values map[string]string, env []string) *suite {
 	t.Helper()
 	s := setUp(t, values, env)
-	if err := s.env.InstallCRDs(envtest.KnativeServingCRDs, envtest.TektonCRDs); err != nil {
+	if err := s.env.InstallCRDs(append(knative.CRDs, envtest.TektonCRDs)...); err != nil {
 		t.Fatal(err)
 	}
-	s.knative = true
 	s.startTekton()
-	s.simulateKnative(t)
+	s.startKnative(t)
 	s.obs.watchBuilds(t)
 	return s
 }
@@ -229,33 +229,32 @@ func (s *suite) startTekton() {
 	s.tekton = true
 }
 
-// simulateKnative plays Knative Serving's controller, which needs a kubelet to run
-// revisions: every Service's newest generation is marked Ready. A simulation.
-func (s *suite) simulateKnative(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			var list servingv1.ServiceList
-			if err := s.admin.List(ctx, &list); err == nil {
-				for i := range list.Items {
-					svc := &list.Items[i]
-					if svc.Status.ObservedGeneration == svc.Generation && svc.Status.GetCondition(apis.ConditionReady).IsTrue() {
-						continue
-					}
-					svc.Status.ObservedGeneration = svc.Generation
-					svc.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionReady, Status: corev1.ConditionTrue}}
-					_ = s.admin.Status().Update(ctx, svc) // a conflict is retried on the next pass
-				}
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+// startKnative starts the real Knative Serving controller, once Knative's CRDs
+// (knative.CRDs) are installed, for the rest of the suite, with its webhook and its
+// autoscaler and networking simulations (test/knative). Its Revisions' Deployments
+// run on the suite's workload controllers and kubelet simulation (startWorkloads,
+// started here when not yet), so that a function's pods and its rollouts go as a
+// raw function's do.
+func (s *suite) startKnative(t *testing.T) {
+	t.Helper()
+	if s.workloads == nil {
+		s.startWorkloads(t)
+	}
+	began := time.Now()
+	knative.StartT(s.top, s.env, knative.Options{OwnWorkloads: true, Logf: s.knativeLogf})
+	s.knative = true
+	t.Logf("the Knative Serving controller started in %s", time.Since(began).Round(time.Millisecond))
+}
+
+// knativeLogf logs, for the rest of the suite, what the Knative stack's simulations
+// could not do, but while the API server is stopped on purpose: then each of them
+// fails every second for every Revision, and it only counts.
+func (s *suite) knativeLogf(format string, args ...any) {
+	if s.apiDown.Load() {
+		s.missed.Add(1)
+		return
+	}
+	s.top.Logf(format, args...)
 }
 
 // function reads a Function, nil while the API server does not answer.
@@ -289,6 +288,37 @@ func (s *suite) ready(ns, name string) string {
 	}
 	if !fn.Status.IsReady() {
 		return fmt.Sprintf("%s/%s: Ready %+v", ns, name, fn.Status.GetCondition(apis.ConditionReady))
+	}
+	return ""
+}
+
+// servedBy says why the Knative function name of ns is not served by its Revision
+// revision as the real Serving controller serves it, "" once it is: the Service
+// Ready with all its traffic on revision, which runs the Service's image on a
+// Deployment with a ready pod, and the Function naming revision as its latest ready
+// one. The simulation it replaced wrote no Revision: the control that Knative
+// Serving's controller, not the fixture, made the function Ready.
+func (s *suite) servedBy(ns, name, revision string) string {
+	ctx := context.Background()
+	svc, rev := &servingv1.Service{}, &servingv1.Revision{}
+	if err := s.admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, svc); err != nil {
+		return err.Error()
+	}
+	if !svc.IsReady() || svc.Status.LatestReadyRevisionName != revision || len(svc.Status.Traffic) != 1 || svc.Status.Traffic[0].RevisionName != revision {
+		return fmt.Sprintf("%s/%s: Knative Service ready %t, latest ready Revision %q, traffic %+v; want all on %s",
+			ns, name, svc.IsReady(), svc.Status.LatestReadyRevisionName, svc.Status.Traffic, revision)
+	}
+	if err := s.admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: revision}, rev); err != nil {
+		return err.Error()
+	}
+	if got, want := rev.Spec.Containers[0].Image, svc.Spec.Template.Spec.Containers[0].Image; got != want {
+		return fmt.Sprintf("%s/%s: Revision %s runs %s, the Service names %s", ns, name, revision, got, want)
+	}
+	if d := s.deployment(ns, revision+"-deployment"); d == nil || d.Status.ReadyReplicas == 0 {
+		return fmt.Sprintf("%s/%s: no ready pod of Revision %s's Deployment", ns, name, revision)
+	}
+	if fn := s.function(ns, name); fn == nil || fn.Status.Service == nil || fn.Status.Service.LatestReadyRevision != revision {
+		return fmt.Sprintf("%s/%s: the Function does not name Revision %s as its latest ready one", ns, name, revision)
 	}
 	return ""
 }
@@ -355,10 +385,11 @@ const (
 	rawDeployer = "raw"
 )
 
-// workloads drives raw functions' Deployments as a cluster would: the real
-// deployment, replicaset and garbage collector controllers of kube-controller-manager,
-// and a kubelet simulation for their pods, which holds the pods of a function marked
-// unavailable Running but not ready (a failing readiness probe).
+// workloads drives raw functions' Deployments, and Knative Revisions', as a cluster
+// would: the real deployment, replicaset and garbage collector controllers of
+// kube-controller-manager, and a kubelet simulation for their pods, which holds the
+// pods of a function marked unavailable Running but not ready (a failing readiness
+// probe).
 type workloads struct {
 	pods *envtest.Kubelet
 
