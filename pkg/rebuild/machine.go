@@ -142,8 +142,9 @@ type Deploy struct {
 	// BoundUID and Image are the bound Service's (or raw Deployment's) and the image it runs.
 	BoundUID types.UID
 	Image    string
-	// RollingOut: a raw or keda Deployment has not yet rolled its template (Image)
-	// out to every replica.
+	// RollingOut: a raw or keda Deployment has not yet rolled its template out to
+	// every replica, or a Knative Service's latest Revision is not its ready one (or
+	// Knative has not observed its template yet): Image may not be what serves.
 	RollingOut bool
 	// Failure, when its Revision is set, is Knative's report that the newest deploy
 	// does not serve (a failed Revision), while Image, the old one, does.
@@ -401,7 +402,8 @@ func (m Machine) deployed(t Transition, ev Event) Transition {
 	case d.Image == b.FromImage && b.FromImage != "":
 		t.Deploy, t.RequeueAfter = DeployWaiting, PollWhileWaiting
 	case d.RollingOut && b.CompletionTime != nil && ev.At.Sub(b.CompletionTime.Time) > DeployGrace:
-		t = m.failed(t, ev.At, Failure{Message: fmt.Sprintf("PipelineRun %s succeeded but the Deployment has not rolled %s out to every replica after %s", b.PipelineRun, d.Image, DeployGrace)})
+		t = m.failed(t, ev.At, Failure{Message: fmt.Sprintf("PipelineRun %s succeeded but what func deployed has not rolled %s out "+
+			"(to every replica of a Deployment, or to a ready latest Revision of a Knative Service) after %s", b.PipelineRun, d.Image, DeployGrace)})
 		t.Deploy = DeployFailed
 	case d.RollingOut:
 		t.Deploy, t.RequeueAfter = DeployWaiting, PollWhileWaiting

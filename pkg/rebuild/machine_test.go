@@ -274,7 +274,8 @@ func TestMachine_Next(t *testing.T) {
 	}, {
 		name:  "Succeeded → Failed: a raw Deployment not rolled out past DeployGrace",
 		build: succeeded, event: Event{Kind: Deployed, At: t0.Add(DeployGrace + time.Second), Deploy: Deploy{BoundUID: "svc-1", Image: "img@new", RollingOut: true, Current: "v2", Available: "v2"}},
-		want: Transition{Build: failedAt(succeeded, DeployGrace+time.Second, "PipelineRun fn-run-b1 succeeded but the Deployment has not rolled img@new out to every replica after 2m0s"),
+		want: Transition{Build: failedAt(succeeded, DeployGrace+time.Second, "PipelineRun fn-run-b1 succeeded but what func deployed has not rolled img@new out "+
+			"(to every replica of a Deployment, or to a ready latest Revision of a Knative Service) after 2m0s"),
 			Slot: SlotRelease, Deploy: DeployFailed},
 	}, {
 		name:  "Succeeded → Failed: the new image runs old middleware",

@@ -260,6 +260,11 @@ func (r *Reconciler) reconcileServiceReady(ctx context.Context, fn *v1alpha1.Fun
 	if ready != nil && svc.Status.ObservedGeneration == svc.Generation {
 		fn.Status.Service.Ready = v1alpha1.ServiceReadiness(ready.Status)
 	}
+	// Until Knative's latest Revision is ready, the image read may not be what serves:
+	// with no ready Revision yet it is the template's, and an older Revision may become
+	// ready first (a rebuild verified on the template would be built again).
+	st := svc.Status
+	obs.deployment.rollingOut = st.LatestCreatedRevisionName != "" && st.LatestReadyRevisionName != st.LatestCreatedRevisionName
 	if f := r.targets.services.NewestRevisionFailure(ctx, svc); f != nil {
 		obs.deployment.failure = rebuild.RevisionFailure{Revision: f.Revision, Reason: f.Reason, Since: f.Since, Created: f.Created}
 	}

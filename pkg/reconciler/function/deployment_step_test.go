@@ -119,6 +119,8 @@ func TestReconciler_reconcileServiceReady(t *testing.T) {
 		workload *rawWorkload // func's raw or keda deployer's, instead of service
 		replaced bool         // the Service is not the one described
 		want     outcome
+		// rollingOut: what was read may not be what serves (a rebuild waits).
+		rollingOut bool
 	}{{
 		name:     "replaced since it was described: transient, nothing mirrored",
 		service:  knativeService{image: "img", ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionTrue}},
@@ -141,6 +143,21 @@ func TestReconciler_reconcileServiceReady(t *testing.T) {
 		name:    "no Ready condition yet",
 		service: knativeService{image: "img"},
 		want:    outcome{Condition: "Unknown/ServiceReconciling/"},
+	}, {
+		name: "the latest Revision not ready yet, none ready: rolling out (the template's image does not serve)",
+		service: knativeService{image: "img", createdRevision: "hello-00002", ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionUnknown,
+			Reason: "RevisionMissing"}},
+		want: outcome{Condition: "Unknown/RevisionMissing/"}, rollingOut: true,
+	}, {
+		name: "an older Revision ready, the latest not yet: rolling out",
+		service: knativeService{readyRevision: "hello-00001", revisionDigest: "img@sha256:1", createdRevision: "hello-00002",
+			ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionUnknown, Reason: "TrafficNotMigrated"}},
+		want: outcome{Condition: "Unknown/TrafficNotMigrated/"}, rollingOut: true,
+	}, {
+		name: "the latest Revision ready: rolled out",
+		service: knativeService{readyRevision: "hello-00002", revisionDigest: "img@sha256:2", createdRevision: "hello-00002",
+			ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionTrue}},
+		want: outcome{Condition: "True/ServiceReady/"},
 	}, {
 		name:     "raw: the Deployment rolled out and is available",
 		workload: &rawWorkload{image: "img"},
@@ -183,11 +200,14 @@ func TestReconciler_reconcileServiceReady(t *testing.T) {
 			fn := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fn"}}
 			fn.Status.InitializeConditions()
 
-			_, err := r.reconcileServiceReady(context.Background(), fn,
-				&observation{source: sourceArtifact{name: "hello"}, deployment: deployment{found: knativeTarget{svc: &servingv1.Service{ObjectMeta: metav1.ObjectMeta{Name: "hello", UID: described}}}}})
+			obs := &observation{source: sourceArtifact{name: "hello"}, deployment: deployment{found: knativeTarget{svc: &servingv1.Service{ObjectMeta: metav1.ObjectMeta{Name: "hello", UID: described}}}}}
+			_, err := r.reconcileServiceReady(context.Background(), fn, obs)
 
 			if diff := cmp.Diff(tt.want, outcomeOf(err, fn, v1alpha1.FunctionConditionServiceReady)); diff != "" {
 				t.Errorf("outcome (-want +got):\n%s\nerror: %v", diff, err)
+			}
+			if err == nil && obs.deployment.rollingOut != tt.rollingOut {
+				t.Errorf("rollingOut = %t, want %t", obs.deployment.rollingOut, tt.rollingOut)
 			}
 		})
 	}

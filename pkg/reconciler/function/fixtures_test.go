@@ -413,6 +413,8 @@ type knativeService struct {
 	staleGeneration bool            // Knative has not observed the latest spec
 	readyRevision   string
 	revisionDigest  string
+	// createdRevision is the latest created Revision ("": none reported).
+	createdRevision string
 }
 
 // create creates it as Service "hello" of namespace ns, the name the tests' func.yaml gives.
@@ -438,6 +440,7 @@ func (k knativeService) create(t *testing.T, ns string) {
 	svc.Status.URL = apis.HTTP(name + "." + ns + ".example.com")
 	svc.Status.Address = &duckv1.Addressable{URL: apis.HTTP(name + "." + ns + ".svc.cluster.local")}
 	svc.Status.LatestReadyRevisionName = k.readyRevision
+	svc.Status.LatestCreatedRevisionName = k.createdRevision
 	if k.ready != nil {
 		svc.Status.Conditions = duckv1.Conditions{*k.ready}
 	}

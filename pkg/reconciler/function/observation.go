@@ -58,8 +58,9 @@ type deployment struct {
 	// found is what func deployed (its deployer, the Knative Service or workload),
 	// which the Function is bound to; nil when nothing is.
 	found deployed
-	// rollingOut: a raw or keda Deployment has not rolled its template out yet
-	// (reconcileServiceReady): its image does not serve every replica yet.
+	// rollingOut (reconcileServiceReady): a raw or keda Deployment has not rolled its
+	// template out yet, or a Knative Service's latest Revision is not its latest
+	// ready one: the image read may not be what serves.
 	rollingOut bool
 	// failure is Knative's report that the Service's newest Revision failed while an
 	// older one serves (reconcileServiceReady); its Revision is empty otherwise.

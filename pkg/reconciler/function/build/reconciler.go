@@ -153,7 +153,8 @@ type Deployed struct {
 	// BoundUID is the bound object's (Knative Service, Deployment); Image the image it runs.
 	BoundUID types.UID
 	Image    string
-	// RollingOut: a raw or keda Deployment has not rolled its template out yet.
+	// RollingOut: a raw or keda Deployment has not rolled its template out yet, or a
+	// Knative Service's latest Revision is not ready yet.
 	RollingOut bool
 	// Failure, when its Revision is set: Knative reports the Service's newest
 	// Revision failed (its old one serves).
