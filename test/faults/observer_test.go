@@ -28,7 +28,11 @@ import (
 // would, and counts what must never happen, whatever the fault:
 //   - a Ready flap: a Function's Ready going from True to anything else (no fault
 //     of this suite makes a function unhealthy, but for the one a fault marks
-//     unhealthy on purpose: expectUnhealthy);
+//     unhealthy on purpose: expectUnhealthy). Not one: Ready Unknown while Knative
+//     rolls out the image of the Function's own rebuild (its build succeeded, not yet
+//     verified), an older Revision serving meanwhile (rollingOwnRebuild): the
+//     operator mirrors Knative's Ready, which is Unknown until the new Revision takes
+//     the traffic; those are counted apart (rollouts);
 //   - a duplicate build: a PipelineRun created for a Function while another of its
 //     runs is running, or after one of its runs succeeded.
 //
@@ -42,8 +46,11 @@ type observer struct {
 	flaps []string
 	// unhealthy are the Functions a fault makes unhealthy on purpose: their Ready
 	// going down is counted in downs, not as a flap.
-	unhealthy  map[string]bool
-	downs      map[string]int
+	unhealthy map[string]bool
+	downs     map[string]int
+	// rollouts counts Ready going Unknown during the rollout of a Function's own
+	// rebuild (rollingOwnRebuild).
+	rollouts   int
 	runs       map[types.UID]string // run → its Function
 	live       map[string]map[types.UID]bool
 	succeeded  map[string]bool
@@ -144,6 +151,8 @@ func (o *observer) function(obj interface{}) {
 	switch {
 	case o.ready[key] && !ready && o.unhealthy[key]:
 		o.downs[key]++
+	case o.ready[key] && !ready && rollingOwnRebuild(fn):
+		o.rollouts++
 	case o.ready[key] && !ready && fn.DeletionTimestamp == nil:
 		what := "no Ready condition"
 		if c != nil {
@@ -152,6 +161,17 @@ func (o *observer) function(obj interface{}) {
 		o.flaps = append(o.flaps, fmt.Sprintf("%s at %s: Ready True -> %s", key, time.Now().Format(time.StampMilli), what))
 	}
 	o.ready[key] = ready
+}
+
+// rollingOwnRebuild tells a Function whose Ready is Unknown because Knative rolls out
+// the image of its own rebuild (the build succeeded and is not verified yet) while an
+// older Revision serves.
+func rollingOwnRebuild(fn *v1alpha1.Function) bool {
+	c, sr := fn.Status.GetCondition(apis.ConditionReady), fn.Status.GetCondition(v1alpha1.FunctionConditionServiceReady)
+	b := fn.Status.Build
+	return c != nil && c.Status == corev1.ConditionUnknown && sr != nil && sr.Status == corev1.ConditionUnknown &&
+		fn.Status.Service != nil && fn.Status.Service.LatestReadyRevision != "" &&
+		b != nil && b.Phase == v1alpha1.BuildPhaseSucceeded && !fn.Status.RebuildRecorded()
 }
 
 func (o *observer) run(obj interface{}, deleted bool) {
