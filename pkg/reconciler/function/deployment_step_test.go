@@ -154,6 +154,11 @@ func TestReconciler_reconcileServiceReady(t *testing.T) {
 			ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionUnknown, Reason: "TrafficNotMigrated"}},
 		want: outcome{Condition: "Unknown/TrafficNotMigrated/"}, rollingOut: true,
 	}, {
+		name: "the latest Revision ready, its traffic not migrated yet: rolling out",
+		service: knativeService{readyRevision: "hello-00002", revisionDigest: "img@sha256:2", createdRevision: "hello-00002",
+			ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionUnknown, Reason: "IngressNotConfigured"}},
+		want: outcome{Condition: "Unknown/IngressNotConfigured/"}, rollingOut: true,
+	}, {
 		name: "the latest Revision ready: rolled out",
 		service: knativeService{readyRevision: "hello-00002", revisionDigest: "img@sha256:2", createdRevision: "hello-00002",
 			ready: &apis.Condition{Type: apis.ConditionReady, Status: corev1.ConditionTrue}},
