@@ -260,14 +260,7 @@ func (r *Reconciler) reconcileServiceReady(ctx context.Context, fn *v1alpha1.Fun
 	if ready != nil && svc.Status.ObservedGeneration == svc.Generation {
 		fn.Status.Service.Ready = v1alpha1.ServiceReadiness(ready.Status)
 	}
-	// Until Knative's latest Revision is ready and takes the traffic (the Service
-	// Ready at its generation), the image read may not be what serves: with no ready
-	// Revision yet it is the template's, and an older Revision may become ready first
-	// (a rebuild verified on the template would be built again).
-	st := svc.Status
-	settled := st.ObservedGeneration == svc.Generation && st.LatestReadyRevisionName == st.LatestCreatedRevisionName &&
-		svc.Status.GetCondition(apis.ConditionReady).IsTrue()
-	obs.deployment.rollingOut = st.LatestCreatedRevisionName != "" && !settled
+	obs.deployment.rollingOut = knative.RollingOut(svc)
 	if f := r.targets.services.NewestRevisionFailure(ctx, svc); f != nil {
 		obs.deployment.failure = rebuild.RevisionFailure{Revision: f.Revision, Reason: f.Reason, Since: f.Since, Created: f.Created}
 	}

@@ -58,12 +58,10 @@ type deployment struct {
 	// found is what func deployed (its deployer, the Knative Service or workload),
 	// which the Function is bound to; nil when nothing is.
 	found deployed
-	// rollingOut (reconcileServiceReady): a raw or keda Deployment has not rolled its
-	// template out yet, or a Knative Service's latest Revision is not its latest
-	// ready one: the image read may not be what serves.
+	// rollingOut (reconcileServiceReady): the image read may not serve yet (a
+	// Deployment not rolled out, knative.RollingOut).
 	rollingOut bool
-	// failure is Knative's report that the Service's newest Revision failed while an
-	// older one serves (reconcileServiceReady); its Revision is empty otherwise.
+	// failure: Knative reports the newest Revision failed (reconcileServiceReady).
 	failure rebuild.RevisionFailure
 	// unbound: the step left the Service the Function was bound to (gone, or not the
 	// Function's any more); a build in flight for it is stopped (build.StopUnbound).
