@@ -175,15 +175,12 @@ func (a *Autoscaler) sync(ctx context.Context, pa *autoscalingv1alpha1.PodAutosc
 	if err := a.c.Status().Update(ctx, pa); err != nil {
 		return fmt.Errorf("writing the status of PodAutoscaler %s/%s: %w", pa.Namespace, pa.Name, err)
 	}
-	if a.opts.Observe != nil && wasActive != status.IsActive() {
-		state := "active, one pod ready"
-		if zero {
-			state = "scaled to zero"
-		}
-		if !zero && !status.IsActive() {
-			return nil
-		}
-		a.opts.Observe(fmt.Sprintf("Revision %s/%s: %s (autoscaler simulation)", pa.Namespace, pa.Name, state))
+	switch observe := a.opts.Observe; {
+	case observe == nil || wasActive == status.IsActive():
+	case status.IsActive():
+		observe(fmt.Sprintf("Revision %s/%s: active, one pod ready (autoscaler simulation)", pa.Namespace, pa.Name))
+	case zero:
+		observe(fmt.Sprintf("Revision %s/%s: scaled to zero (autoscaler simulation)", pa.Namespace, pa.Name))
 	}
 	return nil
 }
