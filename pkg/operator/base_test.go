@@ -107,6 +107,9 @@ func (s *baseScene) deployKnative(t *testing.T, function string) {
 	if err := k8sClient.Create(context.Background(), svc); err != nil {
 		t.Fatal(err)
 	}
+	// As func deploy does: it returns once Knative serves the function, so a test
+	// asserting Ready afterwards does not race the first Revision's rollout.
+	eventually(t, 60*time.Second, knativeServes(t, s.ns, function))
 }
 
 // createFunction creates the Function of function with base policy policy
