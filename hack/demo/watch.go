@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fnops/func-operator/api/v1alpha1"
+	"github.com/fnops/func-operator/pkg/knative"
 	"github.com/fnops/func-operator/pkg/operator"
 )
 
@@ -164,8 +165,7 @@ func (w *watcher) pollService(ctx context.Context) (serviceState, error) {
 	}
 	st := svc.Status
 	c := st.GetCondition(apis.ConditionReady)
-	s.ready = st.ObservedGeneration == svc.Generation && c.IsTrue() &&
-		st.LatestReadyRevisionName != "" && st.LatestReadyRevisionName == st.LatestCreatedRevisionName
+	s.ready = knative.Serves(svc)
 	if c == nil {
 		return s, nil
 	}

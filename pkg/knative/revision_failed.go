@@ -65,14 +65,18 @@ func (s *Services) NewestRevisionFailure(ctx context.Context, svc *servingv1.Ser
 	return f
 }
 
-// RollingOut reports whether Knative has not settled svc's newest template yet: its
-// latest created Revision is not ready, or not taking the traffic (the Service not
-// Ready at its generation). Until then the image read may not be what serves: with
-// no ready Revision it is the template's, and an older Revision may become ready
-// first (a rebuild verified on the template would be built again).
-func RollingOut(svc *servingv1.Service) bool {
+// Serves reports whether Knative serves svc's newest template: Ready at its
+// generation, on its latest created Revision.
+func Serves(svc *servingv1.Service) bool {
 	st := svc.Status
-	settled := st.ObservedGeneration == svc.Generation && st.LatestReadyRevisionName == st.LatestCreatedRevisionName &&
-		st.GetCondition(apis.ConditionReady).IsTrue()
-	return st.LatestCreatedRevisionName != "" && !settled
+	return svc.IsReady() && st.LatestReadyRevisionName != "" && st.LatestReadyRevisionName == st.LatestCreatedRevisionName
+}
+
+// RollingOut reports whether Knative has not settled svc's newest template yet: it
+// created a Revision but does not serve the template (Serves). Until then the image
+// read may not be what serves: with no ready Revision it is the template's, and an
+// older Revision may become ready first (a rebuild verified on the template would be
+// built again).
+func RollingOut(svc *servingv1.Service) bool {
+	return svc.Status.LatestCreatedRevisionName != "" && !Serves(svc)
 }

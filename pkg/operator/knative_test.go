@@ -19,6 +19,7 @@ import (
 
 	"github.com/fnops/func-operator/api/v1alpha1"
 	"github.com/fnops/func-operator/pkg/funclib"
+	"github.com/fnops/func-operator/pkg/knative"
 	"github.com/fnops/func-operator/test/gitserver"
 	"github.com/fnops/func-operator/test/registrytest"
 )
@@ -223,7 +224,7 @@ func updateService(t *testing.T, ns, name string, change func(*servingv1.Service
 func knativeServes(t *testing.T, ns, name string) func() string {
 	return func() string {
 		s := getService(t, ns, name)
-		if s.Status.ObservedGeneration != s.Generation || !s.IsReady() || s.Status.LatestReadyRevisionName != s.Status.LatestCreatedRevisionName {
+		if !knative.Serves(s) {
 			return fmt.Sprintf("Knative Service %s/%s: generation %d, status %+v", ns, name, s.Generation, s.Status)
 		}
 		return ""
